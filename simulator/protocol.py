@@ -1,0 +1,93 @@
+"""What crosses the pipe between the orchestrator and a harness process.
+
+The orchestrator owns virtual time and the agenda; a harness process only
+ever does work when it receives a `Command`, at the command's virtual time
+(its freezer is moved there first), and answers with one `Reply` that may ask
+for more agenda entries (`FollowUp`: a turn ending, a busy window closing).
+Commands and replies are plain dataclasses of JSON-able values so they pickle
+cheaply and can be logged.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+# Operations a harness understands. Each harness kind handles the ones that
+# make sense for it and answers others with Reply(ok=False, error=...).
+OP_START = "start"          # first command after the fork: open the db, start the runtime
+OP_POLL = "poll"            # the poll timer fired (opencode)
+OP_ACT = "act"              # a scripted action: args = {"action": "send", ...step args..., "step": index}
+OP_TURN_END = "turn-end"    # an agent turn scheduled earlier ends: args = {"cause": ...}
+OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {"what": "busy"|"compacting", "on": bool}
+OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index}
+OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
+OP_STOP = "stop"            # graceful end of the run: flush, close, exit 0
+
+
+@dataclass(frozen=True)
+class Command:
+    dispatch: int
+    t: int
+    op: str
+    session: Optional[str] = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """An agenda entry the harness asks for, at absolute virtual time `at`."""
+
+    at: int
+    op: str
+    session: Optional[str] = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reply:
+    dispatch: int
+    ok: bool = True
+    followups: tuple[FollowUp, ...] = ()
+    result: Any = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session hosted by a harness: the author's label and the run's ids."""
+
+    label: str
+    session_id: str                 # opencode: ses_...; claude-code/cursor: the HOST session id
+    spec: Any                       # simulator.spec.Session
+    parent_id: Optional[str] = None
+
+
+@dataclass
+class HarnessContext:
+    """Everything a harness process needs, built by the orchestrator before the fork."""
+
+    label: str
+    kind: str                                   # opencode | claude-code | cursor
+    incarnation: int                            # 0 for the first process with this label
+    db_path: Path
+    workdir: Path                               # this process's own dir (config.json, state/, transcripts/)
+    project: Optional[str]
+    directory: Path                             # the serving directory (with .git dir/file per checkout)
+    sessions: dict[str, SessionInfo]            # label -> info, hosted from the start
+    seed: int                                   # this process's own derived seed
+    poll_interval_ms: int
+    busy_timeout_ms: int
+    config_path: Path
+    state_dir: Path                             # shared by a daemon and its restart (rehost grace)
+    transcripts_dir: Path                       # Claude Code transcripts (shared by the whole run)
+    startup: Optional[tuple[str, Optional[str]]] = None   # ("-s", session_id) | ("-c", None) | None
+    directory_sessions: list[dict[str, Any]] = field(default_factory=list)  # for -c: {id, parent_id, updated_ms}
+    rehost_grace_ms: Optional[int] = None
+    overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)  # "store", "poller", "runtime" factories (tests)
+    names_by_label: dict[str, str] = field(default_factory=dict)  # label -> session id for EVERY session in the run
+
+    def rng(self) -> random.Random:
+        return random.Random(self.seed)

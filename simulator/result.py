@@ -1,0 +1,75 @@
+"""What a scenario run gives back: verdicts, the history, where the files are."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+Status = Literal["pass", "fail", "not-reached", "skipped"]
+
+
+@dataclass
+class Verdict:
+    """The outcome of one check (a property, a reach claim, a point expectation, a fault)."""
+
+    check: str                      # "P3", "reach:re-nudge", "expect#2", "fault#4"
+    title: str                      # "at-least-once"
+    status: Status
+    message: str = ""               # one or two sentences: what was expected, what happened
+    rules: tuple[str, ...] = ()     # R-ids the check stands for
+    witness: list[dict[str, Any]] = field(default_factory=list)  # the few events that break it
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("pass", "skipped")
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    seed: int
+    run_dir: Path
+    db_path: Path
+    history_path: Path
+    history: list[dict[str, Any]]
+    verdicts: list[Verdict]          # properties, reach claims, expectations, faults: all of them
+    wall_s: float = 0.0
+    virtual_ms: int = 0
+    dispatches: int = 0
+    error: Optional[str] = None      # a harness/engine error that stopped the run
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(v.ok for v in self.verdicts)
+
+    def failures(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.ok]
+
+    def verdict(self, check: str) -> Verdict:
+        return next(v for v in self.verdicts if v.check == check)
+
+    def events(self, kind: Optional[str] = None, session: Optional[str] = None, proc: Optional[str] = None) -> list[dict[str, Any]]:
+        return [
+            e for e in self.history
+            if (kind is None or e["kind"] == kind)
+            and (session is None or e.get("session") == session)
+            and (proc is None or e.get("proc") == proc)
+        ]
+
+    def summary_json(self) -> str:
+        return json.dumps(
+            {
+                "scenario": self.scenario,
+                "seed": self.seed,
+                "ok": self.ok,
+                "error": self.error,
+                "wall_s": round(self.wall_s, 3),
+                "virtual_ms": self.virtual_ms,
+                "dispatches": self.dispatches,
+                "verdicts": [asdict(v) | {"witness": v.witness[:10]} for v in self.verdicts],
+            },
+            indent=2,
+            default=str,
+        )

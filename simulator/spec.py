@@ -1,0 +1,383 @@
+"""The scenario data model: what a scenario says, validated before anything runs.
+
+These pydantic models are the single definition of the scenario language.
+The YAML loader (`simulator.loader`) is a front end to them, the JSON Schema
+published for editors is generated from them, and the Python API builds them
+directly. Every field carries a description because the schema is what an
+author's editor shows while they type.
+
+Sessions and processes are referred to by the author's own labels (`alice`,
+`h1`); the engine maps labels to session ids and assigned names at run time,
+so an author never needs to know either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+
+# ---------------------------------------------------------------------------
+# Durations
+# ---------------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DURATION_HELP = "a number with a unit: 500ms, 90s, 15m, 2h, 7d"
+
+
+def parse_duration(value: Any) -> int:
+    """Milliseconds from `90s`, `15m`, `2h`, `7d`, `500ms` (or a bare integer of ms)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration ({DURATION_HELP}), got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative, got {value!r}")
+        return value
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return int(float(match.group(1)) * _UNIT_MS[match.group(2)])
+    raise ValueError(f"expected a duration ({DURATION_HELP}), got {value!r}")
+
+
+def format_duration(ms: int) -> str:
+    """The shortest exact spelling of a duration, for messages and reports."""
+    for unit in ("d", "h", "m", "s"):
+        size = _UNIT_MS[unit]
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: a typo must never be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
+
+
+def _duration_schema(description: str) -> dict[str, Any]:
+    return {"anyOf": [{"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}], "description": description}
+
+
+# A duration field: parsed per field so a bad value is reported at its own key path.
+DurationMs = Annotated[
+    int,
+    BeforeValidator(parse_duration),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}]}),
+]
+
+
+def _end_or_duration(value: Any) -> Any:
+    return value if value in ("end", "never") else parse_duration(value)
+
+
+# ---------------------------------------------------------------------------
+# Processes, sessions, agents
+# ---------------------------------------------------------------------------
+
+AgentKind = Literal["reader", "ping-pong", "silent"]
+
+
+class Window(_Strict):
+    """A virtual-time window [from, until) during which a session is busy or compacting."""
+
+    start: DurationMs = Field(..., alias="from", description=f"Window start ({DURATION_HELP}).")
+    until: DurationMs = Field(..., description=f"Window end, exclusive ({DURATION_HELP}).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Window":
+        if self.until <= self.start:
+            raise ValueError("a window's `until` must be after its `from`")
+        return self
+
+
+class Agent(_Strict):
+    """How the session's model behaves when a turn starts (a wake prompt or a user message)."""
+
+    kind: AgentKind = Field("reader", description="reader: reads its inbox on every wake; ping-pong: reads and replies to every sender; silent: never reads (so it is re-nudged).")
+    turn: DurationMs = Field(20_000, description=f"How long one model turn lasts in virtual time ({DURATION_HELP}).")
+    busy: list[Window] = Field(default_factory=list, description="Windows when the session is busy with other work (no wake can land).")
+    compacting: list[Window] = Field(default_factory=list, description="Windows when the session is compacting its context (no wake can land).")
+    reply_limit: Optional[int] = Field(None, ge=0, description="ping-pong only: stop replying after this many replies (default: never stops).")
+
+
+class Session(_Strict):
+    """One chat session hosted by a harness process, named by the author's label."""
+
+    id: str = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
+    agent: Agent = Field(default_factory=Agent, description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
+    title: Optional[str] = Field(None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
+    parent: Optional[str] = Field(None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
+    joins: Literal["first-prompt", "idle", "explicit", "never"] = Field("first-prompt", description="How the session enters the directory: its first user message (default), the first idle event only, an explicit chat_register step, or never.")
+    start: DurationMs = Field(0, description=f"Virtual time of the session's first user message ({DURATION_HELP}).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_agent(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("agent"), str):
+            data = {**data, "agent": {"kind": data["agent"]}}
+        return data
+
+
+class ChatConfigSpec(_Strict):
+    """The process's thatch config file (`chat.enabled`, `chat.autoRegister`)."""
+
+    enabled: bool = Field(True, description="chat.enabled: false makes every tool refuse and the poller never start.")
+    auto_register: bool = Field(True, alias="autoRegister", description="chat.autoRegister: false stops automatic joining.")
+
+
+ProcessKind = Literal["opencode", "claude-code", "cursor"]
+
+
+class Process(_Strict):
+    """One fake harness: an OS process forked by the orchestrator."""
+
+    id: str = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this process (h1, laptop-tab).")
+    kind: ProcessKind = Field("opencode", description="opencode: a fake server with the thatch runtime and poller; claude-code: a host whose hooks and MCP server are real child processes; cursor: one workspace process running hooks and MCP.")
+    project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
+    checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
+    start: Annotated[Union[Literal["never"], int], BeforeValidator(_end_or_duration)] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
+    config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
+    poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
+    sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")
+
+
+# ---------------------------------------------------------------------------
+# Steps: actions and faults on the timeline
+# ---------------------------------------------------------------------------
+
+
+class ReplyExpectation(_Strict):
+    """What the tool reply (or hook line) of this step must look like. `{label}` expands to that session's assigned name."""
+
+    ok: Optional[bool] = Field(None, description="Whether the call must succeed (false = a refusal).")
+    equals: Optional[str] = Field(None, description="The exact reply text.")
+    contains: Optional[str] = Field(None, description="A substring the reply must contain.")
+    matches: Optional[str] = Field(None, description="A regular expression the reply must match (re.search).")
+    not_contains: Optional[str] = Field(None, description="A substring the reply must NOT contain.")
+
+
+class SendArgs(_Strict):
+    sender: str = Field(..., alias="from", description="Label of the sending session.")
+    to: Optional[str] = Field(None, description="Label of the recipient session.")
+    to_raw: Optional[str] = Field(None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
+    body: Optional[str] = Field(None, description="The message body; faker writes one from the seed when omitted.")
+
+    @model_validator(mode="after")
+    def _one_recipient(self) -> "SendArgs":
+        if (self.to is None) == (self.to_raw is None):
+            raise ValueError("give exactly one of `to` (a session label) or `to_raw` (a literal string)")
+        return self
+
+
+class BroadcastArgs(_Strict):
+    sender: str = Field(..., alias="from", description="Label of the broadcasting session.")
+    body: Optional[str] = Field(None, description="The message body; faker writes one when omitted.")
+
+
+class SessionArg(_Strict):
+    session: str = Field(..., description="Label of the session that acts.")
+
+
+class PromptArgs(_Strict):
+    session: str = Field(..., description="Label of the session the user types into.")
+    text: Optional[str] = Field(None, description="What the user types; faker writes a line when omitted.")
+
+
+class TitleArgs(_Strict):
+    session: str = Field(..., description="Label of the session whose title changes.")
+    title: str = Field(..., description="The new session title.")
+
+
+class ConfigArgs(_Strict):
+    process: str = Field(..., description="Label of the process whose config file changes.")
+    enabled: Optional[bool] = Field(None, description="New chat.enabled.")
+    auto_register: Optional[bool] = Field(None, alias="autoRegister", description="New chat.autoRegister.")
+
+
+class ProcessArg(_Strict):
+    process: str = Field(..., description="Label of the process.")
+
+
+CrashPoint = Literal["delivered-stamp", "read-stamp", "broadcast-insert", "register-insert", "unregister", "heartbeat"]
+
+
+class CrashArgs(_Strict):
+    process: str = Field(..., description="Label of the process that dies at the crash point.")
+    before: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just before it. delivered-stamp = after the wake prompt, before delivered_at; read-stamp = between chat_read's select and stamp; broadcast-insert = inside a broadcast transaction.")
+    sql: Optional[str] = Field(None, description="Instead of `before`: a substring of the SQL statement to die before.")
+    nth: int = Field(1, ge=1, description="Die on the nth matching statement after the point is armed.")
+
+    @model_validator(mode="after")
+    def _one_point(self) -> "CrashArgs":
+        if (self.before is None) == (self.sql is None):
+            raise ValueError("give exactly one of `before` (a named step) or `sql` (a statement substring)")
+        return self
+
+
+class SleepArgs(_Strict):
+    duration: DurationMs = Field(..., alias="for", description=f"How long the machine sleeps ({DURATION_HELP}).")
+
+
+class ResumeArgs(_Strict):
+    session: str = Field(..., description="Label of the session being resumed.")
+    process: str = Field(..., description="Label of the new process (declared with `start: never`) that resumes it.")
+    how: Literal["-s", "-c"] = Field("-s", description="-s <id> (the id on the command line) or -c (newest top-level session of the directory).")
+
+
+class RestartArgs(_Strict):
+    process: str = Field(..., description="Label of the opencode daemon that dies.")
+    into: str = Field(..., description="Label of the new daemon (declared with `start: never`) that re-hosts its open tabs.")
+    grace: Optional[DurationMs] = Field(None, description=f"Override of the rehost grace ({DURATION_HELP}); default 24h.")
+
+
+class ForkArgs(_Strict):
+    session: str = Field(..., description="Label of the Claude Code session whose session id forks (a continued-in record lands in the old transcript).")
+
+
+class LockArgs(_Strict):
+    duration: DurationMs = Field(..., alias="for", description=f"How long (virtual) another writer holds the database write lock ({DURATION_HELP}).")
+
+
+# YAML key -> attribute name, where the key would shadow a Python name.
+_ATTR = {"register": "register_", "list": "list_"}
+
+ACTION_KEYS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "prompt", "delete", "exit", "title", "config", "start", "cli_list", "cli_tail")
+FAULT_KEYS = ("kill", "crash", "sleep", "resume", "restart", "fork", "lock")
+
+
+class Step(_Strict):
+    """One thing that happens at a virtual time: exactly one action or fault key."""
+
+    at: DurationMs = Field(..., description=f"Virtual time of the step from the scenario start ({DURATION_HELP}). Steps are listed in time order.")
+    name: Optional[str] = Field(None, description="A name for the step, used by expectations and reports.")
+    expect: Optional[ReplyExpectation] = Field(None, description="What this step's reply must look like.")
+    # actions
+    send: Optional[SendArgs] = Field(None, description="chat_send from one session to another.")
+    broadcast: Optional[BroadcastArgs] = Field(None, description="chat_broadcast from a session.")
+    read: Optional[SessionArg] = Field(None, description="chat_read by a session.")
+    register_: Optional[SessionArg] = Field(None, alias="register", description="An explicit chat_register by a session.")
+    unregister: Optional[SessionArg] = Field(None, description="chat_unregister by a session (a leave: tombstone).")
+    list_: Optional[SessionArg] = Field(None, alias="list", description="chat_list by a session.")
+    status: Optional[SessionArg] = Field(None, description="chat_status by a session.")
+    prompt: Optional[PromptArgs] = Field(None, description="A user message typed into a session (a turn; hooks fire on MCP hosts).")
+    delete: Optional[SessionArg] = Field(None, description="The user deletes the session in the TUI (session.deleted).")
+    exit: Optional[SessionArg] = Field(None, description="A greenlit /thatch/exit of the session.")
+    title: Optional[TitleArgs] = Field(None, description="The auto-titler sets the session's title.")
+    config: Optional[ConfigArgs] = Field(None, description="Edit a process's thatch config file.")
+    start: Optional[ProcessArg] = Field(None, description="Start a process declared with `start: never`.")
+    cli_list: Optional[dict[str, Any]] = Field(None, description="Run `thatch chat list` (keys: stale: N or all).")
+    cli_tail: Optional[dict[str, Any]] = Field(None, description="Run `thatch chat tail --once` (keys: limit, grep, who).")
+    # faults
+    kill: Optional[ProcessArg] = Field(None, description="Fault: SIGKILL the whole harness process.")
+    crash: Optional[CrashArgs] = Field(None, description="Fault: arm a crash point; the process SIGKILLs itself just before it.")
+    sleep: Optional[SleepArgs] = Field(None, description="Fault: the machine sleeps (every process stops beating), then catches up.")
+    resume: Optional[ResumeArgs] = Field(None, description="Fault: resume a session in a new process with -s or -c.")
+    restart: Optional[RestartArgs] = Field(None, description="Fault: the opencode daemon dies and a new one re-hosts its open tabs (rehost grace).")
+    fork: Optional[ForkArgs] = Field(None, description="Fault: Claude Code forks the session id.")
+    lock: Optional[LockArgs] = Field(None, description="Fault: another writer holds the database lock.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Step":
+        present = [k for k in ACTION_KEYS + FAULT_KEYS if getattr(self, _ATTR.get(k, k)) is not None]
+        if len(present) != 1:
+            raise ValueError(
+                "a step needs exactly one action or fault key, found "
+                + (", ".join(present) if present else "none")
+                + f"; actions: {', '.join(ACTION_KEYS)}; faults: {', '.join(FAULT_KEYS)}"
+            )
+        return self
+
+    @property
+    def action(self) -> str:
+        return next(k for k in ACTION_KEYS + FAULT_KEYS if getattr(self, _ATTR.get(k, k)) is not None)
+
+    @property
+    def args(self) -> Any:
+        return getattr(self, _ATTR.get(self.action, self.action))
+
+    @property
+    def is_fault(self) -> bool:
+        return self.action in FAULT_KEYS
+
+
+# ---------------------------------------------------------------------------
+# Expectations and reach claims
+# ---------------------------------------------------------------------------
+
+
+class Expectation(_Strict):
+    """A point expectation checked against the history (and database) at a virtual time."""
+
+    at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration)] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
+    wakes: Optional[dict[str, Any]] = Field(None, description="Wake prompts a session received by then: {session, count | min | max}.")
+    roster: Optional[dict[str, Any]] = Field(None, description="chat_list as seen by a session: {session, contains | not_contains | active: [labels] | stale: [labels]}.")
+    hook_line: Optional[dict[str, Any]] = Field(None, description="The last hook line a Claude Code/Cursor session printed: {session, contains | equals | absent: true}.")
+    registered: Optional[dict[str, Any]] = Field(None, description="Directory state: {session, is: true|false, name_kept: true (same name as first minted)}.")
+    unread: Optional[dict[str, Any]] = Field(None, description="Unread mail count: {session, count | min | max}.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Expectation":
+        kinds = [k for k in ("wakes", "roster", "hook_line", "registered", "unread") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("an expectation needs exactly one of: wakes, roster, hook_line, registered, unread")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("wakes", "roster", "hook_line", "registered", "unread") if getattr(self, k) is not None)
+
+
+Reach = Literal[
+    "re-nudge", "rate-cap", "ping-pong", "broadcast-skip", "adoption", "rehost", "graduation",
+    "stale", "prune", "refusal", "echo", "tombstone-gate", "store-busy", "stop-reminder", "cursor-followup",
+]
+
+PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
+
+
+class Scenario(_Strict):
+    """A whole scenario: the world, the timeline, and what must hold."""
+
+    name: str = Field(..., pattern=r"^[a-z0-9][a-z0-9-]*$", description="Kebab-case scenario name; the pytest node id uses it.")
+    story: str = Field("", description="The story the scenario tells, in a sentence or two.")
+    rules: list[str] = Field(default_factory=list, description="The design rules it covers (R1-R36).")
+    seed: int = Field(0, description="Seed of the one random generator (names, ids, faker bodies, dispatch order).")
+    markers: list[str] = Field(default_factory=list, description="pytest markers: slow, race, ...")
+    duration: DurationMs = Field(..., description=f"Length of the scripted phase ({DURATION_HELP}).")
+    drain: DurationMs = Field(300_000, description=f"Fault-free quiet phase after the script; progress is judged at its end ({DURATION_HELP}).")
+    dispatch: Literal["serial", "concurrent"] = Field("serial", description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
+    properties: Union[Literal["all"], list[str]] = Field("all", description="Properties to check: `all` or a list of P-ids.")
+    reaches: list[Reach] = Field(default_factory=list, description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
+    processes: list[Process] = Field(..., min_length=1, description="The harness processes.")
+    steps: list[Step] = Field(default_factory=list, description="The timeline, in time order.")
+    expect: list[Expectation] = Field(default_factory=list, description="Point expectations.")
+
+    @field_validator("rules")
+    @classmethod
+    def _rule_ids(cls, rules: list[str]) -> list[str]:
+        for rule in rules:
+            if not re.fullmatch(r"R([1-9]|[12]\d|3[0-6])", rule):
+                raise ValueError(f"{rule!r} is not a design rule id: write R1 .. R36")
+        return rules
+
+    @field_validator("properties")
+    @classmethod
+    def _property_ids(cls, props: Any) -> Any:
+        if isinstance(props, list):
+            for prop in props:
+                if prop not in PROPERTY_IDS:
+                    raise ValueError(f"{prop!r} is not a property id: write one of {', '.join(PROPERTY_IDS)} or `all`")
+        return props
+
+    # Cross-reference checks (undefined labels, steps out of order) live in
+    # simulator.validate so they can point at the exact step with file:line.
+
+    def session_labels(self) -> dict[str, str]:
+        """session label -> process label (sessions declared in processes)."""
+        return {s.id: p.id for p in self.processes for s in p.sessions}
+
+    def checked_properties(self) -> tuple[str, ...]:
+        return PROPERTY_IDS if self.properties == "all" else tuple(self.properties)

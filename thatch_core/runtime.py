@@ -1,0 +1,442 @@
+"""The opencode plugin's chat logic: hosting, auto-registration, delivery wiring.
+
+One `OpencodeRuntime` per opencode process. It turns host events into store
+calls and owns the hosted set the poller beats and delivers for:
+- `start()`: config read once for the poller (R29); the harness's own OS
+  command line names a `-s`/`-c` session, registered (reclaimed) at once and
+  hosted; a delivery pass then flushes mail that queued while it was down (R5);
+- `on_chat_message`: auto-registration before the model runs (R1), skipping
+  `[chat]` echo bubbles (R27);
+- `on_session_status`: hosting, the idle backstop, the title-topic refresh
+  (R3) and the idle flush (R19);
+- `on_session_deleted` / `on_exit`: leave with a tombstone (R7, R17);
+- `call_tool`: the shared tool surface with the host session as identity,
+  plus the fire-and-forget transcript echo (R27);
+- rehost grace (R15): the hosted set is persisted, and a restarted runtime
+  re-hosts it for a bounded window so silent-but-open tabs stay fresh.
+
+State shared with the poller's timer thread sits behind one lock, which is
+never held while calling the client or the store (a client may call back in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from thatch_core import clock
+from thatch_core.constants import rehost_grace_ms as _env_rehost_grace_ms
+from thatch_core.osargs import parse_startup_target, read_cmdline
+from thatch_core.poller import ChatPoller
+from thatch_core.prompts import chat_notification_nudge, is_chat_echo_parts
+from thatch_core.tools import ChatTools, ToolReply
+
+HOSTED_STATE_FILE = "chat-hosted.json"
+STATUSES = ("idle", "busy", "retry")
+
+
+class OpencodeClient(Protocol):
+    """The slice of the opencode SDK client the chat runtime uses."""
+
+    def prompt_async(self, session_id: str, parts: list[dict], *, no_reply: bool = False) -> None:
+        """Queue a prompt on a session; raises on failure."""
+
+    def session_title(self, session_id: str) -> str | None:
+        """The session's current title (None when unknown)."""
+
+    def session_parent(self, session_id: str) -> str | None:
+        """The parent session id of a child (sub-agent) session, None at top level."""
+
+    def list_sessions(self, directory: str) -> Sequence[Any]:
+        """Sessions of `directory`: objects or dicts with id, parent_id, updated_ms."""
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _stderr_log(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+@dataclass
+class _Hosted:
+    """One hosted session. `rehost_until_ms` is set while the session is only
+    re-hosted from a previous runtime's set and has shown no activity here."""
+
+    last_activity_ms: int
+    rehost_until_ms: int | None = None
+
+
+class OpencodeRuntime:
+    """Chat inside one opencode process; see the module docstring."""
+
+    def __init__(
+        self,
+        store,
+        client: OpencodeClient,
+        *,
+        directory: str,
+        project: str | None,
+        config_source,
+        pid: int | None = None,
+        cmdline_reader: Callable[[int], Sequence[str]] = read_cmdline,
+        state_dir: str | os.PathLike | None = None,
+        rehost_grace_ms: int | None = None,
+        log: Callable[[str], None] | None = None,
+        real_timer: bool = False,
+    ):
+        self.store = store
+        self.client = client
+        self.directory = directory
+        self.project = project
+        self.config_source = config_source
+        self.pid = os.getpid() if pid is None else pid
+        self.cmdline_reader = cmdline_reader or read_cmdline
+        self.state_path = Path(state_dir) / HOSTED_STATE_FILE if state_dir is not None else None
+        self.rehost_grace_ms = _env_rehost_grace_ms() if rehost_grace_ms is None else rehost_grace_ms
+        self._log = log or _stderr_log
+        self.real_timer = real_timer
+        self.tools = ChatTools(
+            store, config_source, host_kind="opencode",
+            project=project, directory=directory, title_for=self._title,
+        )
+        self.poller: ChatPoller | None = None
+        self.enabled = False      # the init-time gate (R29); set by start()
+        self.started = False
+        self.startup_session: str | None = None
+        self._lock = threading.RLock()
+        self._hosted: dict[str, _Hosted] = {}
+        self._status: dict[str, str] = {}
+        self._compacting: set[str] = set()
+        self._parents: dict[str, str | None] = {}
+        # opencode never reuses a session id: events racing a deletion must
+        # not re-host (or re-register) a session that is gone.
+        self._deleted: set[str] = set()
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Init: config gate, rehost, `-s`/`-c` registration, asleep-mail flush."""
+        if self.started:
+            return
+        self.started = True
+        cfg = self.config_source.load()
+        self.enabled = cfg.enabled
+        if not self.enabled:
+            return  # no poller, no startup registration, nothing hosted
+        self.poller = ChatPoller(
+            self.store,
+            hosted_sessions=self.hosted_sessions,
+            deliver=self._deliver,
+            can_deliver=self.can_deliver,
+            log=self._log,
+        )
+        self._load_rehost()
+        sid = self._resolve_startup_session()
+        if sid is not None:
+            self.startup_session = sid
+            with self._lock:
+                # A resumed session emits no event until typed into: it is
+                # idle until the host says otherwise, so asleep mail can land.
+                self._hosted[sid] = _Hosted(clock.now_ms())
+                self._status.setdefault(sid, "idle")
+            if cfg.auto_register:
+                self._register(sid, title=self._title(sid))  # reclaim keeps the name (R5)
+        self._persist()
+        hosted = self.hosted_sessions()
+        try:
+            # Re-hosted rows are fresh from the first moment, not one cycle later.
+            self.store.heartbeat(hosted)
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat startup heartbeat failed: {err!r}")
+        self.poller.deliver_pending()
+        if self.real_timer:
+            self.poller.start()
+
+    def dispose(self) -> None:
+        """Stops the poller's timer (a process shutting down without an exit)."""
+        if self.poller is not None:
+            self.poller.dispose()
+
+    def _resolve_startup_session(self) -> str | None:
+        try:
+            argv = list(self.cmdline_reader(self.pid) or ())
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat:startup cannot read the command line: {err!r}")
+            return None
+        target = parse_startup_target(argv)
+        if target is None:
+            return None
+        kind, sid = target
+        if kind == "session":
+            return sid
+        # -c: the same target the TUI picks - newest top-level session here.
+        try:
+            sessions = list(self.client.list_sessions(self.directory) or ())
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat:startup cannot list sessions for -c: {err!r}")
+            return None
+        sessions.sort(key=lambda s: _field(s, "updated_ms", 0) or 0, reverse=True)
+        for s in sessions:
+            if not _field(s, "parent_id"):
+                return _field(s, "id")
+        return None
+
+    # -- host events ---------------------------------------------------------
+
+    def on_chat_message(self, session_id: str, parts: Sequence[Mapping]) -> None:
+        """A prompt arrived (fires before the model runs)."""
+        if not self._live(session_id) or is_chat_echo_parts(parts):
+            return
+        self._touch(session_id)
+        self._auto_register(session_id)
+
+    def on_session_status(self, session_id: str, status: str) -> None:
+        """session.status: host the session; on idle also backstop-register,
+        refresh the topic and flush its mail at once."""
+        if not self._live(session_id):
+            return
+        if status not in STATUSES:
+            self._log(f"[thatch] chat: unknown session status {status!r} for {session_id}")
+        self._touch(session_id)
+        with self._lock:
+            self._status[session_id] = status
+        if status != "idle":
+            return
+        if not self._auto_register(session_id):
+            self._refresh_topic(session_id)
+        if self.poller is not None:
+            self.poller.deliver_pending()
+
+    def on_compacting(self, session_id: str, compacting: bool) -> None:
+        if not self._live(session_id):
+            return
+        self._touch(session_id)
+        with self._lock:
+            if compacting:
+                self._compacting.add(session_id)
+            else:
+                self._compacting.discard(session_id)
+
+    def on_session_deleted(self, session_id: str) -> None:
+        """session.deleted: leave at once (row + tombstone), stop hosting (R17)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._deleted.add(session_id)
+        self._leave(session_id)
+
+    def on_exit(self, session_id: str) -> None:
+        """A greenlit /thatch/exit: leave before the host vanishes (R7)."""
+        if not self.enabled:
+            return
+        self._leave(session_id)
+
+    def call_tool(self, session_id: str, tool: str, args: Mapping[str, Any] | None = None) -> ToolReply:
+        """A thatch_chat_* call from `session_id`; the host session is the identity."""
+        if self._live(session_id):
+            self._touch(session_id)
+        reply = self.tools.call(tool, args or {}, identity=session_id)
+        if reply.echo:
+            try:
+                # Non-synthetic so the TUI renders it; no_reply so no turn starts.
+                self.client.prompt_async(
+                    session_id, [{"type": "text", "text": reply.echo, "synthetic": False}], no_reply=True,
+                )
+            except Exception as err:  # noqa: BLE001 - an echo never fails the tool (R27)
+                self._log(f"[thatch] chat echo to {session_id} failed: {err!r}")
+        return reply
+
+    # -- hosting ---------------------------------------------------------------
+
+    def _live(self, session_id: str) -> bool:
+        """Events count only when chat was enabled at init and the session lives."""
+        if not self.enabled:
+            return False
+        with self._lock:
+            return session_id not in self._deleted
+
+    def _touch(self, session_id: str) -> None:
+        """Any event: host the session; a re-hosted one graduates to permanent."""
+        now = clock.now_ms()
+        with self._lock:
+            entry = self._hosted.get(session_id)
+            if entry is None:
+                self._hosted[session_id] = _Hosted(now)
+            else:
+                entry.last_activity_ms = now
+                entry.rehost_until_ms = None
+        self._persist()
+
+    def _leave(self, session_id: str) -> None:
+        with self._lock:
+            self._hosted.pop(session_id, None)
+            self._status.pop(session_id, None)
+            self._compacting.discard(session_id)
+        self._persist()
+        try:
+            self.store.unregister(session_id)
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat unregister of {session_id} failed: {err!r}")
+
+    def hosted_sessions(self) -> list[str]:
+        """The sessions this process beats and delivers for (sorted). Re-hosted
+        sessions whose grace ran out without activity drop out here (R15)."""
+        now = clock.now_ms()
+        with self._lock:
+            expired = [
+                sid for sid, h in self._hosted.items()
+                if h.rehost_until_ms is not None and now >= h.rehost_until_ms
+            ]
+            for sid in expired:
+                del self._hosted[sid]
+                self._status.pop(sid, None)
+                self._compacting.discard(sid)
+            hosted = sorted(self._hosted)
+        if expired:
+            self._persist()
+        return hosted
+
+    def can_deliver(self, session_id: str) -> bool:
+        """The watcher gate (R19): last known status idle and not compacting."""
+        with self._lock:
+            return self._status.get(session_id) == "idle" and session_id not in self._compacting
+
+    def _deliver(self, session_id: str, senders: list[str], count: int) -> None:
+        self.client.prompt_async(
+            session_id, [{"type": "text", "text": chat_notification_nudge(senders, count), "synthetic": True}],
+        )
+
+    # -- rehost grace (R15) ----------------------------------------------------
+
+    def _persist(self) -> None:
+        if self.state_path is None:
+            return
+        with self._lock:
+            data = {
+                "version": 1,
+                "sessions": {
+                    sid: {"last_activity_ms": h.last_activity_ms, "rehost_until_ms": h.rehost_until_ms}
+                    for sid, h in sorted(self._hosted.items())
+                },
+            }
+            try:
+                self.state_path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.state_path.with_name(f"{self.state_path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+                os.replace(tmp, self.state_path)  # a SIGKILL never leaves half a file
+            except OSError as err:
+                self._log(f"[thatch] chat cannot persist the hosted set: {err!r}")
+
+    def _load_rehost(self) -> None:
+        """Re-host the previous runtime's set until its grace ends.
+
+        A session the old runtime hosted for real gets the full grace from now;
+        one the old runtime was itself only re-hosting keeps its old deadline,
+        so a chain of restarts cannot keep a closed tab fresh forever.
+        """
+        if self.state_path is None:
+            return
+        try:
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+            sessions = data.get("sessions", {}) if isinstance(data, dict) else {}
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as err:
+            self._log(f"[thatch] chat cannot read the hosted set: {err!r}; nothing re-hosted")
+            return
+        now = clock.now_ms()
+        with self._lock:
+            for sid, rec in sessions.items():
+                if not isinstance(rec, dict):
+                    continue
+                until = rec.get("rehost_until_ms")
+                until = now + self.rehost_grace_ms if until is None else int(until)
+                if now >= until:
+                    continue
+                last = int(rec.get("last_activity_ms") or now)
+                self._hosted[sid] = _Hosted(last, rehost_until_ms=until)
+                # An open tab that reconnects emits nothing: count it idle.
+                self._status[sid] = "idle"
+
+    def rehosting(self) -> list[str]:
+        """Sessions currently hosted only by grace (for tests and reports)."""
+        with self._lock:
+            return sorted(s for s, h in self._hosted.items() if h.rehost_until_ms is not None)
+
+    # -- registration ------------------------------------------------------------
+
+    def _title(self, session_id: str) -> str | None:
+        try:
+            return self.client.session_title(session_id)
+        except Exception as err:  # noqa: BLE001 - a title is advisory
+            self._log(f"[thatch] chat cannot fetch the title of {session_id}: {err!r}")
+            return None
+
+    def _is_top_level(self, session_id: str) -> bool | None:
+        """True/False from the host, cached (a parent never changes); None when unknown."""
+        with self._lock:
+            if session_id in self._parents:
+                return self._parents[session_id] is None
+        try:
+            parent = self.client.session_parent(session_id)
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat cannot fetch the parent of {session_id}: {err!r}")
+            return None
+        with self._lock:
+            self._parents[session_id] = parent
+        return parent is None
+
+    def _auto_register(self, session_id: str) -> bool:
+        """Join the directory automatically when allowed (R1, R7, R30).
+
+        True when this call registered the session (the title it fetched is
+        then the topic, so the idle handler skips a second refresh).
+        """
+        cfg = self.config_source.load()
+        if not (cfg.enabled and cfg.auto_register):
+            return False
+        try:
+            if self.store.get(session_id) is not None or self.store.has_tombstone(session_id):
+                return False
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat auto-register check failed: {err!r}")
+            return False
+        if not self._is_top_level(session_id):
+            return False  # child sessions never join; unknown parent: try at the next event
+        title = self._title(session_id)
+        # The session may have been deleted while the title was fetched: the
+        # store's tombstone gate inside register refuses it (no resurrection).
+        return self._register(session_id, title=title)
+
+    def _register(self, session_id: str, *, title: str | None) -> bool:
+        try:
+            res = self.store.register(
+                session_id, kind="opencode", project=self.project, directory=self.directory,
+                title=title, auto=True, explicit=False,
+            )
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat registration of {session_id} failed: {err!r}")
+            return False
+        return bool(res.ok)
+
+    def _refresh_topic(self, session_id: str) -> None:
+        """Converge an auto row's topic on the live title (R3); the store keeps
+        legacy rows' topics and ignores placeholder titles."""
+        try:
+            row = self.store.get(session_id)
+            if row is None or not row.auto:
+                return
+            title = self._title(session_id)
+            if title:
+                self.store.refresh_topic(session_id, title)
+        except Exception as err:  # noqa: BLE001
+            self._log(f"[thatch] chat topic refresh of {session_id} failed: {err!r}")

@@ -1,0 +1,277 @@
+"""The seven chat tools as one surface shared by every host.
+
+`ChatTools.call(tool, args, identity=...)` turns a tool call into the text the
+model reads (`ToolReply.text`), a success flag, and the transcript echo the
+opencode host shows as a `[chat]` bubble (`ToolReply.echo`, R27). Identity is
+resolved by the caller (the opencode runtime passes its host session id, the
+MCP server its anchored id) and is never taken from `args` here.
+
+Config is re-read on every call (R29), so `chat.enabled: false` makes the
+next call refuse without a restart. Store refusals come back with the store's
+exact texts; only successful register/send/read/broadcast calls echo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from thatch_core import clock, staleness
+from thatch_core.db import StoreError
+from thatch_core.prompts import DISABLED_REPLY, chat_echo_text, chat_inbox_frame
+from thatch_core.store import ERR_NOT_REGISTERED as NOT_REGISTERED  # the store's exact text
+
+STALE_EXPLAINER = (
+    "Stale sessions missed two heartbeats (about a minute): an opencode one's "
+    "harness has probably stopped, and mail to it waits unread; an mcp one is "
+    "between turns and reads its mail at its next prompt."
+)
+
+TOOL_NAMES = (
+    "thatch_chat_register",
+    "thatch_chat_list",
+    "thatch_chat_send",
+    "thatch_chat_read",
+    "thatch_chat_unregister",
+    "thatch_chat_broadcast",
+    "thatch_chat_status",
+)
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """What a tool call returns: the model-facing text, success, and the echo."""
+
+    text: str
+    ok: bool
+    echo: str | None = None
+
+
+def _refuse(text: str) -> ToolReply:
+    return ToolReply(text=text, ok=False, echo=None)
+
+
+def seen_ago(last_seen: str, now_ms: int) -> str:
+    """`42s ago` / `5m ago` / `3h ago` / `2d ago` for a roster row."""
+    try:
+        secs = max(0, (now_ms - clock.parse_iso_ms(last_seen)) // 1000)
+    except ValueError:
+        return "seen ?"
+    if secs < 60:
+        return f"{secs}s ago"
+    if secs < 3600:
+        return f"{secs // 60}m ago"
+    if secs < 86_400:
+        return f"{secs // 3600}h ago"
+    return f"{secs // 86_400}d ago"
+
+
+def loc_token(worktree: str | None) -> str:
+    """The roster's checkout-kind token (R4)."""
+    return f"loc: {worktree}" if worktree in ("root", "worktree") else "loc: ?"
+
+
+class ChatTools:
+    """Dispatches thatch_chat_* calls against a ChatStore.
+
+    `host_kind` is what a new row is registered as. On an "mcp" host a
+    register call with no resolved identity mints a fresh per-conversation
+    session id through `mint_session_id()` (R6). `project`, `directory` and
+    `title_for(session_id)` describe the caller for a row this surface
+    creates (an opencode runtime passes its own).
+    """
+
+    def __init__(
+        self,
+        store,
+        config_source,
+        *,
+        host_kind: str = "opencode",
+        mint_session_id: Callable[[], str] | None = None,
+        project: str | None = None,
+        directory: str | None = None,
+        title_for: Callable[[str], str | None] | None = None,
+    ):
+        self.store = store
+        self.config_source = config_source
+        self.host_kind = host_kind
+        self.mint_session_id = mint_session_id
+        self.project = project
+        self.directory = directory
+        self.title_for = title_for
+        self._handlers: dict[str, Callable[[Mapping[str, Any], str | None], ToolReply]] = {
+            "register": self._register,
+            "list": self._list,
+            "send": self._send,
+            "read": self._read,
+            "unregister": self._unregister,
+            "broadcast": self._broadcast,
+            "status": self._status,
+        }
+
+    def call(self, tool: str, args: Mapping[str, Any] | None, *, identity: str | None) -> ToolReply:
+        """Runs one tool. Unknown tool names are a refusal, not an exception."""
+        if not self.config_source.load().enabled:
+            return _refuse(DISABLED_REPLY)
+        short = tool
+        for prefix in ("thatch_chat_", "chat_"):
+            if short.startswith(prefix):
+                short = short[len(prefix):]
+                break
+        handler = self._handlers.get(short)
+        if handler is None:
+            return _refuse(f"Unknown chat tool {tool!r}.")
+        try:
+            return handler(args or {}, identity)
+        except StoreError as err:
+            # A lock that outlived the retries: the call changed nothing
+            # (each store method is atomic), so the model may simply retry.
+            return _refuse(f"Chat is temporarily unavailable ({err}); nothing was changed - try again.")
+
+    # -- register / unregister -----------------------------------------------
+
+    def _register(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        if identity is None:
+            if self.host_kind != "mcp" or self.mint_session_id is None:
+                return _refuse(NOT_REGISTERED)
+            # A hookless MCP conversation: a fresh identity for this conversation only.
+            identity = self.mint_session_id()
+        left_before = self.store.has_tombstone(identity)
+        title = None
+        if self.title_for is not None:
+            try:
+                title = self.title_for(identity)
+            except Exception:  # noqa: BLE001 - a title is advisory; register without it
+                title = None
+        res = self.store.register(
+            identity,
+            kind=self.host_kind,
+            project=self.project,
+            directory=self.directory,
+            title=title,
+            auto=True,  # assigned-name rows are auto rows on every host; only legacy rows are not
+            explicit=True,
+        )
+        if not res.ok:
+            return _refuse(res.error or "Registration failed.")
+        if res.reclaimed:
+            text = f"You are registered as {res.name} (already registered: your name is kept)."
+        elif left_before:
+            text = (
+                f"You are registered as {res.name}. You had left the directory, so this "
+                "is a fresh name (assigned names are never reused)."
+            )
+        else:
+            text = f"You are registered as {res.name}."
+        if self.host_kind == "mcp":
+            text += f' Pass as: "{res.name}" on the other chat tools.'
+        return ToolReply(text=text, ok=True, echo=chat_echo_text("register", name=res.name))
+
+    def _unregister(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        if identity is None:
+            return _refuse(NOT_REGISTERED)
+        if not self.store.unregister(identity):
+            return _refuse(NOT_REGISTERED)
+        return ToolReply(
+            text=(
+                "You left the chat directory. Your messages are kept as history; "
+                "no more wake prompts will arrive. Call thatch_chat_register to rejoin "
+                "(under a fresh name)."
+            ),
+            ok=True,
+            echo=None,
+        )
+
+    # -- roster ----------------------------------------------------------------
+
+    def _list(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        now = clock.now_ms()
+        # group_roster sorts with sort_roster and splits with the one is_stale rule (R14, R16).
+        active, stale = staleness.group_roster(self.store.list_sessions(), now)
+        me = self.store.get(identity) if identity else None
+        my_unread = self.store.unread_count(identity) if me else 0
+
+        def line(r) -> str:
+            parts = [r.name]
+            if me is not None and r.session_id == me.session_id:
+                parts[0] += f" (you, {my_unread} unread)"
+            parts.append(f"seen {seen_ago(r.last_seen, now)}")
+            parts.append(f"project: {r.project}" if r.project else "project: -")
+            parts.append(loc_token(r.worktree))
+            if r.host_kind != "opencode":
+                parts.append(f"host: {r.host_kind}")
+            if r.topic:
+                parts.append(f"topic: {r.topic}")
+            return "- " + " | ".join(parts)
+
+        out = [f"Active ({len(active)}):"]
+        out += [line(r) for r in active] or ["(none)"]
+        out += ["", f"Stale ({len(stale)}):", STALE_EXPLAINER]
+        out += [line(r) for r in stale] or ["(none)"]
+        if me is None:
+            out += ["", "You are not registered - call thatch_chat_register to join."]
+        return ToolReply(text="\n".join(out), ok=True, echo=None)
+
+    # -- messages ----------------------------------------------------------------
+
+    def _send(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        if identity is None:
+            return _refuse(NOT_REGISTERED)
+        to = str(args.get("to", "") or "")
+        body = str(args.get("body", args.get("message", "")) or "")
+        res = self.store.send(identity, to, body)
+        if not res.ok:
+            return _refuse(res.error or "Send failed.")
+        rcpt = res.recipient
+        name = rcpt.name if rcpt is not None else to
+        if not res.recipient_stale:
+            note = "active"
+        elif rcpt is not None and rcpt.host_kind == "mcp":
+            # R35: an mcp row's age only means "between turns".
+            note = "between turns - it will see the message at its next prompt"
+        else:
+            note = "stale - its harness has probably stopped; the message will wait unread"
+        return ToolReply(
+            text=f"Message sent to {name} ({note}).",
+            ok=True,
+            echo=chat_echo_text("send", to=name, body=body.strip()),
+        )
+
+    def _read(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        if identity is None or self.store.get(identity) is None:
+            return _refuse(NOT_REGISTERED)
+        items = self.store.read(identity)
+        if not items:
+            # Nothing conversational happened: no bubble for an empty drain.
+            return ToolReply(text="No unread messages.", ok=True, echo=None)
+        lines = [f"from {it.from_name} at {it.created_at}: {it.body}" for it in items]
+        return ToolReply(
+            text=chat_inbox_frame(lines),
+            ok=True,
+            echo=chat_echo_text("read", count=len(items), inbox="\n".join(lines)),
+        )
+
+    def _broadcast(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        if identity is None:
+            return _refuse(NOT_REGISTERED)
+        body = str(args.get("body", args.get("message", "")) or "")
+        res = self.store.broadcast(identity, body)
+        if not res.ok:
+            return _refuse(res.error or "Broadcast failed.")
+        n = len(res.recipients)
+        text = f"Broadcast sent to {n} session{'' if n == 1 else 's'}"
+        text += f": {', '.join(res.recipients)}." if n else "."
+        if res.skipped:
+            text += f" Skipped {len(res.skipped)} stale: {', '.join(res.skipped)}."
+        return ToolReply(text=text, ok=True, echo=chat_echo_text("broadcast", count=n, body=body.strip()))
+
+    def _status(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
+        if identity is None:
+            return ToolReply(text="Not registered - call thatch_chat_register to join.", ok=True)
+        st = self.store.status(identity)
+        if not st.registered:
+            return ToolReply(text="Not registered - call thatch_chat_register to join.", ok=True)
+        return ToolReply(
+            text=f"Registered as {st.name}: {st.pending} unread, {st.total} total messages.",
+            ok=True,
+        )

@@ -1,0 +1,115 @@
+"""Frozen result types of the store (the contract in docs/api-contract.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One directory row of ``chat_sessions``."""
+
+    session_id: str
+    name: str
+    topic: str | None
+    project: str | None
+    host_kind: str
+    auto: bool
+    worktree: str | None
+    registered_at: str
+    last_seen: str
+
+
+@dataclass(frozen=True)
+class RegisterResult:
+    """Outcome of ``ChatStore.register``.
+
+    ``drawn``: a fresh name was minted; ``reclaimed``: an existing row kept
+    its name; ``tombstoned``: a leave tombstone refused the registration.
+    """
+
+    ok: bool
+    session_id: str
+    name: str | None = None
+    drawn: bool = False
+    reclaimed: bool = False
+    tombstoned: bool = False
+    topic: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """Outcome of ``ChatStore.send``; ``recipient_stale`` is ``is_stale`` at send time."""
+
+    ok: bool
+    error: str | None = None
+    message_id: int | None = None
+    recipient: SessionRow | None = None
+    recipient_stale: bool = False
+
+
+@dataclass(frozen=True)
+class BroadcastResult:
+    """Outcome of ``ChatStore.broadcast``: recipient and skipped display names."""
+
+    ok: bool
+    error: str | None = None
+    recipients: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+    message_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    """A message as the reader sees it; ``from_name`` is already rendered."""
+
+    id: int
+    from_session: str
+    from_name: str
+    body: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class StatusResult:
+    """``chat_status``: registered flag plus pending and total inbox counts."""
+
+    registered: bool
+    name: str | None = None
+    pending: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class NotificationRow:
+    """A message due a wake prompt; ``from_name`` is None for a departed sender."""
+
+    id: int
+    to_session: str
+    from_session: str
+    from_name: str | None
+
+
+@dataclass(frozen=True)
+class FeedRow:
+    """One ``chat tail`` feed row; ``from_``/``to`` are rendered participants."""
+
+    id: int
+    from_: str
+    to: str
+    from_session: str
+    to_session: str
+    via_broadcast: bool
+    body: str
+    created_at: str
+    read_at: str | None
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """One prune pass: pruned session ids, expired tombstone ids, swept mail count."""
+
+    pruned: tuple[str, ...] = ()
+    expired_tombstones: tuple[str, ...] = ()
+    swept_messages: int = 0
