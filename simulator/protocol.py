@@ -4,6 +4,16 @@ The orchestrator owns virtual time and the agenda; a harness process only
 ever does work when it receives a `Command`, at the command's virtual time
 (its freezer is moved there first), and answers with one `Reply` that may ask
 for more agenda entries (`FollowUp`: a turn ending, a busy window closing).
+Who schedules what: the orchestrator puts scripted steps, poll timers,
+samples and faults on the agenda; the harness asks (through the followups of
+its OP_START reply and of later replies) for everything that follows from
+its sessions' specs: each session's first user message at `Session.start`,
+busy/compacting windows, turn ends. The worker (simulator/worker.py) answers
+OP_ARM_CRASH and OP_STOP itself and emits `ready` after a successful OP_START
+if the harness did not. A harness is built by
+`simulator.harness.make_harness(ctx, recorder)` (or `ctx.overrides["harness"]`
+in tests) and receives OP_START through `handle` like any other command.
+
 Commands and replies are plain dataclasses of JSON-able values so they pickle
 cheaply and can be logged.
 """
@@ -53,6 +63,9 @@ class Reply:
     followups: tuple[FollowUp, ...] = ()
     result: Any = None
     error: Optional[str] = None
+    # True when the harness raised (the worker caught it): the run stops with
+    # `error`. ok=False alone is a refusal (an op this harness kind ignores).
+    fatal: bool = False
 
 
 @dataclass(frozen=True)

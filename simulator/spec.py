@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 # ---------------------------------------------------------------------------
 # Durations
@@ -29,17 +29,18 @@ DURATION_HELP = "a number with a unit: 500ms, 90s, 15m, 2h, 7d"
 
 def parse_duration(value: Any) -> int:
     """Milliseconds from `90s`, `15m`, `2h`, `7d`, `500ms` (or a bare integer of ms)."""
+    # Messages follow the loader's "problem — what to write instead" shape.
     if isinstance(value, bool):
-        raise ValueError(f"expected a duration ({DURATION_HELP}), got {value!r}")
+        raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"a duration cannot be negative, got {value!r}")
+            raise ValueError(f"a duration cannot be negative ({value!r}) — write {DURATION_HELP}")
         return value
     if isinstance(value, str):
         match = _DURATION.match(value)
         if match:
             return int(float(match.group(1)) * _UNIT_MS[match.group(2)])
-    raise ValueError(f"expected a duration ({DURATION_HELP}), got {value!r}")
+    raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
 
 
 def format_duration(ms: int) -> str:
@@ -89,7 +90,7 @@ class Window(_Strict):
     @model_validator(mode="after")
     def _ordered(self) -> "Window":
         if self.until <= self.start:
-            raise ValueError("a window's `until` must be after its `from`")
+            raise ValueError(f"a window's `until` must be after its `from` — write an `until` later than {format_duration(self.start)}")
         return self
 
 
@@ -168,7 +169,7 @@ class SendArgs(_Strict):
     @model_validator(mode="after")
     def _one_recipient(self) -> "SendArgs":
         if (self.to is None) == (self.to_raw is None):
-            raise ValueError("give exactly one of `to` (a session label) or `to_raw` (a literal string)")
+            raise ValueError("a send needs exactly one recipient — write `to: <session label>` or `to_raw: <literal string>`, not both")
         return self
 
 
@@ -213,7 +214,7 @@ class CrashArgs(_Strict):
     @model_validator(mode="after")
     def _one_point(self) -> "CrashArgs":
         if (self.before is None) == (self.sql is None):
-            raise ValueError("give exactly one of `before` (a named step) or `sql` (a statement substring)")
+            raise ValueError("a crash needs exactly one crash point — write `before: <named step>` or `sql: <statement substring>`, not both")
         return self
 
 
@@ -282,11 +283,15 @@ class Step(_Strict):
     @model_validator(mode="after")
     def _exactly_one(self) -> "Step":
         present = [k for k in ACTION_KEYS + FAULT_KEYS if getattr(self, _ATTR.get(k, k)) is not None]
-        if len(present) != 1:
+        if not present:
             raise ValueError(
-                "a step needs exactly one action or fault key, found "
-                + (", ".join(present) if present else "none")
-                + f"; actions: {', '.join(ACTION_KEYS)}; faults: {', '.join(FAULT_KEYS)}"
+                "a step needs exactly one action or fault key, found none — write one of the actions "
+                f"({', '.join(ACTION_KEYS)}) or faults ({', '.join(FAULT_KEYS)})"
+            )
+        if len(present) > 1:
+            raise ValueError(
+                f"a step needs exactly one action or fault key, found {len(present)}: {', '.join(present)} — "
+                "split it into one step per key (they may share the same `at`)"
             )
         return self
 
@@ -322,7 +327,10 @@ class Expectation(_Strict):
     def _exactly_one(self) -> "Expectation":
         kinds = [k for k in ("wakes", "roster", "hook_line", "registered", "unread") if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("an expectation needs exactly one of: wakes, roster, hook_line, registered, unread")
+            raise ValueError(
+                "an expectation needs exactly one kind, found " + (", ".join(kinds) if kinds else "none")
+                + " — write one of: wakes, roster, hook_line, registered, unread (one expectation per list item)"
+            )
         return self
 
     @property
@@ -338,39 +346,40 @@ Reach = Literal[
 PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
 
 
+def _rule_id(rule: str) -> str:
+    if not re.fullmatch(r"R([1-9]|[12]\d|3[0-6])", rule):
+        raise ValueError(f"{rule!r} is not a design rule id — write R1 .. R36")
+    return rule
+
+
+def _property_id(prop: str) -> str:
+    if prop not in PROPERTY_IDS:
+        raise ValueError(f"{prop!r} is not a property id — write `all` or a list of {', '.join(PROPERTY_IDS)}")
+    return prop
+
+
+# Checked per item so an error points at the offending list entry's own line.
+RuleId = Annotated[str, AfterValidator(_rule_id)]
+PropertyId = Annotated[str, AfterValidator(_property_id)]
+
+
 class Scenario(_Strict):
     """A whole scenario: the world, the timeline, and what must hold."""
 
     name: str = Field(..., pattern=r"^[a-z0-9][a-z0-9-]*$", description="Kebab-case scenario name; the pytest node id uses it.")
     story: str = Field("", description="The story the scenario tells, in a sentence or two.")
-    rules: list[str] = Field(default_factory=list, description="The design rules it covers (R1-R36).")
+    rules: list[RuleId] = Field(default_factory=list, description="The design rules it covers (R1-R36).")
     seed: int = Field(0, description="Seed of the one random generator (names, ids, faker bodies, dispatch order).")
     markers: list[str] = Field(default_factory=list, description="pytest markers: slow, race, ...")
     duration: DurationMs = Field(..., description=f"Length of the scripted phase ({DURATION_HELP}).")
     drain: DurationMs = Field(300_000, description=f"Fault-free quiet phase after the script; progress is judged at its end ({DURATION_HELP}).")
     dispatch: Literal["serial", "concurrent"] = Field("serial", description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
-    properties: Union[Literal["all"], list[str]] = Field("all", description="Properties to check: `all` or a list of P-ids.")
+    properties: Union[Literal["all"], list[PropertyId]] = Field("all", description="Properties to check: `all` or a list of P-ids.")
     reaches: list[Reach] = Field(default_factory=list, description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
     processes: list[Process] = Field(..., min_length=1, description="The harness processes.")
     steps: list[Step] = Field(default_factory=list, description="The timeline, in time order.")
     expect: list[Expectation] = Field(default_factory=list, description="Point expectations.")
 
-    @field_validator("rules")
-    @classmethod
-    def _rule_ids(cls, rules: list[str]) -> list[str]:
-        for rule in rules:
-            if not re.fullmatch(r"R([1-9]|[12]\d|3[0-6])", rule):
-                raise ValueError(f"{rule!r} is not a design rule id: write R1 .. R36")
-        return rules
-
-    @field_validator("properties")
-    @classmethod
-    def _property_ids(cls, props: Any) -> Any:
-        if isinstance(props, list):
-            for prop in props:
-                if prop not in PROPERTY_IDS:
-                    raise ValueError(f"{prop!r} is not a property id: write one of {', '.join(PROPERTY_IDS)} or `all`")
-        return props
 
     # Cross-reference checks (undefined labels, steps out of order) live in
     # simulator.validate so they can point at the exact step with file:line.

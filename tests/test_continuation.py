@@ -5,7 +5,6 @@ Real temp-dir SQLite, real transcript files in a temp projects directory.
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 
@@ -14,18 +13,9 @@ from thatch_core.continuation import (
     adopt_continuation, append_continued_in, continued_in_record, predecessor_map,
     resolve_registered_predecessor, transcript_path_for,
 )
-from thatch_core.db import open_db
 from thatch_core.mcp import LEAVE_LINE, HOOK_LINE_RE, chat_hook_line, mcp_session_id
-from thatch_core.store import ChatStore
 
 CFG = StaticConfig(ChatConfig())
-
-
-@pytest.fixture
-def store(tmp_path):
-    conn = open_db(tmp_path / "thatch.db")
-    yield ChatStore(conn, rng=random.Random(3))
-    conn.close()
 
 
 @pytest.fixture
@@ -57,6 +47,7 @@ def hook(store, projects, host_id, **kw):
     return chat_hook_line(store, CFG, host_id, transcript_path=str(transcript_path_for(projects, host_id)), **kw)
 
 
+@pytest.mark.rules("R33")
 def test_record_shape_is_the_documented_one(tmp_path):
     """R33: the continued-in record the simulator writes (docs/transcripts.md)."""
     rec = continued_in_record("old-1", "new-2", timestamp="2026-11-29T13:00:00Z")
@@ -187,16 +178,18 @@ def test_only_the_tail_is_scanned(projects):
     assert predecessor_map(projects, tail_bytes=1 << 20) == {"host-b": "host-a"}
 
 
+@pytest.mark.rules("R33")
 def test_missing_session_id_falls_back_to_the_file_name(projects):
-    """A record without sessionId names its own transcript's session."""
+    """R33: a record without sessionId names its own transcript's session."""
     path = write_transcript(projects, "host-a")
     with open(path, "a") as fh:
         fh.write(json.dumps({"type": "system", "subtype": "continued_in", "continuedInSessionId": "host-b"}) + "\n")
     assert predecessor_map(projects) == {"host-b": "host-a"}
 
 
+@pytest.mark.rules("R33")
 def test_later_record_wins_when_two_name_the_same_new_id(projects):
-    """Two old sessions naming one new id: the later timestamp is the real fork."""
+    """R33: two old sessions naming one new id: the later timestamp is the real fork."""
     append_continued_in(write_transcript(projects, "host-a"), "host-a", "host-c", timestamp="2026-11-29T10:00:00Z")
     append_continued_in(write_transcript(projects, "host-b"), "host-b", "host-c", timestamp="2026-11-29T11:00:00Z")
     assert predecessor_map(projects) == {"host-c": "host-b"}

@@ -117,9 +117,10 @@ class OpencodeRuntime:
         self._status: dict[str, str] = {}
         self._compacting: set[str] = set()
         self._parents: dict[str, str | None] = {}
-        # opencode never reuses a session id: events racing a deletion must
-        # not re-host (or re-register) a session that is gone.
-        self._deleted: set[str] = set()
+        # Sessions deleted or exited here: opencode never reuses a session id
+        # and an exit ends the process, so events racing either must not
+        # re-host (or re-register) a session that is gone.
+        self._gone: set[str] = set()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -230,8 +231,6 @@ class OpencodeRuntime:
         """session.deleted: leave at once (row + tombstone), stop hosting (R17)."""
         if not self.enabled:
             return
-        with self._lock:
-            self._deleted.add(session_id)
         self._leave(session_id)
 
     def on_exit(self, session_id: str) -> None:
@@ -262,7 +261,7 @@ class OpencodeRuntime:
         if not self.enabled:
             return False
         with self._lock:
-            return session_id not in self._deleted
+            return session_id not in self._gone
 
     def _touch(self, session_id: str) -> None:
         """Any event: host the session; a re-hosted one graduates to permanent."""
@@ -278,6 +277,7 @@ class OpencodeRuntime:
 
     def _leave(self, session_id: str) -> None:
         with self._lock:
+            self._gone.add(session_id)
             self._hosted.pop(session_id, None)
             self._status.pop(session_id, None)
             self._compacting.discard(session_id)

@@ -171,7 +171,15 @@ class ChatTools:
         if identity is None:
             return _refuse(NOT_REGISTERED)
         if not self.store.unregister(identity):
-            return _refuse(NOT_REGISTERED)
+            # The store wrote the tombstone anyway, so "stay out" is now true.
+            return ToolReply(
+                text=(
+                    "You were not registered. This session will stay out of the directory "
+                    "(no automatic joining) until you call thatch_chat_register."
+                ),
+                ok=True,
+                echo=None,
+            )
         return ToolReply(
             text=(
                 "You left the chat directory. Your messages are kept as history; "

@@ -1,0 +1,225 @@
+"""Fault machinery that runs inside processes: crash points and the lock holder.
+
+Crash points. A harness process calls `crash_points().install(conn)` on every
+SQLite connection it opens. Once the orchestrator arms a point (OP_ARM_CRASH),
+SQLite's trace callback sees every statement just before it starts running;
+on the nth match the process records a `crash` event, saves its coverage data
+and SIGKILLs itself, so the statement never runs and its transaction is rolled
+back by the next opener, exactly like a power cut at that line.
+
+Named points match the real statements of `thatch_core/store.py` (checked
+against its text). Python 3.11 hands the trace callback the *expanded* SQL
+(bound values inlined), so named points are regexes over the lower-cased,
+whitespace-collapsed text and a scenario's `sql:` substring is matched the
+same way (write it without `?` placeholders).
+
+The lock holder is a tiny forked process that takes the database write lock
+(`BEGIN IMMEDIATE`) and keeps it until told to release: another writer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+# name -> (regex over normalized SQL, default nth)
+NAMED_POINTS: dict[str, tuple[str, int]] = {
+    # the poller's stamp after a successful wake prompt (R21, R23)
+    "delivered-stamp": (r"^update chat_messages set delivered_at\b", 1),
+    # chat_read's scoped stamp, after its select (R10)
+    "read-stamp": (r"^update chat_messages set read_at\b", 1),
+    # inside a broadcast transaction: the 2nd insert leaves one row written, uncommitted (R12)
+    "broadcast-insert": (r"^insert into chat_messages\b", 2),
+    "register-insert": (r"^insert into chat_sessions\b", 1),
+    "unregister": (r"^delete from chat_sessions where session_id\b", 1),
+    # the poller's batch heartbeat (`... WHERE session_id IN (...)`), not chat_status's touch
+    "heartbeat": (r"^update chat_sessions set last_seen = \S+ where session_id in\b", 1),
+}
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_sql(sql: str) -> str:
+    return _WS.sub(" ", sql).strip().lower()
+
+
+def save_coverage() -> None:
+    """Flush this process's coverage data (a SIGKILL would lose it)."""
+    try:
+        import coverage
+    except ImportError:  # pragma: no cover
+        return
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        try:
+            cov.stop()
+            cov.save()
+        except Exception:  # pragma: no cover - coverage must never change a run
+            pass
+
+
+@dataclass
+class _Armed:
+    point: Optional[str]
+    pattern: re.Pattern
+    nth: int
+    step: Optional[int]
+    seen: int = 0
+
+
+class CrashPoints:
+    """The per-process crash point registry (one per process: `crash_points()`)."""
+
+    def __init__(self) -> None:
+        self._armed: list[_Armed] = []
+        self._conns: "weakref.WeakSet[sqlite3.Connection]" = weakref.WeakSet()
+        self.recorder: Any = None
+        self._kill = lambda: os.kill(os.getpid(), signal.SIGKILL)
+
+    def bind(self, recorder: Any) -> None:
+        self.recorder = recorder
+
+    def install(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        """Watch `conn`. The trace callback is only set while a point is armed (it costs per statement)."""
+        self._conns.add(conn)
+        if self._armed:
+            conn.set_trace_callback(self._trace)
+        return conn
+
+    def arm(self, point: Optional[str] = None, sql: Optional[str] = None, nth: Optional[int] = None,
+            step: Optional[int] = None) -> None:
+        if (point is None) == (sql is None):
+            raise ValueError("arm a crash with exactly one of point= (a named step) or sql= (a statement substring)")
+        if point is not None:
+            if point not in NAMED_POINTS:
+                raise ValueError(f"unknown crash point {point!r}; known: {', '.join(NAMED_POINTS)}")
+            regex, default_nth = NAMED_POINTS[point]
+            pattern = re.compile(regex)
+        else:
+            default_nth = 1
+            pattern = re.compile(re.escape(normalize_sql(sql)))
+        self._armed.append(_Armed(point, pattern, nth or default_nth, step))
+        for conn in list(self._conns):
+            try:
+                conn.set_trace_callback(self._trace)
+            except sqlite3.ProgrammingError:  # closed connection
+                pass
+
+    def disarm(self) -> None:
+        self._armed.clear()
+        for conn in list(self._conns):
+            try:
+                conn.set_trace_callback(None)
+            except sqlite3.ProgrammingError:
+                pass
+
+    @property
+    def armed(self) -> bool:
+        return bool(self._armed)
+
+    def _trace(self, sql: str) -> None:
+        text = normalize_sql(sql)
+        for armed in self._armed:
+            if armed.pattern.search(text) if armed.point is None else armed.pattern.match(text):
+                armed.seen += 1
+                if armed.seen >= armed.nth:
+                    self._fire(armed, sql)
+
+    def _fire(self, armed: _Armed, sql: str) -> None:
+        if self.recorder is not None:
+            self.recorder.emit("crash", point=armed.point or "sql", sql=normalize_sql(sql)[:200], step=armed.step)
+        save_coverage()
+        self._kill()
+
+
+_SINGLETON: Optional[CrashPoints] = None
+_SINGLETON_PID: Optional[int] = None
+
+
+def crash_points() -> CrashPoints:
+    """This process's registry; a forked child gets a fresh one, never its parent's arms."""
+    global _SINGLETON, _SINGLETON_PID
+    if _SINGLETON is None or _SINGLETON_PID != os.getpid():
+        _SINGLETON = CrashPoints()
+        _SINGLETON_PID = os.getpid()
+    return _SINGLETON
+
+
+# ---------------------------------------------------------------------------
+# Lock contention: another writer holding the database.
+# ---------------------------------------------------------------------------
+
+
+def _lock_holder_main(conn, db_path: str, parent_pid: int, close_fds: list) -> None:
+    from simulator.worker import die_with_parent
+
+    die_with_parent(parent_pid)
+    for other in close_fds:
+        try:
+            other.close()
+        except Exception:
+            pass
+    db = sqlite3.connect(db_path, isolation_level=None, timeout=30)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        conn.send("held")
+        try:
+            conn.recv()  # "release" (or EOF: the orchestrator is gone)
+        except EOFError:
+            pass
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    save_coverage()
+    os._exit(0)
+
+
+class LockHolder:
+    """A forked process holding `BEGIN IMMEDIATE` on the db from `start()` to `release()`.
+
+    The caller (the orchestrator) must have no SQLite connection open when it
+    calls `start()`: the holder is a fork like any harness.
+    """
+
+    def __init__(self, db_path: Path, ctx: Any, close_in_child: list | None = None) -> None:
+        self.db_path = Path(db_path)
+        self._ctx = ctx  # a multiprocess fork context
+        self._close = list(close_in_child or [])
+        self.proc = None
+        self.conn = None
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        parent_end, child_end = self._ctx.Pipe()
+        self.proc = self._ctx.Process(
+            target=_lock_holder_main, args=(child_end, str(self.db_path), os.getpid(), self._close + [parent_end]),
+            daemon=True, name="thatch-lock-holder")
+        self.proc.start()
+        child_end.close()
+        self.conn = parent_end
+        if not parent_end.poll(timeout_s):
+            raise RuntimeError("the lock holder did not take the database lock in time")
+        parent_end.recv()
+
+    def release(self, timeout_s: float = 5.0) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.conn.send("release")
+        except (OSError, EOFError):
+            pass
+        self.proc.join(timeout_s)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(1.0)
+        self.conn.close()
+        self.proc = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()

@@ -1,0 +1,157 @@
+"""The run history: one append-only JSONL file per process, merged at the end.
+
+Every process (the orchestrator and each harness incarnation) owns one
+`Recorder` writing `history/<proc>.<incarnation>.jsonl`. A line is written
+with a single `os.write` on an `O_APPEND` descriptor, no userspace buffer:
+once `emit` returns the event is in the kernel, so a SIGKILL a microsecond
+later (a crash point, a kill fault) loses nothing already recorded.
+
+`merge` puts the files together in dispatch order: `(dispatch, proc rank,
+incarnation, seq)`. Nothing non-deterministic is ever written (no pid, no
+wall time, keys sorted), so the same scenario and seed give a byte-identical
+`history.jsonl`. See docs/history.md for the event catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+ORCHESTRATOR = "orchestrator"
+HISTORY_DIR = "history"
+MERGED_NAME = "history.jsonl"
+
+
+def _dumps(obj: Any) -> str:
+    # sort_keys + compact separators: the bytes depend on the values only.
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class Recorder:
+    """Appends this process's events to its own history file.
+
+    `current(dispatch, t)` is set by the worker (or the orchestrator) before
+    each command, so harness code just calls `emit(kind, session, **data)`.
+    """
+
+    def __init__(self, path: os.PathLike | str, proc: str, *, incarnation: int = 0) -> None:
+        self.path = Path(path)
+        self.proc = proc
+        self.incarnation = incarnation
+        self.dispatch = 0
+        self.t = 0
+        self._seq = 0
+        self._kinds: set[str] = set()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: Optional[int] = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    @classmethod
+    def for_process(cls, run_dir: os.PathLike | str, proc: str, incarnation: int = 0) -> "Recorder":
+        return cls(Path(run_dir) / HISTORY_DIR / f"{proc}.{incarnation}.jsonl", proc, incarnation=incarnation)
+
+    def current(self, dispatch: int, t: int) -> None:
+        """The dispatch being served and its virtual time; stamps every later event."""
+        self.dispatch = dispatch
+        self.t = t
+
+    def emit(self, kind: str, session: Optional[str] = None, **data: Any) -> dict[str, Any]:
+        event = {
+            "t": self.t,
+            "dispatch": self.dispatch,
+            "proc": self.proc,
+            "inc": self.incarnation,
+            "session": session,
+            "kind": kind,
+            "data": data,
+            "seq": self._seq,
+        }
+        line = (_dumps(event) + "\n").encode("utf-8")
+        if self._fd is None:
+            raise RuntimeError(f"recorder for {self.proc} is closed")
+        # One write per line: O_APPEND makes it atomic against other writers
+        # and nothing sits in a buffer a SIGKILL could lose.
+        written = os.write(self._fd, line)
+        while written < len(line):  # a short write on a regular file is rare; finish it
+            written += os.write(self._fd, line[written:])
+        self._seq += 1
+        self._kinds.add(kind)
+        return event
+
+    def has_emitted(self, kind: str) -> bool:
+        return kind in self._kinds
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def read_events(path: os.PathLike | str) -> list[dict[str, Any]]:
+    """The events of one per-process file; a torn last line (killed mid-write) is skipped."""
+    events = []
+    try:
+        data = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return events
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
+
+
+def merge(run_dir: os.PathLike | str, proc_order: Optional[Iterable[str]] = None) -> list[dict[str, Any]]:
+    """Merge every per-process file into `history.jsonl`; returns the events.
+
+    Order: dispatch, then the orchestrator, then processes in `proc_order`
+    (the scenario's declaration order; unknown labels after, alphabetically),
+    then incarnation and per-file sequence. The orchestrator records the
+    events that *cause* a dispatch under that dispatch and the ones that
+    *react* to a reply under a fresh dispatch, so "orchestrator first" is
+    also causal order. Each event gets its position `i`; `seq` and `inc` are
+    file bookkeeping and are dropped.
+    """
+    run_dir = Path(run_dir)
+    rank = {ORCHESTRATOR: 0}
+    for label in proc_order or ():
+        rank.setdefault(label, len(rank))
+    events: list[dict[str, Any]] = []
+    for path in sorted((run_dir / HISTORY_DIR).glob("*.jsonl")):
+        events.extend(read_events(path))
+
+    def key(e: dict[str, Any]):
+        proc = e.get("proc", "")
+        return (e.get("dispatch", 0), rank.get(proc, len(rank)), proc, e.get("inc", 0), e.get("seq", 0))
+
+    merged = []
+    for i, e in enumerate(sorted(events, key=key)):
+        merged.append({
+            "i": i,
+            "t": e.get("t", 0),
+            "dispatch": e.get("dispatch", 0),
+            "proc": e.get("proc"),
+            "session": e.get("session"),
+            "kind": e.get("kind"),
+            "data": e.get("data", {}),
+        })
+    out = run_dir / MERGED_NAME
+    with open(out, "w", encoding="utf-8", newline="\n") as fh:
+        for e in merged:
+            fh.write(_dumps(e) + "\n")
+    return merged
+
+
+def load(path: os.PathLike | str) -> list[dict[str, Any]]:
+    """Read a merged `history.jsonl` back."""
+    return read_events(path)

@@ -1,0 +1,321 @@
+"""Lanes, rows and virtual-time layout for the run report's sequence diagram.
+
+This module only decides *where* things go (which lanes exist, which events
+become rows, the y of every virtual instant); `report_svg` draws them. Kept
+apart so the layout rules (compressing idle stretches, capping rows for long
+runs, resolving message recipients to lanes) can be read without the SVG.
+
+Lanes: the orchestrator, then per process (first-seen order) its own lane
+followed by one lane per session it hosted, keyed `(proc, session)`. A session
+resumed in another process therefore gets a second lane under that process,
+which is what a reader wants to see: who hosted it when.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+ORCH = "orchestrator"
+LANE_W = 132            # px between lanes: room for a ~20-character label
+LEFT = 92               # time axis gutter
+ROW_H = 20              # px per drawn event
+BREAK_MS = 10 * 60_000  # an idle stretch this long is drawn as a labelled break
+BREAK_H = 30
+MAX_ROWS = 2500         # cap for very long runs (keeps a 24 h report to ~1-2 MB)
+
+# Kinds drawn as a row of the diagram. The rest (poll, status, sample, turn
+# boundaries, tool-calls, hooks, echoes) feed bars and tooltips or are only
+# drawn when a verdict names them as witnesses.
+ROW_KINDS = {
+    "run-start", "run-end", "phase", "process-start", "process-exit", "fault",
+    "fault-fired", "fault-not-fired", "sleep-start", "sleep-end", "expectation",
+    "crash", "store-error", "fork", "wake", "tool-result", "registered", "user-prompt",
+}
+# Priority when a run has more rows than MAX_ROWS: lower tier survives first.
+TIER0 = {"run-start", "run-end", "phase", "process-start", "process-exit", "fault", "fault-fired",
+         "fault-not-fired", "sleep-start", "sleep-end", "crash", "store-error", "fork"}
+TIER1 = {"wake", "tool-result"}
+MESSAGE_TOOLS = {"thatch_chat_send", "thatch_chat_broadcast"}
+
+
+@dataclass
+class Lane:
+    key: tuple[str, Optional[str]]   # (proc, session) ; session None = the process lane itself
+    x: int = 0
+    start_t: Optional[int] = None    # first virtual time the lane exists
+
+
+@dataclass
+class Layout:
+    lanes: dict[tuple[str, Optional[str]], Lane]
+    groups: list[tuple[str, list[Optional[str]]]]        # proc -> [None, session labels...]
+    proc_kind: dict[str, str]
+    names: dict[str, str]                                # session label -> assigned name (last seen)
+    rows: list[tuple[dict[str, Any], int]]               # (event, y center)
+    breaks: list[tuple[int, int, int]]                   # (y top, y bottom, idle ms)
+    witness: dict[int, int]                              # history index -> W number (1-based)
+    omitted: dict[str, int]                              # kind -> rows left out by the cap
+    alive: dict[str, list[tuple[int, Optional[int]]]]    # proc -> [(start t, end t or None)]
+    recipients: dict[int, list[tuple[str, Optional[str]]]]   # history index -> target lanes
+    width: int = 0
+    height: int = 0
+    end_t: int = 0
+    _anchor_t: list[int] = field(default_factory=list)
+    _anchor_y: list[float] = field(default_factory=list)
+
+    def y_of_t(self, t: int) -> float:
+        """The y of a virtual instant: exact on rows, interpolated between them."""
+        if not self._anchor_t:
+            return ROW_H
+        k = bisect.bisect_left(self._anchor_t, t)
+        if k < len(self._anchor_t) and self._anchor_t[k] == t:
+            return self._anchor_y[k]
+        if k == 0:
+            return self._anchor_y[0]
+        if k >= len(self._anchor_t):
+            return self._anchor_y[-1]
+        t0, t1 = self._anchor_t[k - 1], self._anchor_t[k]
+        y0, y1 = self._anchor_y[k - 1], self._anchor_y[k]
+        return y0 + (y1 - y0) * (t - t0) / (t1 - t0)
+
+    def lane_for_session(self, label: str, t: int) -> Optional[Lane]:
+        """The lane of `label` in the process that hosted it most recently at `t`."""
+        best: Optional[Lane] = None
+        for lane in self.lanes.values():
+            if lane.key[1] != label:
+                continue
+            start = lane.start_t if lane.start_t is not None else 0
+            if best is None or (start <= t and (best.start_t or 0) <= start):
+                best = lane
+        return best
+
+
+def fmt_t(ms: int, long_run: bool) -> str:
+    """Virtual time as m:ss (short runs) or h:mm:ss (runs past an hour); ms when not whole."""
+    s, rem = divmod(int(ms), 1000)
+    h, s2 = divmod(s, 3600)
+    m, sec = divmod(s2, 60)
+    text = f"{h}:{m:02d}:{sec:02d}" if long_run else f"{h * 60 + m}:{sec:02d}"
+    return text + (f".{rem:03d}" if rem else "")
+
+
+def fmt_span(ms: int) -> str:
+    """A duration for humans: 2h 10m, 4m 30s, 12s."""
+    s = ms // 1000
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    parts = [f"{d}d" if d else "", f"{h}h" if h else "", f"{m}m" if m else "", f"{s}s" if s and not d else ""]
+    return " ".join(p for p in parts if p) or f"{ms}ms"
+
+
+def _gap(dt: int) -> int:
+    # Time between rows grows with the log of the idle time: 1 s ~3 px, 30 s ~15 px,
+    # 5 min ~25 px. Anything over BREAK_MS becomes a labelled break instead.
+    if dt <= 0:
+        return 0
+    if dt >= BREAK_MS:
+        return BREAK_H
+    return min(26, round(3 * math.log2(1 + dt / 1000)))
+
+
+def witness_indices(history: list[dict[str, Any]], verdicts) -> dict[int, int]:
+    """Map history positions named by failing verdicts' witnesses to W numbers.
+
+    A witness is matched by its `i` when it has one, else by (t, proc, session,
+    kind, data) equality, so a checker may hand back a copy of the event.
+    """
+    by_i = {e.get("i", n): n for n, e in enumerate(history)}
+    by_val: dict[tuple, int] = {}
+    for n, e in enumerate(history):
+        by_val.setdefault(_ident(e), n)
+    out: dict[int, int] = {}
+    for v in verdicts:
+        if v.ok:
+            continue
+        for w in v.witness or []:
+            n = by_i.get(w["i"]) if isinstance(w, dict) and "i" in w else None
+            if n is None and isinstance(w, dict):
+                n = by_val.get(_ident(w))
+            if n is not None and n not in out:
+                out[n] = len(out) + 1
+    return out
+
+
+def _ident(e: dict[str, Any]) -> tuple:
+    return (e.get("t"), e.get("proc"), e.get("session"), e.get("kind"), repr(e.get("data")))
+
+
+def _target_proc(e: dict[str, Any], procs: set[str]) -> Optional[str]:
+    """The process a fault event is about, when its payload names one."""
+    d = e.get("data") or {}
+    cands = [d.get("target"), d.get("proc")]
+    for sub in (d.get("args"), d.get("detail")):
+        if isinstance(sub, dict):
+            cands += [sub.get("target"), sub.get("proc"), sub.get("process")]
+        elif isinstance(sub, str):
+            cands.append(sub)
+    return next((c for c in cands if isinstance(c, str) and c in procs), None)
+
+
+def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Layout:
+    procs: list[str] = []
+    sessions: dict[str, list[str]] = {}
+    proc_kind: dict[str, str] = {}
+    names: dict[str, str] = {}
+    ids: dict[str, str] = {}                      # session id / host id -> label
+    lane_start: dict[tuple[str, Optional[str]], int] = {}
+    alive: dict[str, list[tuple[int, Optional[int]]]] = {}
+
+    def add(proc: str, session: Optional[str], t: int) -> None:
+        if proc == ORCH and session is None:
+            return
+        if proc not in sessions:
+            procs.append(proc)
+            sessions[proc] = []
+        if session is not None and session not in sessions[proc]:
+            sessions[proc].append(session)
+        lane_start.setdefault((proc, session), t)
+        lane_start.setdefault((proc, None), t)
+
+    for e in history:
+        proc, ses, t, d = e.get("proc") or ORCH, e.get("session"), int(e.get("t", 0)), e.get("data") or {}
+        kind = e.get("kind")
+        if kind == "process-start" and d.get("target"):
+            target = d["target"]
+            add(target, None, t)
+            proc_kind[target] = str(d.get("proc_kind", proc_kind.get(target, "")))
+            for label, sid in (d.get("sessions") or {}).items():
+                add(target, label, t)
+                ids[str(sid)] = label
+            if d.get("resumed"):
+                add(target, d["resumed"], t)
+            alive.setdefault(target, []).append((t, None))
+        elif kind == "process-exit" and d.get("target") in alive:
+            spans = alive[d["target"]]
+            if spans and spans[-1][1] is None:
+                spans[-1] = (spans[-1][0], t)
+        elif proc != ORCH:
+            add(proc, ses, t)
+            if proc not in alive:
+                alive[proc] = [(t, None)]
+        if kind == "registered" and ses:
+            if d.get("name"):
+                names[ses] = str(d["name"])
+            if d.get("session_id"):
+                ids[str(d["session_id"])] = ses
+        elif kind == "fork" and ses and d.get("new_host_id"):
+            ids[str(d["new_host_id"])] = ses
+        elif kind == "sample":
+            for label, row in (d.get("sessions") or {}).items():
+                if isinstance(row, dict) and row.get("name"):
+                    names[label] = str(row["name"])
+
+    lanes: dict[tuple[str, Optional[str]], Lane] = {}
+    groups: list[tuple[str, list[Optional[str]]]] = []
+    x = LEFT + LANE_W // 2
+    lanes[(ORCH, None)] = Lane((ORCH, None), x, 0)
+    for proc in procs:
+        members: list[Optional[str]] = [None] + sessions[proc]
+        groups.append((proc, members))
+        for ses in members:
+            x += LANE_W
+            lanes[(proc, ses)] = Lane((proc, ses), x, lane_start.get((proc, ses)))
+
+    witness = witness_indices(history, verdicts)
+    by_name = {n.lower(): label for label, n in names.items()}
+    proc_set = set(procs)
+
+    # Which events become rows, and for arrows, where they point.
+    picked: list[int] = []
+    recipients: dict[int, list[tuple[str, Optional[str]]]] = {}
+    last_call: dict[tuple[str, Optional[str]], dict[str, Any]] = {}
+    registered_now: dict[str, dict[str, Any]] = {}
+    for n, e in enumerate(history):
+        kind, d = e.get("kind"), e.get("data") or {}
+        key = (e.get("proc") or ORCH, e.get("session"))
+        if kind == "tool-call":
+            last_call[key] = d
+        elif kind == "sample":
+            registered_now = {k: v for k, v in (d.get("sessions") or {}).items() if isinstance(v, dict)}
+        if kind in ROW_KINDS or n in witness:
+            picked.append(n)
+        if kind == "tool-result" and d.get("ok") and d.get("tool") in MESSAGE_TOOLS:
+            targets = _message_targets(e, last_call.get(key) or {}, by_name, ids, registered_now, sessions)
+            recipients[n] = targets
+        elif kind in ("fault", "fault-fired") and (tp := _target_proc(e, proc_set)):
+            recipients[n] = [(tp, None)]
+
+    omitted: dict[str, int] = {}
+    if len(picked) > MAX_ROWS:
+        picked = _cap(history, picked, witness, omitted)
+
+    layout = Layout(lanes, groups, proc_kind, names, [], [], witness, omitted, alive, recipients)
+    y = 14 + ROW_H // 2
+    prev_t: Optional[int] = None
+    for n in picked:
+        e = history[n]
+        t = int(e.get("t", 0))
+        if prev_t is not None:
+            dt = t - prev_t
+            if dt >= BREAK_MS:
+                layout.breaks.append((y + ROW_H // 2, y + ROW_H // 2 + BREAK_H, dt))
+            y += ROW_H + _gap(dt)
+        if prev_t is None or t != prev_t:
+            layout._anchor_t.append(t)
+            layout._anchor_y.append(y - ROW_H / 2 + 2)
+        layout.rows.append((e, y))
+        prev_t = t
+    last_t = max([int(e.get("t", 0)) for e in history] + [end_t, 0])
+    layout.end_t = last_t
+    y_end = y + ROW_H + 10
+    if prev_t is None or last_t > prev_t:
+        layout._anchor_t.append(last_t)
+        layout._anchor_y.append(y_end)
+    layout.height = y_end + 16
+    layout.width = x + LANE_W // 2 + 40
+    return layout
+
+
+def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[tuple[str, Optional[str]]]:
+    """Recipient session labels of a successful send / broadcast (procs resolved later)."""
+    sender = e.get("session")
+    args = call.get("args") or {}
+    if e["data"].get("tool") == "thatch_chat_send":
+        to = str(args.get("to", "") or "")
+        label = by_name.get(to.lower()) or ids.get(to) or (to if any(to in s for s in sessions.values()) else None)
+        return [("?", label or to)]
+    # Broadcast: registered at the last sample, minus the sender, minus stale
+    # opencode rows (R12/R35). Without a sample: every other known session.
+    if registered_now:
+        labels = [k for k, v in registered_now.items()
+                  if v.get("registered", True) and k != sender
+                  and not (v.get("stale") and v.get("host_kind", "opencode") == "opencode")]
+    else:
+        labels = sorted({s for ss in sessions.values() for s in ss if s != sender})
+    return [("?", label) for label in labels]
+
+
+def _cap(history, picked, witness, omitted) -> list[int]:
+    """Keep MAX_ROWS rows: witnesses, then lifecycle/faults, then messages near witnesses."""
+    wpos = sorted(witness)
+
+    def rank(n: int) -> tuple:
+        kind = history[n].get("kind")
+        tier = 0 if n in witness or kind in TIER0 else 1 if kind in TIER1 else 2
+        if wpos:
+            k = bisect.bisect_left(wpos, n)
+            near = min(abs(n - wpos[j]) for j in (k - 1, k) if 0 <= j < len(wpos))
+        else:
+            near = 0
+        return (tier, near, n)
+
+    keep = set(sorted(picked, key=rank)[:MAX_ROWS])
+    for n in picked:
+        if n not in keep:
+            kind = history[n].get("kind", "?")
+            omitted[kind] = omitted.get(kind, 0) + 1
+    return [n for n in picked if n in keep]

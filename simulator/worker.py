@@ -1,0 +1,113 @@
+"""The child side of a harness process: a command loop under a frozen clock.
+
+The orchestrator forks one process per harness with `child_main` as target.
+The child:
+
+1. dies with its parent (`PR_SET_PDEATHSIG`), and exits at once if the parent
+   is already gone (the fork raced the parent's death): no orphans;
+2. starts ONE freezegun freezer and moves it to each command's virtual time
+   (entering `freeze_time` costs ~1.6 ms, `move_to` is cheap);
+3. blocks on `conn.recv()` with no timeout: under freezegun, `multiprocess`
+   waits with a timeout hang forever (time.monotonic is frozen);
+4. builds the harness lazily on OP_START and answers every Command with
+   exactly one Reply. OP_ARM_CRASH is served here (faults.crash_points());
+   OP_STOP closes the harness, saves coverage and `os._exit(0)`s.
+
+A harness exception becomes `Reply(ok=False, fatal=True, error=traceback)`:
+the orchestrator stops the run with that error rather than guessing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import traceback
+from typing import Any, Callable
+
+from simulator import clock
+from simulator.faults import crash_points, save_coverage
+from simulator.history import Recorder
+from simulator.protocol import OP_ARM_CRASH, OP_START, OP_STOP, Command, HarnessContext, Reply
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel for SIGKILL when the parent dies; exit if it already did."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # pragma: no cover - non-Linux: the orchestrator's finally still reaps
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    # Ctrl-C reaches the whole process group: let the orchestrator decide.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _harness_factory(ctx: HarnessContext) -> Callable[..., Any]:
+    factory = ctx.overrides.get("harness") if ctx.overrides else None
+    if factory is not None:
+        return factory
+    from simulator.harness import make_harness  # lazy: only children need it
+    return make_harness
+
+
+def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_in_child: list) -> None:
+    die_with_parent(parent_pid)
+    for other in close_in_child:  # the parent's ends of other pipes: not ours to hold
+        try:
+            other.close()
+        except Exception:
+            pass
+    from freezegun import freeze_time
+
+    recorder = Recorder.for_process(run_dir, ctx.label, ctx.incarnation)
+    points = crash_points()
+    points.bind(recorder)
+    freezer = freeze_time(clock.START_INSTANT, tick=False)
+    frozen = freezer.start()
+    harness = None
+    while True:
+        try:
+            cmd: Command = conn.recv()
+        except (EOFError, OSError):
+            # The orchestrator is gone without a stop: nothing left to answer.
+            save_coverage()
+            os._exit(0)
+        frozen.move_to(clock.instant(cmd.t))
+        recorder.current(cmd.dispatch, cmd.t)
+        if cmd.op == OP_STOP:
+            reply = Reply(cmd.dispatch)
+            if harness is not None:
+                try:
+                    harness.close()
+                except Exception:
+                    reply = Reply(cmd.dispatch, ok=False, fatal=True, error=traceback.format_exc())
+            try:
+                conn.send(reply)
+            except OSError:
+                pass
+            recorder.close()
+            save_coverage()
+            os._exit(0)
+        try:
+            if cmd.op == OP_ARM_CRASH:
+                args = cmd.args
+                points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"))
+                reply = Reply(cmd.dispatch)
+            elif harness is None and cmd.op != OP_START:
+                reply = Reply(cmd.dispatch, ok=False, fatal=True, error=f"{ctx.label}: {cmd.op} before start")
+            else:
+                if cmd.op == OP_START:
+                    harness = _harness_factory(ctx)(ctx, recorder)
+                reply = harness.handle(cmd)
+                if reply is None:
+                    reply = Reply(cmd.dispatch)
+                if cmd.op == OP_START and reply.ok and not recorder.has_emitted("ready"):
+                    recorder.emit("ready")
+        except Exception:
+            reply = Reply(cmd.dispatch, ok=False, fatal=True,
+                          error=f"{ctx.label} failed on {cmd.op} at t={cmd.t}:\n{traceback.format_exc()}")
+        conn.send(reply)
