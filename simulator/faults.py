@@ -23,7 +23,6 @@ import os
 import re
 import signal
 import sqlite3
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -78,7 +77,8 @@ class CrashPoints:
 
     def __init__(self) -> None:
         self._armed: list[_Armed] = []
-        self._conns: "weakref.WeakSet[sqlite3.Connection]" = weakref.WeakSet()
+        # sqlite3.Connection takes no weak references: a plain list, pruned when a closed one shows up.
+        self._conns: list[sqlite3.Connection] = []
         self.recorder: Any = None
         self._kill = lambda: os.kill(os.getpid(), signal.SIGKILL)
 
@@ -87,7 +87,7 @@ class CrashPoints:
 
     def install(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         """Watch `conn`. The trace callback is only set while a point is armed (it costs per statement)."""
-        self._conns.add(conn)
+        self._conns.append(conn)
         if self._armed:
             conn.set_trace_callback(self._trace)
         return conn
@@ -105,19 +105,21 @@ class CrashPoints:
             default_nth = 1
             pattern = re.compile(re.escape(normalize_sql(sql)))
         self._armed.append(_Armed(point, pattern, nth or default_nth, step))
-        for conn in list(self._conns):
-            try:
-                conn.set_trace_callback(self._trace)
-            except sqlite3.ProgrammingError:  # closed connection
-                pass
+        self._set_all(self._trace)
 
     def disarm(self) -> None:
         self._armed.clear()
-        for conn in list(self._conns):
+        self._set_all(None)
+
+    def _set_all(self, callback) -> None:
+        live = []
+        for conn in self._conns:
             try:
-                conn.set_trace_callback(None)
-            except sqlite3.ProgrammingError:
+                conn.set_trace_callback(callback)
+                live.append(conn)
+            except sqlite3.ProgrammingError:  # closed: forget it
                 pass
+        self._conns = live
 
     @property
     def armed(self) -> bool:

@@ -44,6 +44,7 @@ class Recorder:
         self.t = 0
         self._seq = 0
         self._kinds: set[str] = set()
+        self.crashes: list[dict[str, Any]] = []  # crash events so far (the worker reports new ones)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: Optional[int] = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
@@ -77,6 +78,8 @@ class Recorder:
             written += os.write(self._fd, line[written:])
         self._seq += 1
         self._kinds.add(kind)
+        if kind == "crash":
+            self.crashes.append(dict(data, session=session))
         return event
 
     def has_emitted(self, kind: str) -> bool:

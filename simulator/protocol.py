@@ -20,6 +20,7 @@ cheaply and can be logged.
 
 from __future__ import annotations
 
+import pickle
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,10 @@ class Reply:
     # True when the harness raised (the worker caught it): the run stops with
     # `error`. ok=False alone is a refusal (an op this harness kind ignores).
     fatal: bool = False
+    # Set by the worker, not the harness: crash events recorded while serving
+    # this command by a child of the harness (a hook or MCP server child hit
+    # a crash point) while the harness itself lives on.
+    crashes: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,20 @@ class HarnessContext:
     rehost_grace_ms: Optional[int] = None
     overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)  # "store", "poller", "runtime" factories (tests)
     names_by_label: dict[str, str] = field(default_factory=dict)  # label -> session id for EVERY session in the run
+    # restart `into`: labels in `sessions` that were the dead daemon's (open tabs it re-hosts under grace)
+    rehosted: list[str] = field(default_factory=list)
+    # resume: the label of the session named by the resume step (also in `sessions`)
+    resumed: Optional[str] = None
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)
+
+
+# The pipe carries plain pickles (send_bytes/recv_bytes), not multiprocess's
+# dill: ~10x cheaper per message, and everything above is plain data.
+def encode(msg: Any) -> bytes:
+    return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(data: bytes) -> Any:
+    return pickle.loads(data)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 ORCH = "orchestrator"
-LANE_W = 132            # px between lanes: room for a ~20-character label
+LANE_W = 150            # px between lanes: room for a ~22-character label
 LEFT = 92               # time axis gutter
-ROW_H = 20              # px per drawn event
+ROW_H = 22              # px per drawn event
 BREAK_MS = 10 * 60_000  # an idle stretch this long is drawn as a labelled break
 BREAK_H = 30
 MAX_ROWS = 2500         # cap for very long runs (keeps a 24 h report to ~1-2 MB)
@@ -33,11 +33,13 @@ ROW_KINDS = {
     "run-start", "run-end", "phase", "process-start", "process-exit", "fault",
     "fault-fired", "fault-not-fired", "sleep-start", "sleep-end", "expectation",
     "crash", "store-error", "fork", "wake", "tool-result", "registered", "user-prompt",
+    "step-dropped", "lock-released",
 }
 # Priority when a run has more rows than MAX_ROWS: lower tier survives first.
 TIER0 = {"run-start", "run-end", "phase", "process-start", "process-exit", "fault", "fault-fired",
-         "fault-not-fired", "sleep-start", "sleep-end", "crash", "store-error", "fork"}
-TIER1 = {"wake", "tool-result"}
+         "fault-not-fired", "sleep-start", "sleep-end", "crash", "store-error", "fork", "step-dropped",
+         "lock-released"}
+TIER1 = {"wake", "tool-result", "sample"}
 MESSAGE_TOOLS = {"thatch_chat_send", "thatch_chat_broadcast"}
 
 
@@ -54,12 +56,14 @@ class Layout:
     groups: list[tuple[str, list[Optional[str]]]]        # proc -> [None, session labels...]
     proc_kind: dict[str, str]
     names: dict[str, str]                                # session label -> assigned name (last seen)
-    rows: list[tuple[dict[str, Any], int]]               # (event, y center)
+    rows: list[tuple[int, dict[str, Any], int]]          # (history index, event, y center)
     breaks: list[tuple[int, int, int]]                   # (y top, y bottom, idle ms)
     witness: dict[int, int]                              # history index -> W number (1-based)
     omitted: dict[str, int]                              # kind -> rows left out by the cap
     alive: dict[str, list[tuple[int, Optional[int]]]]    # proc -> [(start t, end t or None)]
     recipients: dict[int, list[tuple[str, Optional[str]]]]   # history index -> target lanes
+    bodies: dict[int, str] = field(default_factory=dict)      # history index -> message body (from its tool-call)
+    changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # sample index -> [(label, new state)]
     width: int = 0
     height: int = 0
     end_t: int = 0
@@ -83,14 +87,14 @@ class Layout:
 
     def lane_for_session(self, label: str, t: int) -> Optional[Lane]:
         """The lane of `label` in the process that hosted it most recently at `t`."""
-        best: Optional[Lane] = None
-        for lane in self.lanes.values():
-            if lane.key[1] != label:
-                continue
-            start = lane.start_t if lane.start_t is not None else 0
-            if best is None or (start <= t and (best.start_t or 0) <= start):
-                best = lane
-        return best
+        return session_lane(self.lanes, label, t)
+
+
+def sample_state(row: Any) -> str:
+    """A session's freshness in one `sample`: fresh, stale or unreg (absent / not registered)."""
+    if not isinstance(row, dict) or not row.get("registered", True):
+        return "unreg"
+    return "stale" if row.get("stale") else "fresh"
 
 
 def fmt_t(ms: int, long_run: bool) -> str:
@@ -122,8 +126,8 @@ def _gap(dt: int) -> int:
     return min(26, round(3 * math.log2(1 + dt / 1000)))
 
 
-def witness_indices(history: list[dict[str, Any]], verdicts) -> dict[int, int]:
-    """Map history positions named by failing verdicts' witnesses to W numbers.
+def witness_matcher(history: list[dict[str, Any]]):
+    """A function mapping a witness event to its history position (or None).
 
     A witness is matched by its `i` when it has one, else by (t, proc, session,
     kind, data) equality, so a checker may hand back a copy of the event.
@@ -132,14 +136,25 @@ def witness_indices(history: list[dict[str, Any]], verdicts) -> dict[int, int]:
     by_val: dict[tuple, int] = {}
     for n, e in enumerate(history):
         by_val.setdefault(_ident(e), n)
+
+    def match(w: Any) -> Optional[int]:
+        if not isinstance(w, dict):
+            return None
+        n = by_i.get(w["i"]) if "i" in w else None
+        return n if n is not None else by_val.get(_ident(w))
+
+    return match
+
+
+def witness_indices(history: list[dict[str, Any]], verdicts) -> dict[int, int]:
+    """History positions named by failing verdicts' witnesses -> W numbers (1-based, first-seen)."""
+    match = witness_matcher(history)
     out: dict[int, int] = {}
     for v in verdicts:
         if v.ok:
             continue
         for w in v.witness or []:
-            n = by_i.get(w["i"]) if isinstance(w, dict) and "i" in w else None
-            if n is None and isinstance(w, dict):
-                n = by_val.get(_ident(w))
+            n = match(w)
             if n is not None and n not in out:
                 out[n] = len(out) + 1
     return out
@@ -149,16 +164,36 @@ def _ident(e: dict[str, Any]) -> tuple:
     return (e.get("t"), e.get("proc"), e.get("session"), e.get("kind"), repr(e.get("data")))
 
 
-def _target_proc(e: dict[str, Any], procs: set[str]) -> Optional[str]:
-    """The process a fault event is about, when its payload names one."""
+def session_lane(lanes: dict[tuple[str, Optional[str]], Lane], label: str, t: int) -> Optional[Lane]:
+    """The lane of session `label` in the process that hosted it most recently at `t`."""
+    best: Optional[Lane] = None
+    for lane in lanes.values():
+        if lane.key[1] != label:
+            continue
+        start = lane.start_t if lane.start_t is not None else 0
+        if best is None or (start <= t and (best.start_t or 0) <= start):
+            best = lane
+    return best
+
+
+def _fault_target(e: dict[str, Any], procs: set[str], lanes) -> Optional[tuple[str, Optional[str]]]:
+    """The lane a fault event is about, when its payload names a process or a session."""
     d = e.get("data") or {}
     cands = [d.get("target"), d.get("proc")]
+    sessions = []
     for sub in (d.get("args"), d.get("detail")):
         if isinstance(sub, dict):
             cands += [sub.get("target"), sub.get("proc"), sub.get("process")]
+            sessions.append(sub.get("session"))
         elif isinstance(sub, str):
             cands.append(sub)
-    return next((c for c in cands if isinstance(c, str) and c in procs), None)
+    proc = next((c for c in cands if isinstance(c, str) and c in procs), None)
+    if proc is not None:
+        return (proc, None)
+    for label in sessions:
+        if isinstance(label, str) and (lane := session_lane(lanes, label, int(e.get("t", 0)))) is not None:
+            return lane.key
+    return None
 
 
 def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Layout:
@@ -166,6 +201,7 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
     sessions: dict[str, list[str]] = {}
     proc_kind: dict[str, str] = {}
     names: dict[str, str] = {}
+    all_names: dict[str, str] = {}                # every name ever minted (lowercase) -> label
     ids: dict[str, str] = {}                      # session id / host id -> label
     lane_start: dict[tuple[str, Optional[str]], int] = {}
     alive: dict[str, list[tuple[int, Optional[int]]]] = {}
@@ -205,6 +241,7 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
         if kind == "registered" and ses:
             if d.get("name"):
                 names[ses] = str(d["name"])
+                all_names[str(d["name"]).lower()] = ses
             if d.get("session_id"):
                 ids[str(d["session_id"])] = ses
         elif kind == "fork" and ses and d.get("new_host_id"):
@@ -213,6 +250,9 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
             for label, row in (d.get("sessions") or {}).items():
                 if isinstance(row, dict) and row.get("name"):
                     names[label] = str(row["name"])
+                    all_names[str(row["name"]).lower()] = label
+                if isinstance(row, dict) and row.get("session_id"):
+                    ids.setdefault(str(row["session_id"]), label)
 
     lanes: dict[tuple[str, Optional[str]], Lane] = {}
     groups: list[tuple[str, list[Optional[str]]]] = []
@@ -226,14 +266,18 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
             lanes[(proc, ses)] = Lane((proc, ses), x, lane_start.get((proc, ses)))
 
     witness = witness_indices(history, verdicts)
-    by_name = {n.lower(): label for label, n in names.items()}
+    by_name = all_names
     proc_set = set(procs)
 
     # Which events become rows, and for arrows, where they point.
     picked: list[int] = []
     recipients: dict[int, list[tuple[str, Optional[str]]]] = {}
+    bodies: dict[int, str] = {}
     last_call: dict[tuple[str, Optional[str]], dict[str, Any]] = {}
     registered_now: dict[str, dict[str, Any]] = {}
+    step_target: dict[Any, tuple[str, Optional[str]]] = {}   # fault step -> the lane it hits
+    fresh_state: dict[str, str] = {}
+    changes: dict[int, list[tuple[str, str]]] = {}
     for n, e in enumerate(history):
         kind, d = e.get("kind"), e.get("data") or {}
         key = (e.get("proc") or ORCH, e.get("session"))
@@ -241,19 +285,35 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
             last_call[key] = d
         elif kind == "sample":
             registered_now = {k: v for k, v in (d.get("sessions") or {}).items() if isinstance(v, dict)}
-        if kind in ROW_KINDS or n in witness:
+            # A sample becomes a row only where a session's freshness changes (P4's moments).
+            moved = []
+            for label, row in registered_now.items():
+                state = sample_state(row)
+                old = fresh_state.get(label)
+                # Skip the unremarkable: first sight of a session, and a registration
+                # (its `registered` row already marks where the bar turns green).
+                if old != state and old is not None and (old, state) != ("unreg", "fresh"):
+                    moved.append((label, state))
+                fresh_state[label] = state
+            if moved:
+                changes[n] = moved
+        if kind in ROW_KINDS or n in witness or n in changes:
             picked.append(n)
         if kind == "tool-result" and d.get("ok") and d.get("tool") in MESSAGE_TOOLS:
             targets = _message_targets(e, last_call.get(key) or {}, by_name, ids, registered_now, sessions)
             recipients[n] = targets
-        elif kind in ("fault", "fault-fired") and (tp := _target_proc(e, proc_set)):
-            recipients[n] = [(tp, None)]
+            bodies[n] = str(((last_call.get(key) or {}).get("args") or {}).get("body", ""))
+        elif kind in ("fault", "fault-fired"):
+            target = _fault_target(e, proc_set, lanes) or step_target.get(d.get("step"))
+            if target is not None:
+                recipients[n] = [target]
+                step_target.setdefault(d.get("step"), target)
 
     omitted: dict[str, int] = {}
     if len(picked) > MAX_ROWS:
         picked = _cap(history, picked, witness, omitted)
 
-    layout = Layout(lanes, groups, proc_kind, names, [], [], witness, omitted, alive, recipients)
+    layout = Layout(lanes, groups, proc_kind, names, [], [], witness, omitted, alive, recipients, bodies, changes)
     y = 14 + ROW_H // 2
     prev_t: Optional[int] = None
     for n in picked:
@@ -267,11 +327,15 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
         if prev_t is None or t != prev_t:
             layout._anchor_t.append(t)
             layout._anchor_y.append(y - ROW_H / 2 + 2)
-        layout.rows.append((e, y))
+        layout.rows.append((n, e, y))
         prev_t = t
     last_t = max([int(e.get("t", 0)) for e in history] + [end_t, 0])
     layout.end_t = last_t
-    y_end = y + ROW_H + 10
+    # The time after the last row keeps its proportion (bars still change there).
+    tail = last_t - prev_t if prev_t is not None else 0
+    if tail >= BREAK_MS:
+        layout.breaks.append((y + ROW_H // 2, y + ROW_H // 2 + BREAK_H, tail))
+    y_end = y + ROW_H // 2 + max(10, _gap(tail))
     if prev_t is None or last_t > prev_t:
         layout._anchor_t.append(last_t)
         layout._anchor_y.append(y_end)

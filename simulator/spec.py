@@ -71,7 +71,22 @@ DurationMs = Annotated[
 
 
 def _end_or_duration(value: Any) -> Any:
-    return value if value in ("end", "never") else parse_duration(value)
+    """An expectation's `at`: a duration or `end`."""
+    return _word_or_duration(value, "end")
+
+
+def _never_or_duration(value: Any) -> Any:
+    """A process's `start`: a duration or `never`."""
+    return _word_or_duration(value, "never")
+
+
+def _word_or_duration(value: Any, word: str) -> Any:
+    if value == word:
+        return value
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is neither a duration nor `{word}` — write `{word}` or {DURATION_HELP}") from None
 
 
 # ---------------------------------------------------------------------------
@@ -139,7 +154,7 @@ class Process(_Strict):
     kind: ProcessKind = Field("opencode", description="opencode: a fake server with the thatch runtime and poller; claude-code: a host whose hooks and MCP server are real child processes; cursor: one workspace process running hooks and MCP.")
     project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
     checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
-    start: Annotated[Union[Literal["never"], int], BeforeValidator(_end_or_duration)] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
+    start: Annotated[Union[Literal["never"], int], BeforeValidator(_never_or_duration)] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
     config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
     poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
     sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")

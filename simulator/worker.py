@@ -20,6 +20,7 @@ the orchestrator stops the run with that error rather than guessing.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import signal
 import traceback
@@ -28,7 +29,7 @@ from typing import Any, Callable
 from simulator import clock
 from simulator.faults import crash_points, save_coverage
 from simulator.history import Recorder
-from simulator.protocol import OP_ARM_CRASH, OP_START, OP_STOP, Command, HarnessContext, Reply
+from simulator.protocol import OP_ARM_CRASH, OP_START, OP_STOP, Command, HarnessContext, Reply, decode, encode
 
 PR_SET_PDEATHSIG = 1
 
@@ -69,9 +70,11 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
     freezer = freeze_time(clock.START_INSTANT, tick=False)
     frozen = freezer.start()
     harness = None
+    crashes_seen = 0
+    profiler = _profiler()
     while True:
         try:
-            cmd: Command = conn.recv()
+            cmd: Command = decode(conn.recv_bytes())
         except (EOFError, OSError):
             # The orchestrator is gone without a stop: nothing left to answer.
             save_coverage()
@@ -86,10 +89,13 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
                 except Exception:
                     reply = Reply(cmd.dispatch, ok=False, fatal=True, error=traceback.format_exc())
             try:
-                conn.send(reply)
+                _send(conn, reply)
             except OSError:
                 pass
             recorder.close()
+            if profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(os.path.join(os.environ["THATCH_SIM_PROFILE"], f"{ctx.label}.{ctx.incarnation}.prof"))
             save_coverage()
             os._exit(0)
         try:
@@ -110,4 +116,26 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
         except Exception:
             reply = Reply(cmd.dispatch, ok=False, fatal=True,
                           error=f"{ctx.label} failed on {cmd.op} at t={cmd.t}:\n{traceback.format_exc()}")
-        conn.send(reply)
+        if len(recorder.crashes) > crashes_seen:
+            reply = dataclasses.replace(reply, crashes=tuple(recorder.crashes[crashes_seen:]))
+            crashes_seen = len(recorder.crashes)
+        _send(conn, reply)
+
+
+def _profiler():
+    """`THATCH_SIM_PROFILE=<dir>`: profile each harness process (bench/diagnosis only)."""
+    if not os.environ.get("THATCH_SIM_PROFILE"):
+        return None
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    return prof
+
+
+def _send(conn, reply: Reply) -> None:
+    try:
+        data = encode(reply)
+    except Exception:  # a result that does not pickle: keep the reply, show the result as text
+        data = encode(dataclasses.replace(reply, result=repr(reply.result)))
+    conn.send_bytes(data)

@@ -247,3 +247,10 @@ def test_runs_as_a_module(db_path):
     assert proc.returncode == 0, proc.stderr
     (event,) = [json.loads(l) for l in proc.stdout.splitlines()]
     assert event["event"] == "sent" and event["body"] == "via the module"
+
+
+def test_unopenable_database_is_a_message_not_a_traceback(tmp_path, capsys):
+    """A database path that cannot be opened exits 1 with one line on stderr."""
+    (tmp_path / "adir").mkdir()
+    assert main(["list", "--db", str(tmp_path / "adir")]) == 1
+    assert capsys.readouterr().err.startswith("thatch chat: cannot open ")

@@ -372,3 +372,39 @@ def test_cursor_stop_hook_follow_up_cap_and_aborted_turns(store):
     store.read(mcp_session_id("cur-a"))
     assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0) == {}
     assert cursor_stop_hook(store, ON, "unknown-conv", status="completed", loop_count=0) == {}
+
+
+@pytest.mark.rules("R27")
+def test_mcp_replies_never_carry_an_echo(store):
+    """R27: echo bubbles are an opencode surface (seed 000's host table: no
+    echo on Claude Code or Cursor), so the MCP server's successful
+    register/send/read/broadcast replies carry no echo text."""
+    srv = server(store, "cursor")
+    reg = srv.call("thatch_chat_register", {})
+    me = store.list_sessions()[0].name
+    store.register("peer", kind="opencode")
+    peer = store.get("peer").name
+    store.send("peer", me, "hi")
+    replies = [reg, srv.call("chat_send", {"as": me, "to": peer, "body": "yo"}),
+               srv.call("chat_read", {"as": me}), srv.call("chat_broadcast", {"as": me, "body": "all"})]
+    assert all(r.ok for r in replies) and all(r.echo is None for r in replies)
+
+
+@pytest.mark.rules("R31", "R36")
+def test_hooks_with_unusable_payloads_stay_silent(store):
+    """R31, R36: a hook payload with no usable session id prints nothing and
+    reminds of nothing; bad tool shapes on the server are refusals."""
+    for bad in (None, "", "  ", 42):
+        assert chat_hook_line(store, ON, bad, ppid=4242) is None
+        assert claude_stop_hook(store, ON, bad) is None
+        assert cursor_stop_hook(store, ON, bad, status="completed", loop_count=0) == {}
+    name_of(chat_hook_line(store, ON, "host-a"))
+    store.register("peer", kind="opencode")
+    store.send("peer", mcp_session_id("host-a"), "mail")
+    assert cursor_stop_hook(store, ON, "host-a", status="completed", loop_count=None) == {}
+    assert chat_hook_line(store, ON, "host-b", ppid="not-a-pid") is not None
+    assert store.list_sessions() and store.resolve_host_pid(4242) is None
+    srv = server(store)
+    assert not srv.call(None, {}).ok
+    assert srv.call("thatch_chat_status", "garbage").text == "Tool arguments must be an object."
+    assert resolve_chat_identity(store, env_session_id=5, claimed_as=["x"]) is None

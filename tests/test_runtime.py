@@ -474,3 +474,56 @@ def test_rehost_chain_keeps_the_original_deadline(make, frozen, tmp_path, monkey
     assert third.rehosting() == ["ses_tab"]
     frozen.tick(10 * 60)
     assert third.hosted_sessions() == []
+
+
+@pytest.mark.rules("R13")
+def test_real_timer_runs_the_poller_until_dispose(store, cfg, tmp_path):
+    """R13: real_timer=True arms the poller's daemon timer at start; dispose stops it."""
+    rt = OpencodeRuntime(store, FakeClient(), directory=str(tmp_path), project="proj",
+                         config_source=cfg(), pid=1, cmdline_reader=lambda pid: [],
+                         log=lambda m: None, real_timer=True)
+    rt.start()
+    try:
+        assert rt.poller.running
+    finally:
+        rt.dispose()
+    assert not rt.poller.running
+
+
+@pytest.mark.rules("R29")
+def test_system_prompt_section_is_gated_at_init(make, cfg):
+    """R29: the system prompt's chat section is there when chat was enabled at
+    init and absent when it was disabled; like the poller, a later toggle
+    needs a restart (the tools, by contrast, follow at once)."""
+    on = make(config=cfg())
+    assert on.system_prompt_section() == ""  # before start(): nothing advertised
+    on.start()
+    assert on.system_prompt_section().startswith("## Cross-Session Chat")
+    cfg(enabled=False)
+    assert on.system_prompt_section().startswith("## Cross-Session Chat")
+    off = make(config=cfg(enabled=False))
+    off.start()
+    assert off.system_prompt_section() == ""
+    cfg(enabled=True)
+    assert off.system_prompt_section() == "" and off.poller is None
+
+
+@pytest.mark.rules("R15")
+def test_garbled_hosted_state_costs_only_the_garbled_entries(make, tmp_path):
+    """R15: a state file with a broken entry re-hosts the good ones; an
+    unreadable file re-hosts nothing and is logged, never raised."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / HOSTED_STATE_FILE).write_text(json.dumps({"version": 1, "sessions": {
+        "ses_good": {"last_activity_ms": 1, "rehost_until_ms": None},
+        "ses_bad": {"last_activity_ms": "soon", "rehost_until_ms": "never"},
+        "ses_junk": 7,
+    }}))
+    rt = make(state_dir=state)
+    rt.start()
+    assert rt.hosted_sessions() == ["ses_good"] and rt.rehosting() == ["ses_good"]
+    (state / HOSTED_STATE_FILE).write_text("{torn")
+    logs = []
+    again = make(state_dir=state, log=logs.append)
+    again.start()
+    assert again.hosted_sessions() == [] and any("hosted set" in m for m in logs)

@@ -93,6 +93,8 @@ def test_detect_worktree_kind(tmp_path):
     assert detect_worktree_kind(tmp_path) is None
     assert detect_worktree_kind(tmp_path / "missing") is None
     assert detect_worktree_kind(None) is None
+    assert detect_worktree_kind(42) is None  # not a path at all: undetected, not a crash
+    assert detect_worktree_kind("bad\0path") is None
 
 
 @pytest.mark.rules("R15")

@@ -599,3 +599,106 @@ def test_minted_name_colliding_with_legacy_name_is_skipped(store):
     assert store.conn.execute("SELECT counter FROM chat_name_counters WHERE base = ?",
                               (first_base,)).fetchone()[0] >= 1
     assert store.get("ses_legacy").name == f"{first_base.upper()}-00001"
+
+
+@pytest.mark.rules("R33", "R7", "R11")
+def test_continue_session_carries_a_left_session(store):
+    """R33, R7, R11: an ancestor that LEFT (tombstone, no row) still moves in
+    one transaction: the tombstone, mail in both columns and host-pid anchors
+    follow the new id, and both ids leave chat_pruned; nothing is registered."""
+    with freeze_time(T0):
+        store.register("old")
+        store.register("peer")
+        store.send("peer", "old", "to old")
+        store.send("old", "peer", "from old")
+        store.record_host_pid(777, "old")
+        assert store.unregister("old") is True
+        store.conn.execute("INSERT INTO chat_pruned VALUES ('old', ?)", (T0,))
+        assert store.continue_session("old", "new") is True
+    assert store.get("new") is None and store.get("old") is None
+    assert store.has_tombstone("new") and not store.has_tombstone("old")
+    assert store.register("new").tombstoned  # the leave sticks across the fork
+    pairs = {(f.from_session, f.to_session) for f in store.message_feed()}
+    assert pairs == {("peer", "new"), ("new", "peer")}
+    with freeze_time(T0):
+        assert store.resolve_host_pid(777) == "new"
+    assert store.conn.execute("SELECT COUNT(*) FROM chat_pruned").fetchone()[0] == 0
+
+
+@pytest.mark.rules("R33")
+def test_continue_session_never_overwrites_a_known_identity(store):
+    """R33: False, changing nothing, when the new id is registered or left,
+    when the old id is unknown, or when the ids are unusable."""
+    store.register("old")
+    store.register("taken")
+    store.unregister("gone_old")
+    store.unregister("left_new")
+    before = store.conn.execute("SELECT * FROM chat_sessions ORDER BY session_id").fetchall()
+    for old, new in [("old", "taken"), ("old", "left_new"), ("gone_old", "taken"),
+                     ("nobody", "fresh"), ("old", "old"), (None, "fresh"), ("old", 42), ("", "x")]:
+        assert store.continue_session(old, new) is False, (old, new)
+    assert store.conn.execute("SELECT * FROM chat_sessions ORDER BY session_id").fetchall() == before
+    assert store.has_tombstone("gone_old") and store.has_tombstone("left_new")
+    assert not store.has_tombstone("fresh")
+
+
+@pytest.mark.rules("R9", "R8")
+def test_bad_argument_types_get_refusals_not_type_errors(store):
+    """R9, R8: None or non-text bodies, non-str names and ids, negative or
+    non-int ids are refused (or answered as "no such session") with the
+    design's texts; nothing raises and nothing is written."""
+    store.register("ses_a")
+    b = store.register("ses_b").name
+    assert store.send("ses_a", b, None).error == "Message body cannot be empty."
+    assert store.send("ses_a", b, 42).error == "Message body must be text."
+    assert store.broadcast("ses_a", ["x"]).error == "Message body must be text."
+    assert store.send(None, b, "hi").error == "You are not registered - call chat_register first."
+    assert store.send(7, b, "hi").error == "You are not registered - call chat_register first."
+    assert store.send("ses_a", None, "hi").error == \
+        'No registered session named "". Use chat_list to see who is available.'
+    assert store.send("ses_a", 12, "hi").error == \
+        'No registered session named "12". Use chat_list to see who is available.'
+    assert store.broadcast(None, "hi").error == "You are not registered - call chat_register first."
+    for bad in (None, 5, "", "   ", ["ses_a"]):
+        assert store.register(bad).error == "A session id is required to register."
+        assert store.get(bad) is None and store.find(bad) is None
+        assert store.has_tombstone(bad) is False and store.unregister(bad) is False
+        assert store.read(bad) == [] and store.unread_count(bad) == 0
+        assert store.status(bad).registered is False
+    assert store.register("ses_c", kind=None).error == 'Unknown host kind "None" (expected one of: opencode, mcp).'
+    odd = store.register("ses_d", title=123, project=["p"], directory=object())
+    assert odd.ok and odd.topic is None and store.get("ses_d").project is None
+    store.refresh_topic("ses_d", 99)
+    store.refresh_topic(None, "A title")
+    assert store.record_host_pid(-1, "ses_a") is False
+    assert store.record_host_pid(True, "ses_a") is False
+    assert store.record_host_pid("12", "ses_a") is False
+    assert store.record_host_pid(12, None) is False
+    assert store.resolve_host_pid(-1) is None and store.resolve_host_pid("x") is None
+    store.mark_delivered([-1, None, "x", 0])
+    store.mark_delivered(5)
+    store.heartbeat(None)
+    store.heartbeat(42)
+    assert store.pending_notifications(None, "x") == []
+    assert store.pending_by_project(None) == []
+    assert store.conn.execute("SELECT COUNT(*) FROM chat_messages").fetchone()[0] == 0
+    assert store.conn.execute("SELECT COUNT(*) FROM chat_leave_tombstones").fetchone()[0] == 0
+    assert store.conn.execute("SELECT COUNT(*) FROM chat_host_pids").fetchone()[0] == 0
+
+
+@pytest.mark.rules("R13", "R18")
+def test_bare_string_ids_are_one_id(store):
+    """R13, R18: heartbeat and pending_notifications take a bare session id as
+    one id (not its characters); a non-string cutoff selects only mail that
+    was never delivered."""
+    with freeze_time(T0) as clock:
+        store.register("ses_a")
+        store.register("ses_b")
+        clock.tick(100)
+        store.heartbeat("ses_a")
+        assert store.get("ses_a").last_seen == "2026-11-29T13:46:47Z"
+        m = store.send("ses_b", "ses_a", "x").message_id
+        assert [r.id for r in store.pending_notifications("ses_a", None)] == [m]
+        store.mark_delivered(m)
+        clock.tick(3600)
+        assert store.pending_notifications("ses_a", None) == []

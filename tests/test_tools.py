@@ -224,3 +224,51 @@ def test_unregister_writes_tombstone_even_when_absent(tools, store):
     assert never.ok and never.text.startswith("You were not registered.") and never.echo is None
     assert store.has_tombstone("ses_never")
     assert store.register("ses_never").tombstoned
+
+
+@pytest.mark.rules("R14", "R35", "R16")
+def test_one_staleness_rule_for_list_send_note_and_broadcast(tools, store, frozen):
+    """R14, R35, R16: the roster section, the chat_send liveness note and the
+    broadcast skip all flip at the same instant (age > 60 s, not >= 60 s),
+    because all three call is_stale; an mcp row flips in the roster and the
+    note but still receives the broadcast."""
+    for s in ("ses_a", "ses_b"):
+        call(tools, "register", s)
+    store.register("mcp_c", kind="mcp")
+    nb, nc = store.get("ses_b").name, store.get("mcp_c").name
+
+    def views():
+        store.heartbeat(["ses_a"])
+        listing = call(tools, "list", "ses_a").text
+        stale_part = listing.split("Stale (")[1]
+        in_stale = {n: f"- {n} |" in stale_part for n in (nb, nc)}
+        note_b = call(tools, "send", "ses_a", to=nb, body="x").text
+        note_c = call(tools, "send", "ses_a", to=nc, body="x").text
+        bc = store.broadcast("ses_a", "all")
+        return in_stale, note_b, note_c, bc
+
+    frozen.tick(60)
+    in_stale, note_b, note_c, bc = views()
+    assert in_stale == {nb: False, nc: False}
+    assert note_b.endswith("(active).") and note_c.endswith("(active).")
+    assert set(bc.recipients) == {nb, nc} and bc.skipped == ()
+    frozen.tick(1)
+    in_stale, note_b, note_c, bc = views()
+    assert in_stale == {nb: True, nc: True}
+    assert "stale - its harness has probably stopped" in note_b
+    assert "between turns" in note_c
+    assert bc.recipients == (nc,) and bc.skipped == (nb,)
+
+
+def test_bad_tool_call_shapes_are_refusals(tools, store):
+    """A non-string tool name, non-object arguments or a non-string identity
+    come back as refusals (or the stranger's answer), never as exceptions."""
+    call(tools, "register", "ses_a")
+    r = tools.call(None, {}, identity="ses_a")
+    assert (r.text, r.ok, r.echo) == ("Unknown chat tool None.", False, None)
+    bad = tools.call("thatch_chat_send", ["to", "x"], identity="ses_a")
+    assert (bad.text, bad.ok) == ("Tool arguments must be an object.", False)
+    st = tools.call("thatch_chat_status", {}, identity=42)
+    assert st.ok and st.text.startswith("Not registered")
+    r = tools.call("thatch_chat_send", {"to": None, "body": None}, identity="ses_a")
+    assert (r.text, r.ok) == ("Message body cannot be empty.", False)

@@ -255,7 +255,14 @@ def main(argv=None, *, out=None) -> int:
             filter_tail_rows([], **filters)
         except (re.error, ValueError) as exc:
             p.error(f"tail: bad filter: {exc}")
-    conn, store = _open_store(args.db)
+    from thatch_core.db import StoreError
+
+    try:
+        conn, store = _open_store(args.db)
+    except StoreError as exc:
+        # An unopenable or too-new database is a user-facing condition, not a crash.
+        print(f"thatch chat: cannot open {args.db}: {exc}", file=sys.stderr)
+        return 1
     try:
         if args.command == "list":
             color = args.color == "always" or (args.color == "auto" and out.isatty())
@@ -271,6 +278,9 @@ def main(argv=None, *, out=None) -> int:
             _emit(events, out)
     except KeyboardInterrupt:
         pass
+    except StoreError as exc:  # the database stayed locked past the retries
+        print(f"thatch chat: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `thatch chat tail | head`
         pass
     finally:

@@ -182,6 +182,8 @@ def adopt_continuation(store, new_host_session_id: str, transcript_path, *,
     """Move the nearest registered ancestor's identity onto the new host
     session id. False when the new id is already known or no ancestor is
     found (the caller then registers the id fresh)."""
+    if not isinstance(new_host_session_id, str) or not new_host_session_id:
+        return False
     new_mcp = _mcp_id(new_host_session_id)
     if _known(store, new_mcp):
         return False
@@ -189,41 +191,6 @@ def adopt_continuation(store, new_host_session_id: str, transcript_path, *,
                                              max_hops=max_hops, tail_bytes=tail_bytes)
     if old_mcp is None:
         return False
-    if store.continue_session(old_mcp, new_mcp):
-        return True
-    return _continue_left_session(store, old_mcp, new_mcp)
-
-
-def _continue_left_session(store, old_id: str, new_id: str) -> bool:
-    """Carry a LEFT ancestor (tombstone, no row) over to the new id.
-
-    ``ChatStore.continue_session`` only moves a registered row, but a leave
-    must survive the fork too, or the new id's hook would silently rejoin
-    under a fresh name (R7, R33). Same moves, minus the row: tombstone, mail
-    in both columns, host-pid anchors. Workaround kept here until the store
-    covers it (reported); one ``BEGIN IMMEDIATE`` like the store's own.
-    """
-    import sqlite3
-
-    from thatch_core.db import immediate, wrap_error
-
-    conn = store.conn
-    try:
-        with immediate(conn):
-            tomb = conn.execute("SELECT 1 FROM chat_leave_tombstones WHERE session_id = ?",
-                                (old_id,)).fetchone()
-            taken = conn.execute(
-                "SELECT 1 FROM chat_sessions WHERE session_id IN (?, ?) UNION ALL "
-                "SELECT 1 FROM chat_leave_tombstones WHERE session_id = ?",
-                (old_id, new_id, new_id)).fetchone()
-            if tomb is None or taken is not None:
-                return False
-            conn.execute("UPDATE chat_leave_tombstones SET session_id = ? WHERE session_id = ?",
-                         (new_id, old_id))
-            conn.execute("UPDATE chat_messages SET to_session = ? WHERE to_session = ?", (new_id, old_id))
-            conn.execute("UPDATE chat_messages SET from_session = ? WHERE from_session = ?",
-                         (new_id, old_id))
-            conn.execute("UPDATE chat_host_pids SET session_id = ? WHERE session_id = ?", (new_id, old_id))
-    except sqlite3.Error as exc:
-        raise wrap_error(exc, "continuing a left session") from exc
-    return True
+    # The store moves a registered row or, for a session that left, its
+    # tombstone; mail, anchors and the tombstone follow either way.
+    return store.continue_session(old_mcp, new_mcp)

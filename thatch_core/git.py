@@ -23,13 +23,14 @@ def detect_worktree_kind(directory: "str | os.PathLike[str] | None") -> Worktree
     """
     if directory is None or directory == "":
         return None
-    entry = os.path.join(os.fspath(directory), ".git")
     try:
+        entry = os.path.join(os.fspath(directory), ".git")
         if os.path.isdir(entry):
             return "root"
         if os.path.isfile(entry):
             return "worktree"
-    except (OSError, ValueError):
-        # ValueError: embedded NUL in a path; treat like any unreadable path.
+    except (OSError, ValueError, TypeError):
+        # ValueError: embedded NUL in a path; TypeError: not a path at all.
+        # Either reads like an unreadable path: undetected.
         return None
     return None

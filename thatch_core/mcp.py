@@ -23,6 +23,8 @@ import hashlib
 import os
 import random
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 
 from thatch_core import clock
 from thatch_core.constants import CURSOR_FOLLOWUP_CAP, RENUDGE_MINUTES
@@ -70,6 +72,12 @@ def _enabled(config) -> bool:
     return chat_settings(config)[0]
 
 
+def _host_id_ok(host_session_id) -> bool:
+    # A hook payload without a usable session id names no conversation: the
+    # hook stays silent rather than break the host's prompt.
+    return isinstance(host_session_id, str) and bool(host_session_id.strip())
+
+
 def hook_line_text(name: str, unread: int) -> str:
     """The line the identity hook prints (documented in docs/decisions/mcp.md)."""
     line = f'thatch chat: you are {name} ({unread} unread) - pass as: "{name}" on the thatch_chat_* tools'
@@ -83,7 +91,7 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
     """The SessionStart / prompt hook (R29-R33). Returns the line to print, or
     None when chat is disabled or the store cannot answer (a hook must never
     break the host's prompt)."""
-    if not _enabled(config):
+    if not _enabled(config) or not _host_id_ok(host_session_id):
         return None
     mcp_id = mcp_session_id(host_session_id)
     try:
@@ -117,13 +125,13 @@ def resolve_chat_identity(store, *, host_context: str | None = None, ppid: int |
         anchored = store.resolve_host_pid(ppid)
         if anchored:
             return anchored
-    if env_session_id:
+    if isinstance(env_session_id, str) and env_session_id:
         derived = mcp_session_id(env_session_id)
         # A tombstoned id still is this conversation (it left): resolving it
         # lets chat_register rejoin the right identity.
         if store.get(derived) is not None or store.has_tombstone(derived):
             return derived
-    if claimed_as:
+    if isinstance(claimed_as, str) and claimed_as.strip():
         row = store.find(claimed_as.strip())
         if row is not None:
             return row.session_id
@@ -176,8 +184,22 @@ class McpChatServer:
         return MCP_PREFIX + "".join(self._rng.choice("0123456789abcdef") for _ in range(12))
 
     def call(self, tool: str, args: dict | None = None):
-        """Run one thatch_chat_* tool (the ``thatch_`` prefix is optional)."""
+        """Run one thatch_chat_* tool (the ``thatch_`` prefix is optional).
+
+        MCP hosts have no transcript echo bubbles (seed 000's host table):
+        the reply never carries one, so a caller cannot render one by mistake.
+        """
+        reply = self._call(tool, args)
+        return replace(reply, echo=None) if reply.echo is not None else reply
+
+    def _call(self, tool, args):
+        from thatch_core.tools import ToolReply
+
+        if not isinstance(tool, str):
+            return ToolReply(text=f"Unknown chat tool {tool!r}.", ok=False, echo=None)
         tool = _normalize_tool(tool)
+        if args is not None and not isinstance(args, Mapping):
+            return ToolReply(text="Tool arguments must be an object.", ok=False, echo=None)
         args = dict(args or {})
         claimed = args.pop("as", None)
         claimed = claimed.strip() if isinstance(claimed, str) and claimed.strip() else None
@@ -188,8 +210,6 @@ class McpChatServer:
             # Refused rather than silently minting: a model that believes it
             # is NAME must learn NAME is gone (pruned or left), not go on
             # acting as a stranger under a name it thinks it has.
-            from thatch_core.tools import ToolReply
-
             return ToolReply(text=UNKNOWN_CLAIM.format(name=claimed), ok=False, echo=None)
         return self.tools.call(tool, args, identity=identity)
 
@@ -217,7 +237,7 @@ def claude_stop_hook(store, config, host_session_id: str, *, stop_hook_active: b
     reminded more than the re-nudge window ago. The reminder names every
     unread sender and the total unread count, and stamps delivered_at on all
     of it: with the host's ``stop_hook_active`` that bounds repeats (D-mcp-4)."""
-    if stop_hook_active or not _enabled(config):
+    if stop_hook_active or not _enabled(config) or not _host_id_ok(host_session_id):
         return None
     mcp_id = mcp_session_id(host_session_id)
     try:
@@ -237,7 +257,8 @@ def cursor_stop_hook(store, config, session_id: str, *, status: str, loop_count:
     """Cursor's stop hook: auto-submit a pointer-only follow-up while mail is
     unread, only after a completed turn and below the consecutive follow-up
     cap (Cursor counts ``loop_count``); never after an aborted or errored turn."""
-    if not _enabled(config) or status != "completed" or loop_count >= CURSOR_FOLLOWUP_CAP:
+    if (not _enabled(config) or status != "completed" or not _host_id_ok(session_id)
+            or not isinstance(loop_count, int) or loop_count >= CURSOR_FOLLOWUP_CAP):
         return {}
     mcp_id = mcp_session_id(session_id)
     try:

@@ -12,8 +12,10 @@ calls and owns the hosted set the poller beats and delivers for:
 - `on_session_deleted` / `on_exit`: leave with a tombstone (R7, R17);
 - `call_tool`: the shared tool surface with the host session as identity,
   plus the fire-and-forget transcript echo (R27);
-- rehost grace (R15): the hosted set is persisted, and a restarted runtime
-  re-hosts it for a bounded window so silent-but-open tabs stay fresh.
+- rehost grace (R15): the hosted set (`thatch_core.rehost.HostedSet`) is
+  persisted, and a restarted runtime re-hosts it for a bounded window so
+  silent-but-open tabs stay fresh;
+- `system_prompt_section()`: the prompt's chat section, gated at init (R29).
 
 State shared with the poller's timer thread sits behind one lock, which is
 never held while calling the client or the store (a client may call back in).
@@ -21,22 +23,23 @@ never held while calling the client or the store (a client may call back in).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from thatch_core import clock
 from thatch_core.constants import rehost_grace_ms as _env_rehost_grace_ms
 from thatch_core.osargs import parse_startup_target, read_cmdline
+# Looked up as a module global at start(): the simulator swaps it for a
+# deliberately broken poller in some tests (D-harness-3).
 from thatch_core.poller import ChatPoller
-from thatch_core.prompts import chat_notification_nudge, is_chat_echo_parts
+from thatch_core.prompts import chat_notification_nudge, is_chat_echo_parts, system_prompt_section
+from thatch_core.rehost import HOSTED_STATE_FILE, HostedSet
 from thatch_core.tools import ChatTools, ToolReply
 
-HOSTED_STATE_FILE = "chat-hosted.json"
+__all__ = ["HOSTED_STATE_FILE", "OpencodeClient", "OpencodeRuntime", "STATUSES"]
+
 STATUSES = ("idle", "busy", "retry")
 
 
@@ -66,15 +69,6 @@ def _stderr_log(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-@dataclass
-class _Hosted:
-    """One hosted session. `rehost_until_ms` is set while the session is only
-    re-hosted from a previous runtime's set and has shown no activity here."""
-
-    last_activity_ms: int
-    rehost_until_ms: int | None = None
-
-
 class OpencodeRuntime:
     """Chat inside one opencode process; see the module docstring."""
 
@@ -100,9 +94,10 @@ class OpencodeRuntime:
         self.config_source = config_source
         self.pid = os.getpid() if pid is None else pid
         self.cmdline_reader = cmdline_reader or read_cmdline
-        self.state_path = Path(state_dir) / HOSTED_STATE_FILE if state_dir is not None else None
         self.rehost_grace_ms = _env_rehost_grace_ms() if rehost_grace_ms is None else rehost_grace_ms
         self._log = log or _stderr_log
+        self._hostset = HostedSet(state_dir, self.rehost_grace_ms, self._log)
+        self.state_path = self._hostset.path
         self.real_timer = real_timer
         self.tools = ChatTools(
             store, config_source, host_kind="opencode",
@@ -113,7 +108,6 @@ class OpencodeRuntime:
         self.started = False
         self.startup_session: str | None = None
         self._lock = threading.RLock()
-        self._hosted: dict[str, _Hosted] = {}
         self._status: dict[str, str] = {}
         self._compacting: set[str] = set()
         self._parents: dict[str, str | None] = {}
@@ -140,18 +134,22 @@ class OpencodeRuntime:
             can_deliver=self.can_deliver,
             log=self._log,
         )
-        self._load_rehost()
+        rehosted = self._hostset.load_previous(clock.now_ms())
+        with self._lock:
+            for rid in rehosted:
+                # An open tab that reconnects emits nothing: count it idle.
+                self._status[rid] = "idle"
         sid = self._resolve_startup_session()
         if sid is not None:
             self.startup_session = sid
+            self._hostset.touch(sid, clock.now_ms())
             with self._lock:
                 # A resumed session emits no event until typed into: it is
                 # idle until the host says otherwise, so asleep mail can land.
-                self._hosted[sid] = _Hosted(clock.now_ms())
                 self._status.setdefault(sid, "idle")
             if cfg.auto_register:
                 self._register(sid, title=self._title(sid))  # reclaim keeps the name (R5)
-        self._persist()
+        self._hostset.persist()
         hosted = self.hosted_sessions()
         try:
             # Re-hosted rows are fresh from the first moment, not one cycle later.
@@ -161,6 +159,12 @@ class OpencodeRuntime:
         self.poller.deliver_pending()
         if self.real_timer:
             self.poller.start()
+
+    def system_prompt_section(self) -> str:
+        """The system prompt's chat section; empty when chat was disabled at
+        init (or before `start()`): like the poller, the prompt gate is read
+        once, and a restart applies a toggle to it (R29)."""
+        return system_prompt_section(self.enabled)
 
     def dispose(self) -> None:
         """Stops the poller's timer (a process shutting down without an exit)."""
@@ -265,23 +269,14 @@ class OpencodeRuntime:
 
     def _touch(self, session_id: str) -> None:
         """Any event: host the session; a re-hosted one graduates to permanent."""
-        now = clock.now_ms()
-        with self._lock:
-            entry = self._hosted.get(session_id)
-            if entry is None:
-                self._hosted[session_id] = _Hosted(now)
-            else:
-                entry.last_activity_ms = now
-                entry.rehost_until_ms = None
-        self._persist()
+        self._hostset.touch(session_id, clock.now_ms())
 
     def _leave(self, session_id: str) -> None:
         with self._lock:
             self._gone.add(session_id)
-            self._hosted.pop(session_id, None)
             self._status.pop(session_id, None)
             self._compacting.discard(session_id)
-        self._persist()
+        self._hostset.drop(session_id)
         try:
             self.store.unregister(session_id)
         except Exception as err:  # noqa: BLE001
@@ -290,19 +285,12 @@ class OpencodeRuntime:
     def hosted_sessions(self) -> list[str]:
         """The sessions this process beats and delivers for (sorted). Re-hosted
         sessions whose grace ran out without activity drop out here (R15)."""
-        now = clock.now_ms()
-        with self._lock:
-            expired = [
-                sid for sid, h in self._hosted.items()
-                if h.rehost_until_ms is not None and now >= h.rehost_until_ms
-            ]
-            for sid in expired:
-                del self._hosted[sid]
-                self._status.pop(sid, None)
-                self._compacting.discard(sid)
-            hosted = sorted(self._hosted)
+        hosted, expired = self._hostset.expire(clock.now_ms())
         if expired:
-            self._persist()
+            with self._lock:
+                for sid in expired:
+                    self._status.pop(sid, None)
+                    self._compacting.discard(sid)
         return hosted
 
     def can_deliver(self, session_id: str) -> bool:
@@ -315,62 +303,9 @@ class OpencodeRuntime:
             session_id, [{"type": "text", "text": chat_notification_nudge(senders, count), "synthetic": True}],
         )
 
-    # -- rehost grace (R15) ----------------------------------------------------
-
-    def _persist(self) -> None:
-        if self.state_path is None:
-            return
-        with self._lock:
-            data = {
-                "version": 1,
-                "sessions": {
-                    sid: {"last_activity_ms": h.last_activity_ms, "rehost_until_ms": h.rehost_until_ms}
-                    for sid, h in sorted(self._hosted.items())
-                },
-            }
-            try:
-                self.state_path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.state_path.with_name(f"{self.state_path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-                os.replace(tmp, self.state_path)  # a SIGKILL never leaves half a file
-            except OSError as err:
-                self._log(f"[thatch] chat cannot persist the hosted set: {err!r}")
-
-    def _load_rehost(self) -> None:
-        """Re-host the previous runtime's set until its grace ends.
-
-        A session the old runtime hosted for real gets the full grace from now;
-        one the old runtime was itself only re-hosting keeps its old deadline,
-        so a chain of restarts cannot keep a closed tab fresh forever.
-        """
-        if self.state_path is None:
-            return
-        try:
-            data = json.loads(self.state_path.read_text(encoding="utf-8"))
-            sessions = data.get("sessions", {}) if isinstance(data, dict) else {}
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as err:
-            self._log(f"[thatch] chat cannot read the hosted set: {err!r}; nothing re-hosted")
-            return
-        now = clock.now_ms()
-        with self._lock:
-            for sid, rec in sessions.items():
-                if not isinstance(rec, dict):
-                    continue
-                until = rec.get("rehost_until_ms")
-                until = now + self.rehost_grace_ms if until is None else int(until)
-                if now >= until:
-                    continue
-                last = int(rec.get("last_activity_ms") or now)
-                self._hosted[sid] = _Hosted(last, rehost_until_ms=until)
-                # An open tab that reconnects emits nothing: count it idle.
-                self._status[sid] = "idle"
-
     def rehosting(self) -> list[str]:
         """Sessions currently hosted only by grace (for tests and reports)."""
-        with self._lock:
-            return sorted(s for s, h in self._hosted.items() if h.rehost_until_ms is not None)
+        return self._hostset.rehosting()
 
     # -- registration ------------------------------------------------------------
 

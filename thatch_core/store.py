@@ -3,7 +3,7 @@
 State is shared (every process on the machine reads and writes these tables),
 delivery is local (the poller of the hosting process). Each public method is
 one atomic unit: a single read statement, or one ``BEGIN IMMEDIATE``
-transaction. That is what lets :func:`_guarded` re-run a method whose
+transaction. That is what lets :func:`~thatch_core.store_guard.guarded` re-run a method whose
 statement hit a lock, and what makes a crash mid-method leave nothing half
 written. No raw ``sqlite3`` exception leaves this class: they become
 :class:`~thatch_core.db.StoreError` / :class:`~thatch_core.db.StoreBusy`.
@@ -11,27 +11,26 @@ written. No raw ``sqlite3`` exception leaves this class: they become
 
 from __future__ import annotations
 
-import functools
 import random
 import sqlite3
 import threading
-import time
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from thatch_core import clock
-from thatch_core.constants import (
-    AUTO_TTL_DAYS, DAY_MS, HOST_PID_FRESH_S, MAX_BODY_LEN, TOMBSTONE_TTL_DAYS,
-)
-from thatch_core.db import BUSY_RETRIES, StoreBusy, StoreError, backoff_s, immediate, is_busy, wrap_error
+from thatch_core.constants import MAX_BODY_LEN
+from thatch_core.db import StoreError, immediate
 from thatch_core.git import detect_worktree_kind
 from thatch_core.names import NAME_POOL, format_name, render_participant, topic_from_title
 from thatch_core.staleness import is_stale
-from thatch_core.types import (
-    BroadcastResult, FeedRow, InboxItem, NotificationRow, PruneResult, RegisterResult,
-    SendResult, SessionRow, StatusResult,
+from thatch_core.store_guard import (
+    HOST_KINDS, ROW_COLS, chunks, guarded, id_list, is_id, marks, row_id_list, row_of,
+    text_or_none,
 )
-
-HOST_KINDS = ("opencode", "mcp")
+from thatch_core.store_upkeep import UpkeepMixin
+from thatch_core.types import (
+    BroadcastResult, FeedRow, InboxItem, NotificationRow, RegisterResult, SendResult,
+    SessionRow, StatusResult,
+)
 
 ERR_EMPTY = "Message body cannot be empty."
 ERR_TOO_LONG = f"Message too long (max {MAX_BODY_LEN} characters)."
@@ -39,6 +38,7 @@ ERR_NOT_REGISTERED = "You are not registered - call chat_register first."
 ERR_SELF = "You cannot message yourself."
 ERR_TOMBSTONED = "This session left the chat directory - call chat_register to rejoin."
 ERR_NO_SESSION_ID = "A session id is required to register."
+ERR_BODY_TYPE = "Message body must be text."
 
 
 def err_no_recipient(to: str) -> str:
@@ -49,54 +49,7 @@ def err_bad_kind(kind: str) -> str:
     return f'Unknown host kind "{kind}" (expected one of: {", ".join(HOST_KINDS)}).'
 
 
-_ROW_COLS = ("session_id, name, topic, project, host_kind, auto, worktree, "
-             "registered_at, last_seen")
-# SQLite's default bound-parameter limit is 999 on old builds; stay below it.
-_CHUNK = 500
-
-
-def _row(r: Sequence) -> SessionRow:
-    sid, name, topic, project, kind, auto, worktree, reg, seen = r
-    return SessionRow(
-        session_id=sid, name=name,
-        topic=topic or None,  # an empty legacy topic reads as no topic
-        project=project, host_kind=kind if kind in HOST_KINDS else "opencode",
-        auto=bool(auto), worktree=worktree, registered_at=reg, last_seen=seen,
-    )
-
-
-def _chunks(items: Sequence, size: int = _CHUNK) -> Iterable[Sequence]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
-def _guarded(method):
-    """Serialise calls on this store and translate every sqlite3 error.
-
-    A statement that still hits SQLITE_BUSY (rare outside ``BEGIN``) re-runs
-    the whole method: it is atomic, so nothing of the failed try persisted.
-    """
-    @functools.wraps(method)
-    def wrapper(self: "ChatStore", *args, **kwargs):
-        doing = method.__name__
-        with self._lock:
-            for attempt in range(BUSY_RETRIES):
-                try:
-                    return method(self, *args, **kwargs)
-                except sqlite3.Error as exc:
-                    if is_busy(exc) and attempt < BUSY_RETRIES - 1 and not self._conn_in_tx():
-                        time.sleep(backoff_s(attempt))
-                        continue
-                    raise wrap_error(exc, doing) from exc
-            raise StoreBusy(f"database stayed locked during {doing}")  # pragma: no cover
-    return wrapper
-
-
-class ChatStore:
+class ChatStore(UpkeepMixin):
     """Directory (``chat_sessions``), inbox (``chat_messages``) and upkeep.
 
     ``rng`` picks the pool base of a new name; the simulator passes a seeded
@@ -109,58 +62,56 @@ class ChatStore:
         self.rng = rng if rng is not None else random.Random(0)
         self._lock = threading.RLock()
 
-    def _conn_in_tx(self) -> bool:
-        try:
-            return self.conn.in_transaction
-        except sqlite3.Error:
-            return False
-
     # ------------------------------------------------------------------
     # Directory
     # ------------------------------------------------------------------
 
     def _get(self, session_id: str) -> SessionRow | None:
         r = self.conn.execute(
-            f"SELECT {_ROW_COLS} FROM chat_sessions WHERE session_id = ?", (session_id,)
+            f"SELECT {ROW_COLS} FROM chat_sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
-        return _row(r) if r else None
+        return row_of(r) if r else None
 
     def _by_name(self, name: str) -> SessionRow | None:
         r = self.conn.execute(
-            f"SELECT {_ROW_COLS} FROM chat_sessions WHERE name = ? COLLATE NOCASE", (name,)
+            f"SELECT {ROW_COLS} FROM chat_sessions WHERE name = ? COLLATE NOCASE", (name,)
         ).fetchone()
-        return _row(r) if r else None
+        return row_of(r) if r else None
 
     def _find(self, name_or_id: str) -> SessionRow | None:
         # Id first: an id can then never be shadowed by a (legacy) name.
+        if not is_id(name_or_id):
+            return None
         return self._get(name_or_id) or self._by_name(name_or_id.strip())
 
-    @_guarded
+    @guarded
     def get(self, session_id: str) -> SessionRow | None:
         """The directory row of ``session_id``, or None when not registered."""
-        return self._get(session_id)
+        return self._get(session_id) if is_id(session_id) else None
 
-    @_guarded
+    @guarded
     def find(self, name_or_id: str) -> SessionRow | None:
         """Resolve a session id, or a display name case-insensitively."""
         return self._find(name_or_id)
 
-    @_guarded
+    @guarded
     def list_sessions(self) -> list[SessionRow]:
         """Every registered session, by name (roster order is sort_roster's job)."""
         rows = self.conn.execute(
-            f"SELECT {_ROW_COLS} FROM chat_sessions ORDER BY name COLLATE NOCASE, session_id"
+            f"SELECT {ROW_COLS} FROM chat_sessions ORDER BY name COLLATE NOCASE, session_id"
         ).fetchall()
-        return [_row(r) for r in rows]
+        return [row_of(r) for r in rows]
 
-    @_guarded
+    @guarded
     def has_tombstone(self, session_id: str) -> bool:
         """True while a leave tombstone suppresses re-joining (R7)."""
+        if not is_id(session_id):
+            return False
         return self.conn.execute(
             "SELECT 1 FROM chat_leave_tombstones WHERE session_id = ?", (session_id,)
         ).fetchone() is not None
 
-    @_guarded
+    @guarded
     def register(self, session_id: str, *, kind: str = "opencode", project: str | None = None,
                  directory: str | None = None, title: str | None = None, auto: bool = True,
                  explicit: bool = False) -> RegisterResult:
@@ -171,21 +122,25 @@ class ChatStore:
         racing a ``session.deleted`` either lands before the leave (and is
         removed by it) or sees the tombstone: never resurrects a dead session.
         """
-        if not session_id or not session_id.strip():
+        if not is_id(session_id):
             return RegisterResult(ok=False, session_id=session_id, error=ERR_NO_SESSION_ID)
-        if kind not in HOST_KINDS:
+        if not isinstance(kind, str) or kind not in HOST_KINDS:
             return RegisterResult(ok=False, session_id=session_id, error=err_bad_kind(kind))
-        topic = topic_from_title(title)
+        # A title and a project are advisory: a non-text value is no value.
+        project = text_or_none(project)
+        topic = topic_from_title(text_or_none(title))
         # Filesystem probe outside the write lock: it can be slow, and the
         # worktree kind is only used when a new row is minted.
         worktree = detect_worktree_kind(directory)
         now = clock.iso()
         with immediate(self.conn):
+            rejoined = False
             if explicit:
                 # An explicit join is the one way back after a leave; the
                 # row is gone, so the draw below mints a fresh name.
-                self.conn.execute(
-                    "DELETE FROM chat_leave_tombstones WHERE session_id = ?", (session_id,))
+                rejoined = self.conn.execute(
+                    "DELETE FROM chat_leave_tombstones WHERE session_id = ?", (session_id,)
+                ).rowcount > 0
             elif self.conn.execute("SELECT 1 FROM chat_leave_tombstones WHERE session_id = ?",
                                    (session_id,)).fetchone():
                 return RegisterResult(ok=False, session_id=session_id, tombstoned=True,
@@ -204,7 +159,8 @@ class ChatStore:
             # A session that comes back after a prune keeps its queued mail:
             # it is registered again, so the later sweep must not touch it.
             self.conn.execute("DELETE FROM chat_pruned WHERE session_id = ?", (session_id,))
-        return RegisterResult(ok=True, session_id=session_id, name=name, drawn=True, topic=topic)
+        return RegisterResult(ok=True, session_id=session_id, name=name, drawn=True, topic=topic,
+                              rejoined=rejoined)
 
     def _draw(self) -> str:
         base = self.rng.choice(NAME_POOL)
@@ -233,14 +189,17 @@ class ChatStore:
                     raise
         raise StoreError("could not mint a free name after 100 draws")
 
-    @_guarded
+    @guarded
     def unregister(self, session_id: str) -> bool:
         """Leave: delete the row and write a tombstone in one transaction (R7).
 
         The tombstone is written even when no row exists, so a leave that
         overtakes an in-flight auto-registration still sticks. Returns
-        whether a row was deleted. Messages stay as history (R11).
+        whether a row was deleted. Messages stay as history (R11). An
+        unusable id (None, not a string, blank) is refused: False, no write.
         """
+        if not is_id(session_id):
+            return False
         with immediate(self.conn):
             deleted = self.conn.execute(
                 "DELETE FROM chat_sessions WHERE session_id = ?", (session_id,)).rowcount
@@ -250,28 +209,31 @@ class ChatStore:
                 (session_id, clock.iso()))
         return deleted > 0
 
-    @_guarded
+    @guarded
     def refresh_topic(self, session_id: str, title: str | None) -> None:
         """Auto rows follow the live title; placeholders and legacy rows are left alone (R3)."""
-        topic = topic_from_title(title)
-        if topic is None:
+        topic = topic_from_title(text_or_none(title))
+        if topic is None or not is_id(session_id):
             return
         with immediate(self.conn):
             self.conn.execute(
                 "UPDATE chat_sessions SET topic = ? WHERE session_id = ? AND auto = 1 "
                 "AND topic IS NOT ?", (topic, session_id, topic))
 
-    @_guarded
+    @guarded
     def heartbeat(self, session_ids: Iterable[str]) -> None:
-        """Refresh ``last_seen``; ids without a row are a silent no-op (R13)."""
-        ids = list(dict.fromkeys(session_ids))
+        """Refresh ``last_seen``; ids without a row are a silent no-op (R13).
+
+        A bare string is one id; values that are not ids are skipped.
+        """
+        ids = id_list(session_ids)
         if not ids:
             return
         now = clock.iso()
         with immediate(self.conn):
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 self.conn.execute(
-                    f"UPDATE chat_sessions SET last_seen = ? WHERE session_id IN ({_marks(len(chunk))})",
+                    f"UPDATE chat_sessions SET last_seen = ? WHERE session_id IN ({marks(len(chunk))})",
                     (now, *chunk))
 
     # ------------------------------------------------------------------
@@ -280,6 +242,8 @@ class ChatStore:
 
     @staticmethod
     def _check_body(body: str | None) -> tuple[str | None, str | None]:
+        if body is not None and not isinstance(body, str):
+            return None, ERR_BODY_TYPE
         trimmed = (body or "").strip()
         if not trimmed:
             return None, ERR_EMPTY
@@ -287,18 +251,20 @@ class ChatStore:
             return None, ERR_TOO_LONG
         return trimmed, None
 
-    @_guarded
+    @guarded
     def send(self, from_session: str, to_name_or_id: str, body: str) -> SendResult:
         """Post one message (R9); the checks and the insert are one transaction."""
         trimmed, err = self._check_body(body)
         if err:
             return SendResult(ok=False, error=err)
         with immediate(self.conn):
-            if self._get(from_session) is None:
+            if not is_id(from_session) or self._get(from_session) is None:
                 return SendResult(ok=False, error=ERR_NOT_REGISTERED)
-            recipient = self._find(to_name_or_id or "")
+            recipient = self._find(to_name_or_id)
             if recipient is None:
-                return SendResult(ok=False, error=err_no_recipient(to_name_or_id))
+                shown = to_name_or_id if isinstance(to_name_or_id, str) else (
+                    "" if to_name_or_id is None else str(to_name_or_id))
+                return SendResult(ok=False, error=err_no_recipient(shown))
             if recipient.session_id == from_session:
                 return SendResult(ok=False, error=ERR_SELF)
             cur = self.conn.execute(
@@ -309,7 +275,7 @@ class ChatStore:
         return SendResult(ok=True, message_id=message_id, recipient=recipient,
                           recipient_stale=is_stale(recipient))
 
-    @_guarded
+    @guarded
     def broadcast(self, from_session: str, body: str) -> BroadcastResult:
         """One inbox row per other registered session, all or nothing (R12, R35).
 
@@ -321,14 +287,14 @@ class ChatStore:
             return BroadcastResult(ok=False, error=err)
         recipients, skipped, ids = [], [], []
         with immediate(self.conn):
-            if self._get(from_session) is None:
+            if not is_id(from_session) or self._get(from_session) is None:
                 return BroadcastResult(ok=False, error=ERR_NOT_REGISTERED)
             now_ms = clock.now_ms()
             now = clock.iso(now_ms)
             rows = self.conn.execute(
-                f"SELECT {_ROW_COLS} FROM chat_sessions WHERE session_id != ? "
+                f"SELECT {ROW_COLS} FROM chat_sessions WHERE session_id != ? "
                 "ORDER BY name COLLATE NOCASE, session_id", (from_session,)).fetchall()
-            for row in map(_row, rows):
+            for row in map(row_of, rows):
                 if row.host_kind == "opencode" and is_stale(row, now_ms):
                     skipped.append(row.name)
                     continue
@@ -341,7 +307,7 @@ class ChatStore:
         return BroadcastResult(ok=True, recipients=tuple(recipients), skipped=tuple(skipped),
                                message_ids=tuple(ids))
 
-    @_guarded
+    @guarded
     def read(self, session_id: str) -> list[InboxItem]:
         """Drain unread mail oldest-first, stamping exactly what was selected (R10).
 
@@ -351,6 +317,8 @@ class ChatStore:
         claim: of two readers racing on one inbox, each message is returned
         by exactly one of them.
         """
+        if not is_id(session_id):
+            return []
         rows = self.conn.execute(
             "SELECT m.id, m.from_session, s.name, m.body, m.created_at FROM chat_messages m"
             " LEFT JOIN chat_sessions s ON s.session_id = m.from_session"
@@ -361,23 +329,27 @@ class ChatStore:
         claimed: set[int] = set()
         with immediate(self.conn):
             now = clock.iso()
-            for chunk in _chunks([r[0] for r in rows]):
+            for chunk in chunks([r[0] for r in rows]):
                 claimed.update(x[0] for x in self.conn.execute(
-                    f"UPDATE chat_messages SET read_at = ? WHERE id IN ({_marks(len(chunk))})"
+                    f"UPDATE chat_messages SET read_at = ? WHERE id IN ({marks(len(chunk))})"
                     " AND read_at IS NULL RETURNING id", (now, *chunk)).fetchall())
         return [InboxItem(id=i, from_session=f, from_name=render_participant(n, f), body=b,
                           created_at=c) for i, f, n, b, c in rows if i in claimed]
 
-    @_guarded
+    @guarded
     def unread_count(self, session_id: str) -> int:
         """Unread mail addressed to ``session_id``."""
+        if not is_id(session_id):
+            return 0
         return self.conn.execute(
             "SELECT COUNT(*) FROM chat_messages WHERE to_session = ? AND read_at IS NULL",
             (session_id,)).fetchone()[0]
 
-    @_guarded
+    @guarded
     def status(self, session_id: str) -> StatusResult:
         """Registered flag plus pending/total; touches ``last_seen`` (R34)."""
+        if not is_id(session_id):
+            return StatusResult(registered=False)
         with immediate(self.conn):
             row = self._get(session_id)
             if row is None:
@@ -389,16 +361,18 @@ class ChatStore:
                 " FROM chat_messages WHERE to_session = ?", (session_id,)).fetchone()
         return StatusResult(registered=True, name=row.name, pending=pending, total=total)
 
-    @_guarded
+    @guarded
     def pending_by_project(self, project: str) -> list[tuple[str, int]]:
         """``(name, unread)`` for every registered session of ``project`` with mail."""
+        if not isinstance(project, str):
+            return []
         return [(n, c) for n, c in self.conn.execute(
             "SELECT cs.name, COUNT(*) FROM chat_messages m"
             " JOIN chat_sessions cs ON cs.session_id = m.to_session"
             " WHERE m.read_at IS NULL AND cs.project = ?"
             " GROUP BY cs.session_id ORDER BY cs.name COLLATE NOCASE", (project,))]
 
-    @_guarded
+    @guarded
     def message_feed(self) -> list[FeedRow]:
         """Every message oldest-first with rendered participants (``chat tail``, R28)."""
         rows = self.conn.execute(
@@ -411,115 +385,41 @@ class ChatStore:
                         created_at=c, read_at=r)
                 for i, fn, tn, f, t, vb, b, c, r in rows]
 
-    @_guarded
+    @guarded
     def pending_notifications(self, session_ids: Iterable[str],
                               renudge_cutoff_iso: str) -> list[NotificationRow]:
         """Unread mail to registered ``session_ids`` never delivered or delivered
-        at/before the cutoff (R18). ``from_name`` is None for a departed sender."""
-        ids = list(dict.fromkeys(session_ids))
+        at/before the cutoff (R18). ``from_name`` is None for a departed sender.
+
+        A cutoff that is not an ISO string selects never-delivered mail only.
+        """
+        ids = id_list(session_ids)
+        cutoff = renudge_cutoff_iso if isinstance(renudge_cutoff_iso, str) else ""
         out: list[NotificationRow] = []
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids):
             out.extend(NotificationRow(id=i, to_session=t, from_session=f, from_name=n)
                        for i, t, f, n in self.conn.execute(
                 "SELECT m.id, m.to_session, m.from_session, s.name FROM chat_messages m"
                 " LEFT JOIN chat_sessions s ON s.session_id = m.from_session"
-                f" WHERE m.read_at IS NULL AND m.to_session IN ({_marks(len(chunk))})"
+                f" WHERE m.read_at IS NULL AND m.to_session IN ({marks(len(chunk))})"
                 " AND (m.delivered_at IS NULL OR m.delivered_at <= ?)"
                 " AND EXISTS (SELECT 1 FROM chat_sessions cs WHERE cs.session_id = m.to_session)"
-                " ORDER BY m.id", (*chunk, renudge_cutoff_iso)))
+                " ORDER BY m.id", (*chunk, cutoff)))
         out.sort(key=lambda r: r.id)
         return out
 
-    @_guarded
+    @guarded
     def mark_delivered(self, ids: Iterable[int]) -> None:
-        """Stamp ``delivered_at`` (a re-stamp restarts the re-nudge timer, R21)."""
-        ids = list(dict.fromkeys(ids))
+        """Stamp ``delivered_at`` (a re-stamp restarts the re-nudge timer, R21).
+
+        Values that are not positive int message ids are skipped.
+        """
+        ids = row_id_list(ids)
         if not ids:
             return
         now = clock.iso()
         with immediate(self.conn):
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 self.conn.execute(
-                    f"UPDATE chat_messages SET delivered_at = ? WHERE id IN ({_marks(len(chunk))})",
+                    f"UPDATE chat_messages SET delivered_at = ? WHERE id IN ({marks(len(chunk))})",
                     (now, *chunk))
-
-    # ------------------------------------------------------------------
-    # Upkeep, continuation, host pids
-    # ------------------------------------------------------------------
-
-    @_guarded
-    def prune(self) -> PruneResult:
-        """One hourly prune pass, one transaction (R26).
-
-        Order matters: the mail sweep runs first and only for sessions pruned
-        on an *earlier* pass (``pruned_at`` before now) that are not
-        registered again, so a session pruned now keeps its mail until the
-        next pass. Counters are never touched: names are never reissued.
-        """
-        now_ms = clock.now_ms()
-        now = clock.iso(now_ms)
-        with immediate(self.conn):
-            swept = self.conn.execute(
-                "DELETE FROM chat_messages WHERE read_at IS NULL AND to_session IN ("
-                " SELECT p.session_id FROM chat_pruned p WHERE p.pruned_at < ?"
-                " AND NOT EXISTS (SELECT 1 FROM chat_sessions s WHERE s.session_id = p.session_id))",
-                (now,)).rowcount
-            pruned = [r[0] for r in self.conn.execute(
-                "DELETE FROM chat_sessions WHERE auto = 1 AND last_seen < ? RETURNING session_id",
-                (clock.iso(now_ms - AUTO_TTL_DAYS * DAY_MS),)).fetchall()]
-            self.conn.executemany(
-                "INSERT INTO chat_pruned (session_id, pruned_at) VALUES (?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET pruned_at = excluded.pruned_at",
-                [(sid, now) for sid in pruned])
-            expired = [r[0] for r in self.conn.execute(
-                "DELETE FROM chat_leave_tombstones WHERE left_at < ? RETURNING session_id",
-                (clock.iso(now_ms - TOMBSTONE_TTL_DAYS * DAY_MS),)).fetchall()]
-        return PruneResult(pruned=tuple(sorted(pruned)), expired_tombstones=tuple(sorted(expired)),
-                           swept_messages=max(swept, 0))
-
-    @_guarded
-    def continue_session(self, old_id: str, new_id: str) -> bool:
-        """Move ``old_id``'s identity to ``new_id`` in one transaction (R33).
-
-        Name (the row key changes, the name does not), mail in both columns,
-        host-pid anchors and tombstones follow. False, changing nothing, when
-        ``old_id`` is not registered or ``new_id`` already is.
-        """
-        if not old_id or not new_id or old_id == new_id:
-            return False
-        with immediate(self.conn):
-            if self._get(old_id) is None or self._get(new_id) is not None:
-                return False
-            c = self.conn
-            c.execute("UPDATE chat_sessions SET session_id = ?, last_seen = ? WHERE session_id = ?",
-                      (new_id, clock.iso(), old_id))
-            c.execute("UPDATE chat_messages SET to_session = ? WHERE to_session = ?", (new_id, old_id))
-            c.execute("UPDATE chat_messages SET from_session = ? WHERE from_session = ?",
-                      (new_id, old_id))
-            c.execute("UPDATE chat_host_pids SET session_id = ? WHERE session_id = ?", (new_id, old_id))
-            c.execute("UPDATE OR REPLACE chat_leave_tombstones SET session_id = ? WHERE session_id = ?",
-                      (new_id, old_id))
-            c.execute("DELETE FROM chat_pruned WHERE session_id IN (?, ?)", (old_id, new_id))
-        return True
-
-    @_guarded
-    def record_host_pid(self, pid: int, session_id: str) -> None:
-        """Anchor ``pid`` (a host process) to ``session_id`` as of now (R32)."""
-        with immediate(self.conn):
-            self.conn.execute(
-                "INSERT INTO chat_host_pids (pid, session_id, recorded_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(pid) DO UPDATE SET session_id = excluded.session_id,"
-                " recorded_at = excluded.recorded_at", (int(pid), session_id, clock.iso()))
-
-    @_guarded
-    def resolve_host_pid(self, pid: int) -> str | None:
-        """The session anchored to ``pid`` if recorded within 600 s (bounds pid reuse)."""
-        row = self.conn.execute(
-            "SELECT session_id, recorded_at FROM chat_host_pids WHERE pid = ?", (int(pid),)).fetchone()
-        if row is None:
-            return None
-        try:
-            age_ms = clock.now_ms() - clock.parse_iso_ms(row[1])
-        except (ValueError, TypeError):
-            return None
-        return row[0] if age_ms <= HOST_PID_FRESH_S * 1000 else None

@@ -113,6 +113,12 @@ class ChatTools:
         """Runs one tool. Unknown tool names are a refusal, not an exception."""
         if not self.config_source.load().enabled:
             return _refuse(DISABLED_REPLY)
+        if not isinstance(tool, str):
+            return _refuse(f"Unknown chat tool {tool!r}.")
+        if args is not None and not isinstance(args, Mapping):
+            return _refuse("Tool arguments must be an object.")
+        if identity is not None and not isinstance(identity, str):
+            identity = None  # no usable identity: the tools answer as for a stranger
         short = tool
         for prefix in ("thatch_chat_", "chat_"):
             if short.startswith(prefix):
@@ -136,7 +142,6 @@ class ChatTools:
                 return _refuse(NOT_REGISTERED)
             # A hookless MCP conversation: a fresh identity for this conversation only.
             identity = self.mint_session_id()
-        left_before = self.store.has_tombstone(identity)
         title = None
         if self.title_for is not None:
             try:
@@ -156,7 +161,7 @@ class ChatTools:
             return _refuse(res.error or "Registration failed.")
         if res.reclaimed:
             text = f"You are registered as {res.name} (already registered: your name is kept)."
-        elif left_before:
+        elif res.rejoined:
             text = (
                 f"You are registered as {res.name}. You had left the directory, so this "
                 "is a fresh name (assigned names are never reused)."

@@ -25,7 +25,9 @@ class RegisterResult:
     """Outcome of ``ChatStore.register``.
 
     ``drawn``: a fresh name was minted; ``reclaimed``: an existing row kept
-    its name; ``tombstoned``: a leave tombstone refused the registration.
+    its name; ``tombstoned``: a leave tombstone refused the registration;
+    ``rejoined``: an explicit registration cleared a leave tombstone (so
+    ``name`` is a fresh one).
     """
 
     ok: bool
@@ -36,6 +38,7 @@ class RegisterResult:
     tombstoned: bool = False
     topic: str | None = None
     error: str | None = None
+    rejoined: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,441 @@
+"""What every fake harness shares: command dispatch, recording, turns, actions.
+
+A harness lives in its own OS process (the engine's worker forks it and moves
+its freezer to each command's virtual time before calling `handle`). It
+answers every `Command` with one `Reply`; the `FollowUp`s in the reply are
+agenda entries it asks for (a turn ending, a window boundary).
+
+What is shared here and what the kinds fill in:
+- dispatch by op (`op_<name>`) and, for OP_ACT, by action (`act_<name>`);
+- the tool path: `tool(label, tool, args, step=)` records `tool-call` before
+  and `tool-result` after the call (with the step index when a scripted step
+  caused it); each kind implements `_call_tool` (the opencode runtime, an MCP
+  server child, an in-process MCP server);
+- turns: `want_turn` / `start_turn` / `finish_turn` over `agents.TurnState`,
+  recording `status`, `turn-start` and `turn-end`; each kind adds what its
+  host does at those moments (status events, hooks);
+- the process-level actions every kind does the same way (`config`,
+  `cli_list`, `cli_tail`) and faker bodies from the process's one seeded
+  generator.
+
+Reply expectations are not checked here: the history is the record.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Callable, Optional
+
+from simulator.agents import Agent, TurnState, make_agent
+from simulator.harness.support import cli_output, write_config
+from simulator.protocol import (
+    OP_ACT, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply, SessionInfo,
+)
+
+TOOL_PREFIX = "thatch_chat_"
+
+
+class Refused(Exception):
+    """A command this harness cannot serve: answered with Reply(ok=False)."""
+
+
+class Harness:
+    """The shared half of a fake harness; see the module docstring."""
+
+    kind = "?"
+
+    def __init__(self, ctx: HarnessContext, recorder) -> None:
+        self.ctx = ctx
+        self.recorder = recorder
+        seeds = random.Random(ctx.seed)
+        # One derived seed per consumer, drawn in a fixed order: the store's
+        # name draws, the faker bodies/titles, MCP identity mints.
+        self.store_rng = random.Random(seeds.getrandbits(63))
+        self._faker_seed = seeds.getrandbits(63)
+        self.mint_rng = random.Random(seeds.getrandbits(63))
+        self._faker = None
+        self.t = 0
+        self.dispatch = 0
+        self.sessions: dict[str, SessionInfo] = dict(ctx.sessions)
+        self.turns: dict[str, TurnState] = {label: TurnState() for label in self.sessions}
+        self.agents: dict[str, Agent] = {
+            label: make_agent(getattr(info.spec, "agent", None), body=self.fake_body)
+            for label, info in self.sessions.items()
+        }
+        self.closed_sessions: set[str] = set()   # deleted / exited: no more events
+        self.names: dict[str, str] = {}          # label -> assigned name as last seen
+        self.store = None                        # the process's ChatStore, if it has one
+        self._last_status: dict[str, tuple[str, bool]] = {}
+        self._followups: list[FollowUp] = []
+        self._step: Optional[int] = None
+        self.closed = False
+
+    # -- identity helpers ------------------------------------------------------
+
+    def label_of(self, session_id: str) -> Optional[str]:
+        for label, info in self.sessions.items():
+            if info.session_id == session_id:
+                return label
+        for label, sid in (self.ctx.names_by_label or {}).items():
+            if sid == session_id:
+                return label
+        return None
+
+    def sid(self, label: str) -> str:
+        try:
+            return self.sessions[label].session_id
+        except KeyError:
+            raise Refused(f"{self.ctx.label} does not host a session labelled {label!r}") from None
+
+    # -- faker -----------------------------------------------------------------
+
+    @property
+    def faker(self):
+        if self._faker is None:  # ~0.1 s to build: only when a step needs one
+            from faker import Faker
+
+            self._faker = Faker()
+            self._faker.seed_instance(self._faker_seed)
+        return self._faker
+
+    def fake_body(self) -> str:
+        return self.faker.sentence(nb_words=8)
+
+    def fake_title(self) -> str:
+        return self.faker.sentence(nb_words=5).rstrip(".")
+
+    # -- dispatch --------------------------------------------------------------
+
+    def handle(self, cmd: Command) -> Reply:
+        self.t, self.dispatch = cmd.t, cmd.dispatch
+        self._followups = []
+        self._step = cmd.args.get("step") if isinstance(cmd.args, dict) else None
+        handler = getattr(self, "op_" + cmd.op.replace("-", "_"), None)
+        try:
+            if handler is None:
+                raise Refused(f"a {self.kind} harness does not handle {cmd.op!r}")
+            result = handler(cmd)
+            self.after_command()
+        except Refused as err:
+            return Reply(cmd.dispatch, ok=False, error=str(err), followups=tuple(self._followups))
+        return Reply(cmd.dispatch, ok=True, result=result, followups=tuple(self._followups))
+
+    def after_command(self) -> None:
+        """Work a kind defers to the end of a command (opencode: queued prompts)."""
+
+    def later(self, at: int, op: str, session: Optional[str] = None, **args: Any) -> None:
+        self._followups.append(FollowUp(at=at, op=op, session=session, args=args))
+
+    def emit(self, kind: str, session: Optional[str] = None, **data: Any) -> None:
+        self.recorder.emit(kind, session, **data)
+
+    # -- ops every kind serves -------------------------------------------------
+
+    def op_start(self, cmd: Command) -> Any:
+        self.start()
+        self.session_followups()
+        self.window_followups()
+        self.emit("ready")
+        return None
+
+    def existed_before(self, label: str) -> bool:
+        """A session this process took over (a resume or a restart's open tab):
+        it had its first message in an earlier process."""
+        return label == getattr(self.ctx, "resumed", None) or label in (getattr(self.ctx, "rehosted", None) or ())
+
+    def session_followups(self) -> None:
+        """Ask for each new session's entrance at `Session.start`: its first user
+        message (`joins: first-prompt`), or an idle tab with no message
+        (`joins: idle`). `explicit` / `never` sessions stay silent until a
+        step acts for them (D-harness-4)."""
+        for label, info in self.sessions.items():
+            if self.existed_before(label):
+                continue
+            spec = info.spec
+            at = max(int(getattr(spec, "start", 0) or 0), self.t)
+            joins = getattr(spec, "joins", "first-prompt")
+            if joins == "first-prompt":
+                self.later(at, OP_ACT, label, action="prompt")
+            elif joins == "idle":
+                self.later(at, OP_ACT, label, action="appear")
+
+    def act_appear(self, label, args):
+        """A session that shows up without a user message (kind-specific)."""
+        return {"ok": True}
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def op_act(self, cmd: Command) -> Any:
+        args = dict(cmd.args or {})
+        action = args.pop("action", None)
+        args.pop("step", None)
+        handler = getattr(self, f"act_{action}", None) if action else None
+        if handler is None:
+            raise Refused(f"a {self.kind} harness has no action {action!r}")
+        return handler(cmd.session, args)
+
+    def op_window(self, cmd: Command) -> Any:
+        label = cmd.session
+        if label not in self.turns or label in self.closed_sessions:
+            return None
+        state = self.turns[label]
+        on = bool(cmd.args.get("on"))
+        what = cmd.args.get("what")
+        if what == "busy":
+            state.busy_window = on
+        elif what == "compacting":
+            state.compacting = on
+        else:
+            raise Refused(f"unknown window {what!r}: expected busy or compacting")
+        self.window_changed(label, what, on)
+        if not state.busy and not state.compacting:
+            self.maybe_next_turn(label)
+        return None
+
+    def window_changed(self, label: str, what: str, on: bool) -> None:
+        self.emit_status(label)
+
+    def op_stop(self, cmd: Command) -> Any:
+        self.close()
+        return None
+
+    def op_poll(self, cmd: Command) -> Any:
+        raise Refused(f"a {self.kind} harness has no poller")
+
+    def op_fork(self, cmd: Command) -> Any:
+        raise Refused(f"only a claude-code harness forks session ids, not {self.kind}")
+
+    def window_followups(self) -> None:
+        """Ask for every busy/compacting window boundary still ahead (R19)."""
+        for label, info in self.sessions.items():
+            agent = getattr(info.spec, "agent", None)
+            for what in ("busy", "compacting"):
+                for w in getattr(agent, what, None) or ():
+                    if w.until <= self.t:
+                        continue
+                    self.later(max(w.start, self.t), OP_WINDOW, label, what=what, on=True)
+                    self.later(w.until, OP_WINDOW, label, what=what, on=False)
+
+    # -- the tool path -----------------------------------------------------------
+
+    def tool(self, label: str, tool: str, args: dict[str, Any], *, step: Optional[int] = None):
+        """Call a chat tool as `label`, recording the call and its result."""
+        if not tool.startswith(TOOL_PREFIX):
+            tool = TOOL_PREFIX + tool
+        args = self.prepare_args(label, tool, dict(args))
+        self.emit("tool-call", label, tool=tool, args=dict(args))
+        reply = self._call_tool(label, tool, args)
+        data = {"tool": tool, "ok": bool(reply.ok), "text": reply.text}
+        if step is not None:
+            data["step"] = step
+        self.emit("tool-result", label, **data)
+        return reply
+
+    # MCP hosts: the model passes the name its hook printed as `as`.
+    passes_as = False
+
+    def prepare_args(self, label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as the model passes them."""
+        if self.passes_as and "as" not in args and label in self.names:
+            args["as"] = self.names[label]
+        return args
+
+    def _call_tool(self, label: str, tool: str, args: dict[str, Any]):
+        raise NotImplementedError
+
+    def agent_tools(self, label: str) -> Callable[[str, dict[str, Any]], Any]:
+        """The tool path an agent acts through (no step: the agent, not a step, acts)."""
+        return lambda tool, args: self.tool(label, tool, dict(args))
+
+    def recipient(self, args: dict[str, Any]) -> str:
+        """`to` (a label: its assigned name now) or `to_raw` (literal)."""
+        if args.get("to_raw") is not None:
+            return str(args["to_raw"])
+        label = args.get("to")
+        if label is None:
+            raise Refused("a send needs `to` or `to_raw`")
+        sid = (self.ctx.names_by_label or {}).get(label) or (
+            self.sessions[label].session_id if label in self.sessions else None)
+        if sid is None:
+            raise Refused(f"unknown session label {label!r}")
+        name = self.lookup_name(sid)
+        # Unregistered: the chat id itself, so the refusal names something real.
+        return name if name is not None else self.chat_id_of(sid)
+
+    def chat_id_of(self, session_id: str) -> str:
+        """The chat session id behind a run session id (MCP hosts hash theirs)."""
+        if session_id.startswith("ses_") or session_id.startswith("mcp_"):
+            return session_id
+        from thatch_core.mcp import mcp_session_id
+
+        return mcp_session_id(session_id)
+
+    def name_candidates(self, session_id: str) -> list[str]:
+        """Chat ids the run session may be registered under now: itself, its
+        mcp id, and the mcp ids of its continued-in successors (R33)."""
+        from thatch_core.continuation import predecessor_map
+        from thatch_core.mcp import mcp_session_id
+
+        out = [session_id]
+        if not session_id.startswith(("ses_", "mcp_")):
+            out.append(mcp_session_id(session_id))
+            successor = {old: new for new, old in predecessor_map(self.ctx.transcripts_dir).items()}
+            cur, hops = session_id, 0
+            while cur in successor and hops < 10:
+                cur, hops = successor[cur], hops + 1
+                out.append(mcp_session_id(cur))
+        return out
+
+    def lookup_name(self, session_id: str) -> Optional[str]:
+        """The assigned name a run session goes by now (None: unregistered)."""
+        for candidate in self.name_candidates(session_id):
+            row = self.store.get(candidate)
+            if row is not None:
+                return row.name
+        return None
+
+    def _sender(self, label: Optional[str], args: dict[str, Any]) -> str:
+        label = args.pop("from", None) or args.pop("sender", None) or args.pop("session", None) or label
+        if label is None:
+            raise Refused("this action needs the acting session")
+        self.sid(label)  # refuses a label this process does not host
+        return label
+
+    # -- scripted tool actions ---------------------------------------------------
+
+    def act_send(self, label, args):
+        label = self._sender(label, args)
+        body = args.get("body")
+        call = {"to": self.recipient(args), "body": body if body is not None else self.fake_body()}
+        return self._result(self.tool(label, "send", call, step=self._step))
+
+    def act_broadcast(self, label, args):
+        label = self._sender(label, args)
+        body = args.get("body")
+        call = {"body": body if body is not None else self.fake_body()}
+        return self._result(self.tool(label, "broadcast", call, step=self._step))
+
+    def _plain(self, tool: str, label, args):
+        """A tool call without arguments by the acting session."""
+        label = self._sender(label, args)
+        return self._result(self.tool(label, tool, {}, step=self._step))
+
+    def act_read(self, label, args):
+        return self._plain("read", label, args)
+
+    def act_register(self, label, args):
+        return self._plain("register", label, args)
+
+    def act_unregister(self, label, args):
+        return self._plain("unregister", label, args)
+
+    def act_list(self, label, args):
+        return self._plain("list", label, args)
+
+    def act_status(self, label, args):
+        return self._plain("status", label, args)
+
+    @staticmethod
+    def _result(reply) -> dict[str, Any]:
+        return {"ok": bool(reply.ok), "text": reply.text}
+
+    # -- process-level actions ---------------------------------------------------
+
+    def act_config(self, label, args):
+        enabled = args.get("enabled")
+        auto = args.get("autoRegister", args.get("auto_register"))
+        data = write_config(self.ctx.config_path, enabled=enabled, auto_register=auto)
+        return {"ok": True, "text": json.dumps(data, sort_keys=True)}
+
+    def act_cli_list(self, label, args):
+        return self._cli("cli_list", label, args)
+
+    def act_cli_tail(self, label, args):
+        return self._cli("cli_tail", label, args)
+
+    def _cli(self, action: str, label, args):
+        clean = {k: v for k, v in args.items() if k not in ("session", "process")}
+        self.emit("tool-call", label, tool=action, args=clean)
+        text = self.cli_text(action, clean)
+        data = {"tool": action, "ok": True, "text": text}
+        if self._step is not None:
+            data["step"] = self._step
+        self.emit("tool-result", label, **data)
+        return {"ok": True, "text": text}
+
+    def cli_text(self, action: str, args: dict[str, Any]) -> str:
+        return cli_output(self.store, action, args)
+
+    # -- turns -------------------------------------------------------------------
+
+    def emit_status(self, label: str) -> None:
+        """Record the session's status when it changed since the last record."""
+        state = self.turns[label]
+        now = (state.status, state.compacting)
+        if self._last_status.get(label) == now:
+            return
+        self._last_status[label] = now
+        self.emit("status", label, status=now[0], compacting=now[1])
+
+    def want_turn(self, label: str, cause: str) -> None:
+        """A turn is triggered: start it now, or queue it until the session is idle."""
+        if label in self.closed_sessions or label not in self.turns:
+            return
+        if self.turns[label].request(cause):
+            self.start_turn(label, cause)
+
+    def start_turn(self, label: str, cause: str, **end_args: Any) -> None:
+        """Begin a turn now: status, `turn-start`, the agent acts at once, and
+        the turn's end is asked for at now + the agent's turn length."""
+        state = self.turns[label]
+        was_busy = state.busy
+        state.begin(cause)
+        if not was_busy:
+            self.emit_status(label)
+            self.turn_started(label)
+        self.emit("turn-start", label, cause=cause)
+        self.agents[label].on_turn(cause, self.agent_tools(label))
+        self.later(self.t + self.agents[label].turn_ms, OP_TURN_END, label, cause=cause, **end_args)
+
+    def turn_started(self, label: str) -> None:
+        """The session went busy for a turn (opencode reports the status)."""
+
+    def finish_turn(self, label: str) -> None:
+        """End the running turn; start a queued one, or go idle."""
+        state = self.turns[label]
+        state.end()
+        self.emit("turn-end", label)
+        self.maybe_next_turn(label, from_turn=True)
+
+    def maybe_next_turn(self, label: str, *, from_turn: bool = False) -> None:
+        state = self.turns[label]
+        nxt = state.next_queued()
+        if nxt is not None:
+            self.start_turn(label, nxt)
+            return
+        if from_turn and not state.busy:
+            self.emit_status(label)
+            self.went_idle(label)
+
+    def went_idle(self, label: str) -> None:
+        """The session is idle now (opencode: the idle event flushes mail)."""
+
+    def op_turn_end(self, cmd: Command) -> Any:
+        label = cmd.session
+        if label in self.closed_sessions or label not in self.turns or not self.turns[label].in_turn:
+            return None  # a turn of a deleted session, or a stale entry
+        self.turn_ending(label, dict(cmd.args or {}))
+        return None
+
+    def turn_ending(self, label: str, args: dict[str, Any]) -> None:
+        self.finish_turn(label)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        self.closed = True
+
+
+__all__ = ["Harness", "Refused"]

@@ -1,0 +1,272 @@
+"""The fake Claude Code host: real hook children and a real MCP server child.
+
+The harness process IS the Claude Code host and never opens the database:
+- at OP_START it forks one long-lived MCP server child per session
+  (`procs.ServerChild`): the child opens its own connection and serves
+  `thatch_core.mcp.McpChatServer(host="claude-code", ppid=os.getppid(),
+  env={"CLAUDE_CODE_SESSION_ID": host_id})`, so its parent pid is the host's
+  and the anti-spoofing anchor resolves for real (R32);
+- every hook run is a real short-lived child forked from the host
+  (`procs.run_in_child`): SessionStart at the session's first prompt (and
+  its first after a fork), UserPromptSubmit on every prompt
+  (`chat_hook_line`, R31) and Stop at every turn end (`claude_stop_hook`,
+  R36). The host records a `hook` event per run;
+- the host writes a JSONL transcript per host session id under
+  `ctx.transcripts_dir`; OP_FORK appends the continued-in record to the old
+  transcript and switches the session to the new host id, so the next hook
+  sees an unknown id and adopts (R33).
+
+Tools go to the session's MCP child with `as` = the name the hook printed.
+A Stop "block" continues the turn (cause `reminder`): the agent acts (a
+reader reads), then Stop runs again with `stop_hook_active=True`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from typing import Any, Optional
+
+from simulator.harness.base import Harness
+from simulator.harness.support import cli_output, make_store, open_connection, registered_name
+from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
+from simulator.protocol import OP_ACT
+from thatch_core import clock
+
+CRASHED_TEXT = "MCP server error: the thatch MCP server process exited unexpectedly."
+
+
+class _Reply:
+    """A tool reply as the host sees it (from the MCP child)."""
+
+    def __init__(self, ok: bool, text: str) -> None:
+        self.ok, self.text = ok, text
+
+
+def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
+    """Runs in the MCP child after the fork: open the db, build the server."""
+
+    def setup():
+        from thatch_core.config import ConfigSource
+        from thatch_core.mcp import McpChatServer
+
+        conn = open_connection(ctx)
+        store = make_store(ctx, conn, random.Random(store_seed))
+        server = McpChatServer(
+            store, ConfigSource(ctx.config_path), host="claude-code", ppid=os.getppid(),
+            env={"CLAUDE_CODE_SESSION_ID": host_id}, rng=random.Random(mint_seed),
+            project=ctx.project, directory=str(ctx.directory),
+        )
+
+        def serve(request):
+            op = request[0]
+            if op == "tool":
+                reply = server.call(request[1], request[2])
+                return bool(reply.ok), reply.text
+            if op == "lookup":
+                for candidate in request[1]:
+                    row = store.get(candidate)
+                    if row is not None:
+                        return row.name
+                return None
+            raise ValueError(f"unknown MCP child request {op!r}")
+
+        return serve
+
+    return setup
+
+
+class ClaudeCodeHarness(Harness):
+    """One fake Claude Code process: see the module docstring."""
+
+    kind = "claude-code"
+    passes_as = True
+
+    def __init__(self, ctx, recorder) -> None:
+        super().__init__(ctx, recorder)
+        self.host_ids: dict[str, str] = {label: info.session_id for label, info in self.sessions.items()}
+        self.session_started: dict[str, bool] = {label: False for label in self.sessions}
+        self.forked: set[str] = set()          # labels whose next hook line is an adoption
+        self.servers: dict[str, ServerChild] = {}
+
+    # -- start -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self.ctx.transcripts_dir.mkdir(parents=True, exist_ok=True)
+        for label in self.sessions:
+            # Seeds drawn in label order: deterministic for the process seed.
+            store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
+            setup = _mcp_server_setup(self.ctx, self.host_ids[label], store_seed, mint_seed)
+            self.servers[label] = ServerChild(setup, recorder=self.recorder, t=self.t)
+            if label == getattr(self.ctx, "resumed", None):
+                # A resumed conversation announces itself at once: SessionStart
+                # (source resume) prints the name and the mail that waited.
+                self.later(self.t, OP_ACT, label, action="appear")
+
+    # -- transcripts -------------------------------------------------------------
+
+    def transcript_path(self, label: str):
+        from thatch_core.continuation import transcript_path_for
+
+        return transcript_path_for(self.ctx.transcripts_dir, self.host_ids[label])
+
+    def _append_transcript(self, label: str, record: dict[str, Any]) -> None:
+        path = self.transcript_path(label)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    # -- hooks (each a real child of this host) ------------------------------------
+
+    def _in_child(self, fn):
+        """Run `fn(store)` in a forked hook child with its own connection."""
+        ctx, seed = self.ctx, self.store_rng.getrandbits(63)
+
+        def body():
+            conn = open_connection(ctx)
+            try:
+                return fn(make_store(ctx, conn, random.Random(seed)))
+            finally:
+                conn.close()
+
+        return run_in_child(body, recorder=self.recorder)
+
+    def hook_line(self, label: str, hook: str) -> Optional[str]:
+        from thatch_core.config import ConfigSource
+        from thatch_core.mcp import HOOK_LINE_RE, chat_hook_line, mcp_session_id
+
+        ctx, host_id, transcript = self.ctx, self.host_ids[label], str(self.transcript_path(label))
+
+        def run(store):
+            return chat_hook_line(store, ConfigSource(ctx.config_path), host_id, project=ctx.project,
+                                  directory=str(ctx.directory), transcript_path=transcript,
+                                  ppid=os.getppid())
+
+        try:
+            line = self._in_child(run)
+        except ChildCrashed:
+            self.emit("hook", label, hook=hook, line=None, decision="crashed")
+            return None
+        self.emit("hook", label, hook=hook, line=line, decision=None)
+        m = HOOK_LINE_RE.match(line or "")
+        if m is not None:
+            name = m.group("name")
+            adopted = label in self.forked
+            if adopted or self.names.get(label) != name:
+                self.emit("registered", label, session_id=mcp_session_id(host_id), name=name,
+                          how="adopt" if adopted else "hook")
+            self.forked.discard(label)
+            self.names[label] = name
+        return line
+
+    def stop_hook(self, label: str, active: bool) -> Optional[dict]:
+        from thatch_core.config import ConfigSource
+        from thatch_core.mcp import claude_stop_hook
+
+        ctx, host_id = self.ctx, self.host_ids[label]
+
+        def run(store):
+            return claude_stop_hook(store, ConfigSource(ctx.config_path), host_id, stop_hook_active=active)
+
+        try:
+            out = self._in_child(run)
+        except ChildCrashed:
+            self.emit("hook", label, hook="Stop", line=None, decision="crashed")
+            return None
+        decision = (out or {}).get("decision")
+        self.emit("hook", label, hook="Stop", line=(out or {}).get("reason"), decision=decision)
+        return out
+
+    # -- tools ---------------------------------------------------------------------
+
+    def _call_tool(self, label: str, tool: str, args: dict[str, Any]):
+        try:
+            ok, text = self.servers[label].request(self.t, ("tool", tool, args))
+        except ChildCrashed:
+            return _Reply(False, CRASHED_TEXT)
+        if ok and tool.endswith("_register"):
+            name = registered_name(text)
+            if name and self.names.get(label) != name:
+                self.names[label] = name
+                self.emit("registered", label, session_id=None, name=name, how="explicit")
+        return _Reply(ok, text)
+
+    def lookup_name(self, session_id: str) -> Optional[str]:
+        server = next(iter(self.servers.values()), None)
+        if server is None:
+            return None
+        try:
+            return server.request(self.t, ("lookup", self.name_candidates(session_id)))
+        except ChildCrashed:
+            return None
+
+    def cli_text(self, action: str, args: dict[str, Any]) -> str:
+        # `thatch chat ...` in a terminal: its own process, its own connection.
+        return self._in_child(lambda store: cli_output(store, action, args))
+
+    # -- actions and turns -----------------------------------------------------------
+
+    def act_prompt(self, label, args):
+        label = args.get("session") or label
+        self.sid(label)
+        text = args.get("text") or self.faker.sentence(nb_words=6)
+        self._append_transcript(label, {
+            "type": "user", "sessionId": self.host_ids[label], "timestamp": clock.iso(),
+            "message": {"role": "user", "content": text},
+        })
+        self.emit("user-prompt", label, text=text)
+        if not self.session_started[label]:
+            self.session_started[label] = True
+            self.hook_line(label, "SessionStart")
+        self.hook_line(label, "UserPromptSubmit")
+        self.want_turn(label, "user")
+        return {"ok": True}
+
+    def act_appear(self, label, args):
+        """A session opened without a prompt: only SessionStart runs."""
+        label = args.get("session") or label
+        self.sid(label)
+        if not self.session_started[label]:
+            self.session_started[label] = True
+            self.hook_line(label, "SessionStart")
+        return {"ok": True}
+
+    def act_title(self, label, args):
+        return {"ok": True}  # Claude Code titles play no part in chat
+
+    def turn_ending(self, label: str, args: dict[str, Any]) -> None:
+        out = self.stop_hook(label, bool(args.get("stop_hook_active")))
+        if out and out.get("decision") == "block":
+            # The turn continues with the reminder as its input (R36).
+            self.turns[label].end()
+            self.emit("turn-end", label)
+            self.start_turn(label, "reminder", stop_hook_active=True)
+            return
+        self.finish_turn(label)
+
+    def op_fork(self, cmd) -> Any:
+        from thatch_core.continuation import append_continued_in
+
+        label = cmd.session or cmd.args.get("session")
+        self.sid(label)
+        new_id = str(cmd.args["new_host_id"])
+        old_id = self.host_ids[label]
+        old_path = self.transcript_path(label)
+        old_path.parent.mkdir(parents=True, exist_ok=True)
+        append_continued_in(old_path, old_id, new_id)
+        self.host_ids[label] = new_id
+        self.session_started[label] = False   # the continued session starts again (SessionStart)
+        self.forked.add(label)
+        self.emit("fork", label, old_host_id=old_id, new_host_id=new_id)
+        return {"old_host_id": old_id, "new_host_id": new_id}
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        for server in self.servers.values():
+            server.close()
+

@@ -1,0 +1,125 @@
+"""The fake Cursor workspace: hooks and the MCP server in one process.
+
+Cursor's hooks and MCP servers share one workspace process, so the parent
+pid says nothing about which conversation calls (R32): the harness opens
+ONE connection and serves `McpChatServer(host="cursor")`, whose identity is
+the claimed `as`. Per session:
+- every user prompt runs the prompt hook (`chat_hook_line`, recorded as
+  `UserPromptSubmit`), which ensure-registers `mcp_<sha256(id)[:12]>` and
+  prints the name the agent then passes as `as` (R31, R36);
+- every turn end runs the stop hook (`cursor_stop_hook`) with the count of
+  consecutive follow-ups so far: a `followup_message` is auto-submitted as a
+  new turn (cause `followup`) in which the agent reads; a real user prompt
+  resets the count; an aborted or errored turn (turn-end arg `status`) is
+  never continued (R36).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from simulator.harness.base import Harness
+from simulator.harness.support import make_store, open_connection, registered_name
+
+
+class CursorHarness(Harness):
+    """One fake Cursor workspace process: see the module docstring."""
+
+    kind = "cursor"
+    passes_as = True
+
+    def __init__(self, ctx, recorder) -> None:
+        super().__init__(ctx, recorder)
+        self.conn = None
+        self.server = None
+        self.config = None
+        self.loop_count: dict[str, int] = {label: 0 for label in self.sessions}
+
+    def start(self) -> None:
+        from thatch_core.config import ConfigSource
+        from thatch_core.mcp import McpChatServer
+
+        ctx = self.ctx
+        self.conn = open_connection(ctx)
+        self.store = make_store(ctx, self.conn, self.store_rng)
+        self.config = ConfigSource(ctx.config_path)
+        self.server = McpChatServer(self.store, self.config, host="cursor", rng=self.mint_rng,
+                                    project=ctx.project, directory=str(ctx.directory))
+
+    # -- hooks -----------------------------------------------------------------
+
+    def prompt_hook(self, label: str, hook: str = "UserPromptSubmit") -> Optional[str]:
+        from thatch_core.mcp import HOOK_LINE_RE, chat_hook_line, mcp_session_id
+
+        host_id = self.sid(label)
+        # No transcript adoption and no pid anchor on Cursor (D-harness-8).
+        line = chat_hook_line(self.store, self.config, host_id, project=self.ctx.project,
+                              directory=str(self.ctx.directory), transcript_path=None, ppid=None)
+        self.emit("hook", label, hook=hook, line=line, decision=None)
+        m = HOOK_LINE_RE.match(line or "")
+        if m is not None and self.names.get(label) != m.group("name"):
+            self.names[label] = m.group("name")
+            self.emit("registered", label, session_id=mcp_session_id(host_id), name=m.group("name"), how="hook")
+        return line
+
+    def stop_hook(self, label: str, status: str) -> Optional[str]:
+        from thatch_core.mcp import cursor_stop_hook
+
+        out = cursor_stop_hook(self.store, self.config, self.sid(label), status=status,
+                               loop_count=self.loop_count[label])
+        message = (out or {}).get("followup_message")
+        self.emit("hook", label, hook="stop", line=message, decision="followup" if message else None)
+        return message
+
+    # -- tools -------------------------------------------------------------------
+
+    def _call_tool(self, label: str, tool: str, args: dict[str, Any]):
+        reply = self.server.call(tool, args)
+        if reply.ok and tool.endswith("_register"):
+            name = registered_name(reply.text)
+            if name and self.names.get(label) != name:
+                self.names[label] = name
+                self.emit("registered", label, session_id=None, name=name, how="explicit")
+        return reply
+
+    # -- actions and turns -------------------------------------------------------
+
+    def act_prompt(self, label, args):
+        label = args.get("session") or label
+        self.sid(label)
+        text = args.get("text") or self.faker.sentence(nb_words=6)
+        self.emit("user-prompt", label, text=text)
+        self.loop_count[label] = 0  # a real prompt ends a follow-up chain
+        self.prompt_hook(label)
+        self.want_turn(label, "user")
+        return {"ok": True}
+
+    def act_appear(self, label, args):
+        """A conversation opened without a prompt: Cursor's sessionStart hook."""
+        label = args.get("session") or label
+        self.sid(label)
+        self.prompt_hook(label, "SessionStart")
+        return {"ok": True}
+
+    def act_title(self, label, args):
+        return {"ok": True}  # Cursor titles play no part in chat
+
+    def turn_ending(self, label: str, args: dict[str, Any]) -> None:
+        message = self.stop_hook(label, str(args.get("status") or "completed"))
+        if message:
+            # The follow-up is auto-submitted: a new turn the agent reads in.
+            self.turns[label].end()
+            self.emit("turn-end", label)
+            self.loop_count[label] += 1
+            self.start_turn(label, "followup")
+            return
+        self.loop_count[label] = 0
+        self.finish_turn(label)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

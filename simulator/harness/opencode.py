@@ -1,0 +1,309 @@
+"""The fake opencode server: sessions, a model per session, and the thatch runtime.
+
+The server hosts `ctx.sessions` and runs `thatch_core.runtime.OpencodeRuntime`
+exactly as the plugin would run inside opencode: it feeds it the host events
+(`chat.message` before a turn, `session.status` busy/idle, compaction,
+`session.deleted`, a greenlit exit) and serves the runtime's client protocol
+with `FakeOpencodeClient`:
+
+- a synthetic `prompt_async` is a wake: the receiver records `wake`
+  {senders, count, text, hosted} (senders and count parsed back from the
+  text it received) and a model turn starts for the session's agent;
+- a non-synthetic `no_reply` part is a transcript bubble: recorded as `echo`,
+  no turn starts;
+- like the real server, every prompt part also fires `chat.message`.
+
+A prompt is queued work, as in opencode (`promptAsync` returns before the
+turn runs): it is processed at the end of the current command, never inside
+the runtime call that sent it. That keeps "wake sent, then stamp" ordered
+like the real thing, so a crash at the delivered stamp finds the batch
+unread (R23).
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Any, Optional
+
+from simulator.harness.base import Harness, Refused
+from simulator.harness.support import make_store, open_connection
+from thatch_core import clock
+
+_NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
+_NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
+_LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: (?P<error>.*)$", re.S)
+
+
+def parse_nudge(text: str) -> tuple[list[str], int]:
+    """(senders, count) of a wake prompt's text (thatch_core.prompts has no parser).
+    Sender lists are ", "-joined; a departed sender's "unknown (<id>, departed)"
+    holds a comma of its own, hence the token regex."""
+    m = _NUDGE.search(text or "")
+    if m is None:
+        return [], 0
+    names = m.group("names")
+    senders = [] if names == "another session" else [t.strip() for t in _NAME_TOKEN.findall(names) if t.strip()]
+    return senders, int(m.group("count"))
+
+
+def _parts_text(parts) -> str:
+    return "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+
+
+class FakeOpencodeClient:
+    """The runtime's view of the opencode SDK client (thatch_core.runtime.OpencodeClient)."""
+
+    def __init__(self, harness: "OpencodeHarness") -> None:
+        self.h = harness
+
+    def prompt_async(self, session_id: str, parts: list[dict], *, no_reply: bool = False) -> None:
+        h = self.h
+        label = h.hosted_label(session_id)
+        if label is None:
+            # The real server answers 404 for a session it does not have.
+            raise RuntimeError(f"session {session_id} not found")
+        text = _parts_text(parts)
+        synthetic = any(p.get("synthetic") for p in parts)
+        if no_reply:
+            if not synthetic:
+                h.emit("echo", label, text=text)
+            h.inbox.append((label, list(parts), None))
+            return
+        senders, count = parse_nudge(text)
+        hosted = h.runtime is not None and session_id in h.runtime.hosted_sessions()
+        h.emit("wake", label, senders=senders, count=count, text=text, hosted=hosted)
+        h.inbox.append((label, list(parts), "wake"))
+
+    def session_title(self, session_id: str) -> Optional[str]:
+        label = self.h.hosted_label(session_id)
+        return None if label is None else self.h.title(label)
+
+    def session_parent(self, session_id: str) -> Optional[str]:
+        label = self.h.hosted_label(session_id)
+        return None if label is None else self.h.sessions[label].parent_id
+
+    def list_sessions(self, directory: str) -> list[dict[str, Any]]:
+        if self.h.ctx.directory_sessions:
+            return [dict(s) for s in self.h.ctx.directory_sessions]
+        return [{"id": i.session_id, "parent_id": i.parent_id, "updated_ms": 0} for i in self.h.sessions.values()]
+
+
+@contextmanager
+def _poller_class(cls):
+    """Build the runtime's poller from `cls` (a test's broken variant).
+    D-harness-3: the runtime takes no poller factory, so its module global is
+    swapped for the duration of `start()` only (this process is single-threaded)."""
+    if cls is None:
+        yield
+        return
+    import thatch_core.runtime as runtime_mod
+
+    saved = runtime_mod.ChatPoller
+    runtime_mod.ChatPoller = cls
+    try:
+        yield
+    finally:
+        runtime_mod.ChatPoller = saved
+
+
+class OpencodeHarness(Harness):
+    """One fake opencode process: see the module docstring."""
+
+    kind = "opencode"
+
+    def __init__(self, ctx, recorder) -> None:
+        super().__init__(ctx, recorder)
+        self.conn = None
+        self.runtime = None
+        self.client = FakeOpencodeClient(self)
+        self.inbox: list[tuple[str, list[dict], Optional[str]]] = []
+        self.titles: dict[str, str] = {}
+        self.placeholders: dict[str, str] = {}
+        # Sessions that existed before this process (a resume or a restart):
+        # their auto-titler already landed in the previous process.
+        self.pre_titled: set[str] = set()
+
+    # -- start -----------------------------------------------------------------
+
+    def start(self) -> None:
+        from thatch_core.config import ConfigSource
+        from thatch_core.runtime import OpencodeRuntime
+
+        ctx = self.ctx
+        self.conn = open_connection(ctx)
+        self.store = make_store(ctx, self.conn, self.store_rng)
+        for label in self.sessions:
+            self.placeholders[label] = f"New session - {clock.iso()}"
+        self.pre_titled = {label for label in self.sessions if self.existed_before(label)}
+        runtime_cls = (ctx.overrides or {}).get("runtime") or OpencodeRuntime
+        self.runtime = runtime_cls(
+            self.store, self.client,
+            directory=str(ctx.directory), project=ctx.project,
+            config_source=ConfigSource(ctx.config_path, log=self._log),
+            cmdline_reader=self._cmdline, state_dir=ctx.state_dir,
+            rehost_grace_ms=ctx.rehost_grace_ms, log=self._log,
+        )
+        with _poller_class((ctx.overrides or {}).get("poller")):
+            self.runtime.start()
+        how = {"-s": "startup", "-c": "startup"}.get((ctx.startup or (None,))[0], "rehost")
+        for sid in self.runtime.hosted_sessions():
+            label = self.hosted_label(sid)
+            if label is not None:
+                self.observe(label, how)
+
+    def _cmdline(self, pid: int) -> list[str]:
+        startup = self.ctx.startup
+        if startup is None:
+            return ["opencode"]
+        flag, sid = startup
+        return ["opencode", "-s", sid] if flag == "-s" and sid else ["opencode", "-c"]
+
+    def _log(self, message: str) -> None:
+        m = _LOG_FAILURE.match(message)
+        if m is not None:
+            self.emit("store-error", None, where=m.group("where"), error=m.group("error"))
+
+    # -- session helpers ---------------------------------------------------------
+
+    def hosted_label(self, session_id: str) -> Optional[str]:
+        """The label of a session this server has (and has not closed)."""
+        for label, info in self.sessions.items():
+            if info.session_id == session_id and label not in self.closed_sessions:
+                return label
+        return None
+
+    def title(self, label: str) -> str:
+        if label in self.titles:
+            return self.titles[label]
+        if self.turns[label].turns >= 1 or label in self.pre_titled:
+            spec_title = getattr(self.sessions[label].spec, "title", None)
+            self.titles[label] = spec_title or self.fake_title()
+            return self.titles[label]
+        return self.placeholders.get(label) or f"New session - {clock.iso()}"
+
+    def observe(self, label: str, how: str) -> None:
+        """Record `registered` when the session's directory name is new to us."""
+        try:
+            row = self.store.get(self.sid(label))
+        except Exception:  # noqa: BLE001 - observation must never change the run
+            return
+        if row is None:
+            self.names.pop(label, None)
+            return
+        if self.names.get(label) != row.name:
+            self.names[label] = row.name
+            self.emit("registered", label, session_id=row.session_id, name=row.name, how=how)
+
+    # -- ops ---------------------------------------------------------------------
+
+    def op_poll(self, cmd) -> Any:
+        if self.runtime is None or self.runtime.poller is None:
+            return {"poller": False}  # chat disabled at init: the poller never started (R29)
+        hosted = [self.label_of(s) or s for s in self.runtime.hosted_sessions()]
+        self.emit("poll", None, hosted=hosted)
+        self.runtime.poller.poll()
+        return None
+
+    def after_command(self) -> None:
+        """Process the prompts the server queued during this command."""
+        while self.inbox:
+            label, parts, cause = self.inbox.pop(0)
+            if label in self.closed_sessions:
+                continue
+            self.runtime.on_chat_message(self.sid(label), parts)
+            if cause is not None:
+                self.want_turn(label, cause)
+
+    # -- turns and status -----------------------------------------------------
+
+    def turn_started(self, label: str) -> None:
+        self.runtime.on_session_status(self.sid(label), "busy")
+
+    def went_idle(self, label: str) -> None:
+        self.runtime.on_session_status(self.sid(label), "idle")  # idle flush (R19), topic (R3)
+        self.observe(label, "idle")
+
+    def window_changed(self, label: str, what: str, on: bool) -> None:
+        state = self.turns[label]
+        sid = self.sid(label)
+        if what == "compacting":
+            self.runtime.on_compacting(sid, on)
+            self.emit_status(label)
+            if not on and not state.busy:
+                # D-harness-5: compaction is a session run; its end reports idle.
+                self.runtime.on_session_status(sid, "idle")
+            return
+        if state.in_turn:
+            return  # the turn owns the status; the window only extends it
+        self.emit_status(label)
+        self.runtime.on_session_status(sid, "busy" if on else "idle")
+
+    def _call_tool(self, label: str, tool: str, args: dict[str, Any]):
+        reply = self.runtime.call_tool(self.sid(label), tool, args)
+        if tool.endswith("register") and reply.ok:
+            self.observe(label, "explicit")
+        return reply
+
+    # -- actions -----------------------------------------------------------------
+
+    def _label(self, label, args) -> str:
+        label = args.get("session") or label
+        if label is None:
+            raise Refused("this action needs a session")
+        self.sid(label)
+        return label
+
+    def act_prompt(self, label, args):
+        label = self._label(label, args)
+        if label in self.closed_sessions:
+            raise Refused(f"session {label} was closed")
+        text = args.get("text") or self.faker.sentence(nb_words=6)
+        self.emit("user-prompt", label, text=text)
+        # chat.message fires before the model runs: the session is
+        # addressable within its very first turn (R1).
+        self.runtime.on_chat_message(self.sid(label), [{"type": "text", "text": text}])
+        self.observe(label, "first-prompt")
+        self.want_turn(label, "user")
+        return {"ok": True}
+
+    def act_appear(self, label, args):
+        """An open tab with no message yet: its first event is an idle status."""
+        label = self._label(label, args)
+        if label not in self.closed_sessions and not self.turns[label].busy:
+            self.emit_status(label)
+            self.went_idle(label)
+        return {"ok": True}
+
+    def act_title(self, label, args):
+        label = self._label(label, args)
+        self.titles[label] = str(args["title"])
+        return {"ok": True}
+
+    def act_delete(self, label, args):
+        label = self._label(label, args)
+        self.runtime.on_session_deleted(self.sid(label))  # R17
+        self.closed_sessions.add(label)
+        self.names.pop(label, None)
+        return {"ok": True}
+
+    def act_exit(self, label, args):
+        """A greenlit /thatch/exit. D-harness-7: the session is closed; the fake
+        server keeps serving its other sessions (the orchestrator owns process exits)."""
+        label = self._label(label, args)
+        self.runtime.on_exit(self.sid(label))  # R7
+        self.closed_sessions.add(label)
+        self.names.pop(label, None)
+        return {"ok": True}
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        if self.runtime is not None:
+            self.runtime.dispose()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

@@ -1,0 +1,657 @@
+"""The orchestrator: owns virtual time and the agenda, forks the harnesses, drives them.
+
+One `Orchestrator` runs one scenario. Its agenda is a heap ordered by
+`(t, priority, insertion seq)`: process starts, scripted steps, each opencode
+process's poll timer, follow-ups the harnesses ask for (turn ends, windows),
+samples of the directory, expectation observations, fault bookkeeping.
+Popping an entry moves the virtual clock there and dispatches it: a
+`Command` down the process's pipe, then a blocking wait for its `Reply`
+under the real-time wall guard (this process is never frozen, so
+`conn.poll(timeout)` is safe here; pitfalls: only frozen children must not).
+
+Invariants:
+- no SQLite connection is open in this process at any fork (`_fork` asserts
+  it); samples use a short-lived connection closed before returning;
+- serial dispatch (the default) runs one command at a time in agenda order,
+  so a seed gives a byte-identical history; `dispatch: concurrent` sends all
+  commands due at the same virtual time to distinct processes as one wave
+  (same dispatch number) before collecting the replies;
+- every event the orchestrator records that causes a dispatch carries that
+  dispatch number; every reaction to a reply gets a fresh one (history.merge
+  puts the orchestrator first within a dispatch);
+- whatever happens, `run()` leaves no child behind (SIGTERM, grace, SIGKILL).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import multiprocess
+
+from simulator import clock as vclock
+from simulator.faults import LockHolder
+from simulator.history import ORCHESTRATOR, Recorder, merge, read_events
+from simulator.protocol import (
+    OP_ACT, OP_ARM_CRASH, OP_FORK, OP_POLL, OP_START, OP_STOP, Command, FollowUp, HarnessContext, Reply, decode,
+    encode,
+)
+from simulator.spec import FAULT_KEYS, Scenario, format_duration
+from simulator.worker import child_main
+from simulator.world import World
+
+# Same-time order: starts and fault bookkeeping, then the script, then what
+# the harnesses asked for, then timers, then observers, then the end.
+PRI_CONTROL, PRI_STEP, PRI_PHASE, PRI_FOLLOWUP, PRI_POLL, PRI_EXPECT, PRI_SAMPLE, PRI_END = range(8)
+COMMAND_ITEMS = ("followup", "poll", "act")
+STOP_GRACE_S = 2.0
+LOCK_BUSY_TIMEOUT_MS = 20  # short: a writer meeting the held lock fails fast (StoreBusy) instead of stalling the run
+
+
+class SimulationTimeout(RuntimeError):
+    """The run outlived its wall-clock budget; every child was killed."""
+
+
+class SimulationError(RuntimeError):
+    """A harness failed, or the scenario asks for something the world cannot do."""
+
+
+@dataclass
+class Live:
+    """One forked incarnation of a process label."""
+
+    label: str
+    kind: str
+    incarnation: int
+    process: Any
+    conn: Any
+    ctx: HarnessContext
+    alive: bool = True
+    poll_gen: int = 0
+
+
+@dataclass
+class FaultState:
+    step: int
+    fault: str
+    process: Optional[str] = None
+    fired: bool = False
+    detail: Any = None
+
+
+@dataclass
+class Outcome:
+    """What the orchestrator hands to `api.run_scenario`."""
+
+    history: list[dict[str, Any]]
+    faults: dict[int, FaultState]
+    run_info: dict[str, Any]
+    virtual_ms: int
+    dispatches: int
+    error: Optional[str] = None
+
+
+class Orchestrator:
+    def __init__(self, spec: Scenario, run_dir: Path, *, seed: Optional[int] = None, wall_timeout_s: float = 120.0,
+                 overrides: Optional[dict] = None, sample_interval_ms: Optional[int] = None,
+                 progress: Optional[Callable[[int, int], None]] = None, busy_timeout_ms: Optional[int] = None,
+                 stop_grace_s: float = STOP_GRACE_S) -> None:
+        self.spec = spec
+        self.seed = spec.seed if seed is None else seed
+        self.run_dir = Path(run_dir)
+        has_lock = any(s.action == "lock" for s in spec.steps)
+        self.world = World(spec, self.run_dir, self.seed, dict(overrides or {}),
+                           busy_timeout_ms or (LOCK_BUSY_TIMEOUT_MS if has_lock else 5000))
+        self.clock = vclock.VirtualClock()
+        self.mp = multiprocess.get_context("fork")
+        self.wall_timeout_s = wall_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.progress = progress
+        self.concurrent = spec.dispatch == "concurrent"
+        self.end_t = spec.duration + spec.drain
+        self.sample_interval = sample_interval_ms or min((p.poll_interval for p in spec.processes), default=30_000)
+        self.live: dict[str, Live] = {}
+        self.all_lives: list[Live] = []
+        self.hosting: dict[str, str] = {}          # session label -> process label hosting it now
+        self.session_dir: dict[str, Path] = {}     # session label -> the directory it lives in
+        self.last_activity: dict[str, int] = {}    # session label -> virtual t of its last command
+        self.faults = {i: FaultState(i, s.action, getattr(s.args, "process", None))
+                       for i, s in enumerate(spec.steps) if s.is_fault}
+        self.sleep_until: Optional[int] = None
+        self.locks: dict[int, tuple[LockHolder, int]] = {}
+        self.lock_contended: set[int] = set()
+        self.heap: list = []
+        self._seq = itertools.count()
+        self.dispatch = 0
+        self.last_desc = "none yet"
+        self.deadline = 0.0
+        self._db_open = False
+        self.recorder: Optional[Recorder] = None
+
+    # -- public -------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        self.deadline = time.monotonic() + self.wall_timeout_s
+        error = None
+        try:
+            try:
+                self._setup()
+                self._loop()
+            except SimulationError as err:
+                error = str(err)
+            self._shutdown()
+        except SimulationTimeout:
+            self._kill_all()
+            self._finish(partial=True)
+            raise
+        finally:
+            self._kill_all()
+        history = self._finish()
+        return Outcome(history, self.faults, self.run_info(), self.clock.now, self.dispatch, error)
+
+    def run_info(self) -> dict[str, Any]:
+        return {
+            "scenario": self.spec.name, "seed": self.seed, "dispatch_mode": self.spec.dispatch,
+            "run_dir": str(self.run_dir), "db_path": str(self.world.db_path),
+            "epoch_ms": vclock.START_EPOCH_MS, "duration_ms": self.spec.duration, "drain_ms": self.spec.drain,
+            "end_ms": self.end_t, "stale_ms": 60_000, "sample_interval_ms": self.sample_interval,
+            "poll_interval_ms": {p.id: p.poll_interval for p in self.spec.processes},
+            "session_ids": {k: list(v) for k, v in self.world.session_ids.items()},
+            "row_ids": {k: self.world.row_ids(k) for k in self.world.session_ids},
+            "dispatches": self.dispatch, "virtual_ms": self.clock.now,
+            "faults": {i: {"fault": f.fault, "fired": f.fired, "detail": f.detail} for i, f in self.faults.items()},
+        }
+
+    # -- setup, agenda --------------------------------------------------------
+
+    def _setup(self) -> None:
+        _preload(self.spec, self.world.overrides)
+        self.world.build()
+        from thatch_core.db import open_db
+        open_db(self.world.db_path).close()  # schema first, then nothing open before any fork
+        self.recorder = Recorder.for_process(self.run_dir, ORCHESTRATOR)
+        self._record("run-start", scenario=self.spec.name, seed=self.seed, dispatch_mode=self.spec.dispatch,
+                     epoch_ms=vclock.START_EPOCH_MS, fresh=True)
+        self._record("phase", phase="script")
+        for proc in self.spec.processes:
+            if proc.start != "never":
+                self._push(proc.start, PRI_CONTROL, ("start-proc", proc.id))
+        for idx, step in enumerate(self.spec.steps):
+            self._push(step.at, PRI_STEP, ("step", idx))
+        for idx, exp in enumerate(self.spec.expect):
+            self._push(self.end_t if exp.at == "end" else exp.at, PRI_EXPECT, ("expect", idx))
+        self._push(self.spec.duration, PRI_PHASE, ("phase", "drain"))
+        self._push(0, PRI_SAMPLE, ("sample",))
+        self._push(self.end_t, PRI_END, ("end",))
+
+    def _push(self, t: int, pri: int, item: tuple) -> None:
+        heapq.heappush(self.heap, (t, pri, next(self._seq), item))
+
+    def _loop(self) -> None:
+        while self.heap:
+            t, pri, _, item = heapq.heappop(self.heap)
+            self._check_wall()
+            kind = item[0]
+            if kind == "end":
+                self.clock.advance_to(t)
+                return
+            if self.sleep_until is not None and t < self.sleep_until and kind != "sleep-end":
+                # The machine is asleep: timers and observers miss the window, the rest waits for the wake.
+                if kind not in ("poll", "sample"):
+                    self._push(self.sleep_until, pri, item)
+                continue
+            self.clock.advance_to(t)
+            if kind in COMMAND_ITEMS or (kind == "step" and self._is_action(item[1])):
+                batch = [item]
+                while self.concurrent and self.heap and self.heap[0][0] == t and self._batchable(self.heap[0][3]):
+                    batch.append(heapq.heappop(self.heap)[3])
+                self._run_batch(t, batch)
+            else:
+                self._handle(t, item)
+            if self.progress is not None and self.dispatch % 64 == 0:
+                self.progress(self.clock.now, self.end_t)
+
+    def _is_action(self, idx: int) -> bool:
+        step = self.spec.steps[idx]
+        return step.action not in FAULT_KEYS and step.action != "start"
+
+    def _batchable(self, item: tuple) -> bool:
+        return item[0] in COMMAND_ITEMS or (item[0] == "step" and self._is_action(item[1]))
+
+    def _handle(self, t: int, item: tuple) -> None:
+        kind = item[0]
+        if kind == "start-proc":
+            self._start_process(t, item[1])
+        elif kind == "step":
+            self._step(t, item[1])
+        elif kind == "phase":
+            self._record("phase", phase=item[1], fresh=True)
+        elif kind == "sample":
+            self._sample(t)
+            if t + self.sample_interval < self.end_t:
+                self._push(t + self.sample_interval, PRI_SAMPLE, ("sample",))
+        elif kind == "expect":
+            self._expectation(t, item[1])
+        elif kind == "sleep-end":
+            self._sleep_end(t, item[1])
+        elif kind == "lock-release":
+            self._lock_release(t, item[1])
+        else:  # pragma: no cover
+            raise SimulationError(f"unknown agenda item {item!r}")
+
+    # -- recording ------------------------------------------------------------
+
+    def _next_dispatch(self) -> int:
+        self.dispatch += 1
+        self.recorder.current(self.dispatch, self.clock.now)
+        return self.dispatch
+
+    def _record(self, kind: str, session: Optional[str] = None, *, fresh: bool = False, **data: Any) -> None:
+        if fresh:
+            self._next_dispatch()
+        self.recorder.current(self.dispatch, self.clock.now)
+        self.recorder.emit(kind, session, **data)
+
+    def _check_wall(self) -> None:
+        if time.monotonic() > self.deadline:
+            now = self.clock.now
+            raise SimulationTimeout(
+                f"scenario {self.spec.name!r} (seed {self.seed}) exceeded its wall-clock budget of "
+                f"{self.wall_timeout_s:g}s at virtual time {format_duration(now)} ({now} ms); "
+                f"last dispatch #{self.dispatch}: {self.last_desc}")
+
+    # -- commands ---------------------------------------------------------------
+
+    def _command_for(self, t: int, item: tuple) -> Optional[tuple[Live, str, Optional[str], dict]]:
+        kind = item[0]
+        if kind == "poll":
+            _, label, inc, gen = item
+            live = self.live.get(label)
+            if live is None or not live.alive or live.incarnation != inc or live.poll_gen != gen:
+                return None
+            self._push(t + live.ctx.poll_interval_ms, PRI_POLL, ("poll", label, inc, gen))
+            return live, OP_POLL, None, {}
+        if kind == "followup":
+            _, label, inc, fu = item
+            live = self.live.get(label)
+            if live is None or not live.alive or live.incarnation != inc:
+                return None
+            return live, fu.op, fu.session, dict(fu.args)
+        idx = item[1]
+        step = self.spec.steps[idx]
+        if step.at > self.spec.duration:
+            self._drop(idx, "after the script phase (steps must be at or before `duration`)")
+            return None
+        session, target = self._target_of(step)
+        live = self.live.get(target) if target else None
+        if live is None or not live.alive:
+            who = f"session {session!r}" if session else "the step"
+            self._drop(idx, f"{who} has no running host process" + (f" ({target} is not running)" if target else ""))
+            return None
+        return live, OP_ACT, session, _step_args(step, idx)
+
+    def _target_of(self, step) -> tuple[Optional[str], Optional[str]]:
+        args, action = step.args, step.action
+        if action in ("send", "broadcast"):
+            session = args.sender
+        elif action == "config":
+            return None, args.process
+        elif action in ("cli_list", "cli_tail"):
+            # The CLI runs on the machine: any running harness process can host the call.
+            return None, next((p.id for p in self.spec.processes if p.id in self.live and self.live[p.id].alive), None)
+        else:
+            session = args.session
+        return session, self.hosting.get(session)
+
+    def _drop(self, idx: int, reason: str) -> None:
+        self._record("step-dropped", fresh=True, step=idx, action=self.spec.steps[idx].action, reason=reason)
+
+    def _run_batch(self, t: int, items: list[tuple]) -> None:
+        cmds = [c for c in (self._command_for(t, it) for it in items) if c is not None]
+        while cmds:
+            wave, rest, used = [], [], set()
+            for c in cmds:
+                (rest if c[0].label in used else wave).append(c)
+                used.add(c[0].label)
+            self._exchange(t, self._next_dispatch(), wave)
+            cmds = [c for c in rest if c[0].alive]
+
+    def _exchange(self, t: int, d: int, wave: list[tuple[Live, str, Optional[str], dict]]) -> list[Optional[Reply]]:
+        """Send one wave of commands (distinct processes), then collect every reply."""
+        sent = []
+        for live, op, session, args in wave:
+            cmd = Command(d, t, op, session, args)
+            self.last_desc = f"{op} to {live.label}" + (f" for {session}" if session else "") + f" at t={t}"
+            if session:
+                self.last_activity[session] = t
+            try:
+                live.conn.send_bytes(encode(cmd))
+            except (OSError, EOFError):
+                pass  # it died; the wait below sees EOF
+            sent.append((live, cmd))
+        replies = []
+        for live, cmd in sent:
+            reply = self._wait(live, cmd)
+            replies.append(reply)
+            if reply is None:
+                continue
+            if reply.fatal:
+                raise SimulationError(reply.error or f"{live.label} failed on {cmd.op}")
+            for crash in reply.crashes:  # a child of the harness hit a crash point; the harness lives on
+                self._crash_fired(live, crash, exit_recorded=False)
+            for fu in reply.followups:
+                self._push(max(int(fu.at), t), PRI_FOLLOWUP, ("followup", live.label, live.incarnation, fu))
+        return replies
+
+    def _wait(self, live: Live, cmd: Command) -> Optional[Reply]:
+        started = time.monotonic()
+        while True:
+            self._check_wall()
+            remaining = max(0.0, self.deadline - time.monotonic())
+            if live.conn.poll(min(remaining, 0.5)):
+                try:
+                    reply = decode(live.conn.recv_bytes())
+                except (EOFError, OSError):
+                    self._died(live)
+                    return None
+                if reply.dispatch != cmd.dispatch:
+                    continue  # a stale answer left by an aborted wave
+                if self.locks and time.monotonic() - started > self.world.busy_timeout_ms / 2000:
+                    self.lock_contended.update(self.locks)  # a store call had to wait for the holder
+                return reply
+
+    # -- processes --------------------------------------------------------------
+
+    def _fork(self, ctx: HarnessContext) -> Live:
+        assert not self._db_open, "no SQLite connection may be open in the orchestrator at a fork"
+        parent_end, child_end = self.mp.Pipe()
+        others = [lv.conn for lv in self.live.values() if lv.alive] + [h.conn for h, _ in self.locks.values()]
+        proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
+                               args=(child_end, ctx, str(self.run_dir), os.getpid(), others))
+        proc.start()
+        child_end.close()
+        live = Live(ctx.label, ctx.kind, ctx.incarnation, proc, parent_end, ctx)
+        self.live[ctx.label] = live
+        self.all_lives.append(live)
+        return live
+
+    def _start_process(self, t: int, label: str, *, extra: tuple[str, ...] = (), directory: Optional[Path] = None,
+                       state_dir: Optional[Path] = None, startup=None, directory_sessions=None,
+                       rehost_grace_ms: Optional[int] = None, rehost_of: Optional[str] = None,
+                       resumed: Optional[str] = None, how: Optional[str] = None) -> Live:
+        if label not in self.world.procs:
+            raise SimulationError(f"no process labelled {label!r} in scenario {self.spec.name!r}")
+        old = self.live.get(label)
+        if old is not None and old.alive:
+            raise SimulationError(f"process {label!r} is already running at t={t}; "
+                                  f"a resume/restart/start needs a process declared with `start: never`")
+        pw = self.world.procs[label]
+        own = [s.id for s in pw.spec.sessions]
+        sessions = own + [s for s in extra if s not in own]
+        ctx = self.world.context(label, sessions, startup=startup, directory=directory, state_dir=state_dir,
+                                 directory_sessions=directory_sessions, rehost_grace_ms=rehost_grace_ms)
+        ctx.rehosted = [s for s in extra if s not in own] if rehost_of else []
+        ctx.resumed = resumed
+        live = self._fork(ctx)
+        for s in sessions:
+            self.hosting[s] = label
+            self.session_dir[s] = ctx.directory
+        shown = own + ([resumed] if resumed and resumed not in own else [])
+        data: dict[str, Any] = {"target": label, "proc_kind": ctx.kind, "incarnation": ctx.incarnation,
+                                "sessions": {s: self.world.session_id(s) for s in shown}}
+        for key, value in (("resumed", resumed), ("how", how), ("rehost_of", rehost_of)):
+            if value is not None:
+                data[key] = value
+        d = self._next_dispatch()
+        self._record("process-start", **data)
+        self._exchange(t, d, [(live, OP_START, None, {})])
+        if live.alive and ctx.kind == "opencode":
+            self._push(t + ctx.poll_interval_ms, PRI_POLL, ("poll", label, live.incarnation, live.poll_gen))
+        return live
+
+    def _died(self, live: Live) -> None:
+        """EOF on a pipe: a crash point fired, or the harness died on its own (an engine error)."""
+        live.process.join(2.0)
+        live.alive = False
+        live.conn.close()
+        crash = [e for e in read_events(self._history_file(live)) if e.get("kind") == "crash"]
+        if not crash:
+            raise SimulationError(f"process {live.label} died unexpectedly (exit code {live.process.exitcode}) "
+                                  f"during {self.last_desc}")
+        self._record("process-exit", fresh=True, target=live.label, reason="crashed")
+        self._crash_fired(live, crash[-1].get("data", {}), exit_recorded=True)
+
+    def _crash_fired(self, live: Live, data: dict, *, exit_recorded: bool) -> None:
+        idx = data.get("step")
+        if idx not in self.faults:
+            idx = next((i for i, f in self.faults.items()
+                        if f.fault == "crash" and f.process == live.label and not f.fired), None)
+        if idx is not None and not self.faults[idx].fired:
+            if not exit_recorded:
+                self._next_dispatch()
+            detail = {"point": data.get("point"), "sql": data.get("sql")}
+            if not exit_recorded:
+                detail["child"] = True  # the harness survived: one of its hook/MCP children died
+            self._fired(idx, detail)
+
+    def _history_file(self, live: Live) -> Path:
+        return self.run_dir / "history" / f"{live.label}.{live.incarnation}.jsonl"
+
+    def _kill(self, live: Live, reason: str) -> None:
+        if live.alive:
+            live.process.kill()
+            live.process.join(5.0)
+            live.alive = False
+            live.conn.close()
+            self._record("process-exit", target=live.label, reason=reason)
+
+    # -- steps and faults -------------------------------------------------------
+
+    def _step(self, t: int, idx: int) -> None:
+        step = self.spec.steps[idx]
+        if step.at > self.spec.duration:
+            self._drop(idx, "after the script phase (steps must be at or before `duration`)")
+            return
+        if step.action == "start":
+            label = step.args.process
+            if self.world.procs.get(label) is None or self.world.procs[label].spec.start != "never":
+                raise SimulationError(f"step {idx}: `start` needs a process declared with `start: never`, got {label!r}")
+            self._start_process(t, label)
+            return
+        from simulator import fault_steps
+        fault_steps.apply(self, t, idx, step)
+
+    def _fired(self, idx: int, detail: Any) -> None:
+        f = self.faults[idx]
+        f.fired, f.detail = True, detail
+        self._record("fault-fired", fault=f.fault, step=idx, detail=detail)
+
+    def _sleep_end(self, t: int, idx: int) -> None:
+        self.sleep_until = None
+        self._record("sleep-end", fresh=True)
+        # Every live poller catches up once at the wake, then beats on from there.
+        for label in self.world.proc_order():
+            live = self.live.get(label)
+            if live is not None and live.alive and live.kind == "opencode":
+                live.poll_gen += 1
+                self._push(t, PRI_POLL, ("poll", label, live.incarnation, live.poll_gen))
+
+    def _lock_release(self, t: int, idx: int) -> None:
+        holder, d_start = self.locks.pop(idx)
+        holder.release()
+        errors = []
+        for live in self.all_lives:
+            errors += [e for e in read_events(self._history_file(live))
+                       if e.get("kind") == "store-error" and e.get("dispatch", 0) >= d_start]
+        self._record("lock-released", fresh=True, step=idx)
+        if errors:
+            self._fired(idx, {"store_errors": len(errors)})
+        elif idx in self.lock_contended:  # a wall-time observation: only when no error says it deterministically
+            self._fired(idx, {"store_errors": 0, "waited": True})
+
+    # -- observation ------------------------------------------------------------
+
+    def _read_db(self, query: str, params: tuple = ()) -> list[tuple]:
+        """A short-lived read: opened and closed here, so no connection outlives it into a fork."""
+        self._db_open = True
+        conn = sqlite3.connect(str(self.world.db_path), timeout=10, isolation_level=None)
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            return conn.execute(query, params).fetchall()
+        finally:
+            conn.close()
+            self._db_open = False
+
+    def _sample(self, t: int) -> None:
+        from thatch_core.staleness import is_stale
+        rows = {r[0]: r for r in self._read_db("SELECT session_id, name, last_seen, host_kind FROM chat_sessions")}
+        now = vclock.epoch_ms(t)
+        sessions = {}
+        for label in self.world.session_ids:
+            ids = self.world.row_ids(label)
+            row = next((rows[i] for i in reversed(ids) if i in rows), None)
+            if row is None:
+                sessions[label] = {"registered": False, "name": None, "last_seen": None, "stale": None,
+                                   "host_kind": None, "session_id": ids[-1]}
+            else:
+                sessions[label] = {"registered": True, "name": row[1], "last_seen": row[2],
+                                   "stale": is_stale(row[2], now), "host_kind": row[3], "session_id": row[0]}
+        self._record("sample", fresh=True, sessions=sessions)
+
+    def _expectation(self, t: int, idx: int) -> None:
+        """Observe what a point expectation needs at its time; the checkers judge it."""
+        exp = self.spec.expect[idx]
+        kind = exp.kind
+        arg = getattr(exp, kind) or {}
+        label = arg.get("session")
+        detail: dict[str, Any] = {}
+        if kind in ("registered", "unread") and label in self.world.session_ids:
+            ids = self.world.row_ids(label)
+            marks = ",".join("?" * len(ids))
+            rows = self._read_db(f"SELECT session_id, name FROM chat_sessions WHERE session_id IN ({marks})", tuple(ids))
+            unread = self._read_db(
+                f"SELECT COUNT(*) FROM chat_messages WHERE read_at IS NULL AND to_session IN ({marks})", tuple(ids))
+            detail = {"registered": bool(rows), "name": rows[0][1] if rows else None, "unread": unread[0][0]}
+        d = self._next_dispatch()
+        self._record("expectation", index=idx, kind=kind, ok=None, detail=detail, session=label)
+        if kind == "roster" and label:
+            target = self.hosting.get(label)
+            live = self.live.get(target) if target else None
+            if live is not None and live.alive:
+                self._exchange(t, d, [(live, OP_ACT, label, {"action": "list", "session": label, "expectation": idx})])
+
+    # -- the end ------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        self._record("phase", phase="end", fresh=True)
+        d = self._next_dispatch()
+        stopping = [lv for lv in self._running()]
+        for live in stopping:
+            try:
+                live.conn.send_bytes(encode(Command(d, self.clock.now, OP_STOP)))
+            except (OSError, EOFError):
+                pass
+        for live in stopping:
+            deadline = time.monotonic() + self.stop_grace_s
+            while time.monotonic() < deadline:
+                try:
+                    if not live.conn.poll(max(0.0, deadline - time.monotonic())):
+                        break
+                    if decode(live.conn.recv_bytes()).dispatch == d:
+                        break
+                except (EOFError, OSError):
+                    break
+            self._reap(live, self.stop_grace_s)
+            self._record("process-exit", target=live.label, reason="end")
+        for idx in list(self.locks):
+            holder, _ = self.locks.pop(idx)
+            holder.release()
+
+    def _running(self) -> list[Live]:
+        order = {label: i for i, label in enumerate(self.world.proc_order())}
+        return sorted((lv for lv in self.live.values() if lv.alive), key=lambda lv: order.get(lv.label, 0))
+
+    def _reap(self, live: Live, grace: float) -> None:
+        """Join, then SIGTERM, then SIGKILL: children get a chance to save coverage."""
+        proc = live.process
+        proc.join(grace)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(grace)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5.0)
+        live.alive = False
+        try:
+            live.conn.close()
+        except OSError:
+            pass
+
+    def _kill_all(self) -> None:
+        for live in self.all_lives:
+            if live.process.is_alive():
+                live.process.terminate()
+        deadline = time.monotonic() + 1.0
+        for live in self.all_lives:
+            live.process.join(max(0.0, deadline - time.monotonic()))
+            if live.process.is_alive():
+                live.process.kill()
+                live.process.join(5.0)
+            live.alive = False
+        for holder, _ in list(self.locks.values()):
+            if holder.proc is not None and holder.proc.is_alive():
+                holder.proc.kill()
+                holder.proc.join(5.0)
+        self.locks.clear()
+        multiprocess.active_children()  # reaps finished children
+
+    def _finish(self, partial: bool = False) -> list[dict[str, Any]]:
+        if self.recorder is None:
+            return []
+        for idx, f in sorted(self.faults.items()):
+            if not f.fired:
+                self._record("fault-not-fired", fresh=True, fault=f.fault, step=idx)
+        self._record("run-end", fresh=True, **({"partial": True} if partial else {}))
+        self.recorder.close()
+        return merge(self.run_dir, self.world.proc_order())
+
+
+def _step_args(step, idx: int) -> dict[str, Any]:
+    """The step's arguments under both their field names and their YAML keys (`sender` and `from`)."""
+    args = step.args
+    if isinstance(args, dict):
+        out = dict(args)
+    else:
+        out = args.model_dump(mode="json")
+        out.update(args.model_dump(mode="json", by_alias=True))
+    out.update(action=step.action, step=idx)
+    if step.name:
+        out["name"] = step.name
+    return out
+
+
+def _preload(spec: Scenario, overrides: dict) -> None:
+    """Import what every child would import on its own before forking it.
+
+    A fork inherits loaded modules for free; a child importing the harness,
+    thatch_core and faker itself paid ~0.1 s each (measured), which dominated
+    short runs with many processes.
+    """
+    import importlib
+
+    names = ["freezegun", "thatch_core.db", "thatch_core.store"]
+    if "harness" not in overrides:
+        kinds = {p.kind for p in spec.processes}
+        names += ["simulator.harness", "faker"] + [
+            f"simulator.harness.{k.replace('-', '_')}" for k in sorted(kinds)]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass

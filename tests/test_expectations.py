@@ -1,0 +1,84 @@
+"""Point expectations: judged over the history up to their time (and the final db at `end`),
+with `{label}` expanded to the session's assigned name."""
+
+from __future__ import annotations
+
+import pytest
+
+from historykit import ALICE, BOB, N_ALICE, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
+from simulator.checkview import RunView
+from simulator.expectations import check_expectations
+
+
+def judge(expect, h, db):
+    spec = make_spec(expect=expect)
+    return check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))
+
+
+@pytest.fixture
+def db(tmp_path):
+    return make_db(tmp_path / "thatch.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                   messages=((ALICE, BOB, "one", 10_000, 40_000, 0), (ALICE, BOB, "two", 50_000, None, 0)))
+
+
+@pytest.fixture
+def h():
+    h = H(); base_world(h)
+    h.wake(30_000, "h1", "bob")
+    h.wake(60_000, "h1", "bob")
+    h.sample(90_000, {"alice": (N_ALICE, False, 89_000), "bob": (N_BOB, True, 0)})
+    h.call(100_000, "h1", "alice", "list", {}, True, f"Active (1):\n- {N_ALICE} (you, 0 unread)\n\nStale (1):\n- {N_BOB}")
+    h.ev(110_000, "hook", "c1", "bob", hook="UserPromptSubmit", line=f'thatch chat: you are {N_BOB} (1 unread)', decision=None)
+    return h
+
+
+@pytest.mark.rules("R18", "R22")
+def test_wakes_at_a_time_and_at_end(h, db):
+    """R18, R22: wake counts up to a virtual time, inclusive, and at the end."""
+    vs = judge([{"at": "30s", "wakes": {"session": "bob", "count": 1}}, {"wakes": {"session": "bob", "min": 2, "max": 2}},
+                {"at": "45s", "wakes": {"session": "bob", "count": 2}}], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "fail"]
+    assert vs[2].check == "expect#2" and "1 wakes" in vs[2].message and vs[2].witness[0]["kind"] == "wake"
+
+
+@pytest.mark.rules("R16", "R14")
+def test_roster_sections_and_text_with_label_expansion(h, db):
+    """R16, R14: roster sections from the sample, text from the last chat_list, {label} expanded."""
+    vs = judge([{"roster": {"session": "alice", "active": ["alice"], "stale": ["bob"]}},
+                {"roster": {"session": "alice", "contains": "- {bob}"}},
+                {"roster": {"session": "alice", "active": ["bob"]}},
+                {"roster": {"session": "alice", "not_contains": "{alice}"}}], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "fail", "fail"]
+    assert N_ALICE in vs[3].message
+
+
+@pytest.mark.rules("R31")
+def test_hook_line(h, db):
+    """R31: the last hook line of the session, contains / equals / absent."""
+    vs = judge([{"hook_line": {"session": "bob", "contains": "you are {bob}"}},
+                {"at": "1m", "hook_line": {"session": "bob", "absent": True}},
+                {"hook_line": {"session": "bob", "absent": True}},
+                {"hook_line": {"session": "bob", "equals": "nope"}}], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "fail", "fail"]
+    assert vs[2].witness[0]["kind"] == "hook"
+
+
+@pytest.mark.rules("R5", "R6")
+def test_registered_and_name_kept(h, db, tmp_path):
+    """R5, R6: registered at a time (sample) and at the end (db); name_kept compares with the first name."""
+    vs = judge([{"registered": {"session": "bob", "is": True, "name_kept": True}},
+                {"at": "10s", "registered": {"session": "bob", "is": True}},
+                {"registered": {"session": "carol", "is": True}}], h, db)
+    assert [v.status for v in vs] == ["pass", "fail", "fail"]
+    renamed = make_db(tmp_path / "r.db", sessions=((BOB, "e-cho-00009", "opencode", 0),))
+    (v,) = judge([{"registered": {"session": "bob", "name_kept": True}}], h, renamed)
+    assert v.status == "fail" and "e-cho-00009" in v.message
+
+
+@pytest.mark.rules("R10", "R34")
+def test_unread_at_end_and_at_a_time(h, db):
+    """R10, R34: unread count from the final db, and at a virtual time from the stored stamps."""
+    vs = judge([{"unread": {"session": "bob", "count": 1}}, {"at": "20s", "unread": {"session": "bob", "count": 1}},
+                {"at": "55s", "unread": {"session": "bob", "count": 1}}, {"unread": {"session": "bob", "max": 0}}], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "pass", "fail"]
+    assert vs[3].witness and "db_row" in vs[3].witness[0]

@@ -1,0 +1,185 @@
+"""The YAML loader: file:line messages that say what to write instead, and the committed schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulator import loader
+from simulator.loader import (
+    BadValueError, CrossReferenceError, MissingFieldError, ScenarioError, ScenarioErrors,
+    ScenarioSyntaxError, UnknownKeyError, format_key_path, load_file, parse_scenario,
+)
+from simulator.schema import SCHEMA_PATH, schema_text
+
+ROOT = Path(__file__).resolve().parent.parent
+INVALID = Path(__file__).resolve().parent / "invalid_scenarios"
+
+# One fixture per defect: (file, line, error class, exact text after "FILE:LINE: ").
+CASES = [
+    ("unknown_key.yaml", 9, UnknownKeyError,
+     "colour: unknown key `colour` — write one of: name, story, rules, seed, markers, duration, drain, dispatch, "
+     "properties, reaches, processes, steps, expect"),
+    ("typo_key.yaml", 6, UnknownKeyError, "processes[0].sesions: unknown key `sesions` — did you mean `sessions`?"),
+    ("bad_duration.yaml", 3, BadValueError,
+     "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d"),
+    ("undefined_session.yaml", 11, CrossReferenceError,
+     "steps[0].send.to: undefined session `carol` — write one of the defined sessions: alice, bob"),
+    ("undefined_process.yaml", 11, CrossReferenceError,
+     "steps[0].kill.process: undefined process `h2` — write one of the defined processes: h1"),
+    ("steps_out_of_order.yaml", 12, CrossReferenceError,
+     "steps[1].at: step at 90s comes before the previous step (2m, line 10) — list steps in time order (equal times are fine)"),
+    ("two_actions.yaml", 10, BadValueError,
+     "steps[0]: a step needs exactly one action or fault key, found 2: send, read — "
+     "split it into one step per key (they may share the same `at`)"),
+    ("no_action.yaml", 10, BadValueError,
+     "steps[0]: a step needs exactly one action or fault key, found none — write one of the actions "
+     "(send, broadcast, read, register, unregister, list, status, prompt, delete, exit, title, config, start, "
+     "cli_list, cli_tail) or faults (kill, crash, sleep, resume, restart, fork, lock)"),
+    ("bad_rule_id.yaml", 3, BadValueError, "rules[1]: 'R37' is not a design rule id — write R1 .. R36"),
+    ("resume_not_never.yaml", 11, CrossReferenceError,
+     "steps[0].resume.process: resume target `h2` is not declared `start: never` (it starts at 0s) — "
+     "add `start: never` to process h2: the resume step is what starts it"),
+    ("yaml_syntax.yaml", 8, ScenarioSyntaxError,
+     "YAML syntax: while parsing a block mapping expected <block end>, but found '<block sequence start>' — "
+     "check the indentation and the `key: value` form of this line and the one above; "
+     "quote values that contain `: ` or start with a special character"),
+    ("missing_field.yaml", 2, MissingFieldError,
+     "duration: missing required field `duration` — add `duration:`, length of the scripted phase "
+     "(a number with a unit: 500ms, 90s, 15m, 2h, 7d)"),
+]
+
+
+def test_every_fixture_has_a_case():
+    assert sorted(p.name for p in INVALID.glob("*.yaml")) == sorted(c[0] for c in CASES)
+
+
+@pytest.mark.parametrize("name,line,cls,text", CASES, ids=[c[0].removesuffix(".yaml") for c in CASES])
+def test_invalid_fixture_message(name, line, cls, text):
+    display = f"tests/invalid_scenarios/{name}"
+    with pytest.raises(cls) as info:
+        load_file(INVALID / name, display=display)
+    assert str(info.value) == f"{display}:{line}: {text}"
+    assert info.value.line == line
+
+
+VALID = """\
+# yaml-language-server: $schema=../../simulator/schema/scenario.schema.json
+name: two-tabs
+rules: [R9]
+duration: 10m
+processes:
+  - id: h1
+    sessions:
+      - id: alice
+      - id: bob
+        agent: silent
+steps:
+  - at: 1m
+    send: {from: alice, to: bob}
+"""
+
+
+def test_valid_scenario_loads_with_positions():
+    loaded = parse_scenario(VALID, file="x.yaml")
+    assert loaded.spec.name == "two-tabs"
+    assert loaded.spec.processes[0].sessions[1].agent.kind == "silent"
+    assert loaded.positions.line_of(("steps", 0, "send", "to")) == (13, 25)
+    assert loaded.positions.line_of(("processes", 0, "sessions", 1)) == (9, 9)
+    # a path that is not in the file falls back to its nearest ancestor
+    assert loaded.positions.line_of(("steps", 0, "send", "body"))[0] == 13
+
+
+def test_leading_document_marker_is_fine_a_second_document_is_not():
+    assert parse_scenario("---\n" + VALID).spec.name == "two-tabs"
+    with pytest.raises(ScenarioSyntaxError, match=r"^f\.yaml:15: a second YAML document \(`---`\) in the file — write one scenario per file$"):
+        parse_scenario(VALID + "---\nname: other\n", file="f.yaml")
+
+
+def test_empty_file_and_non_mapping():
+    with pytest.raises(ScenarioSyntaxError, match=r"^e\.yaml:1: the file holds no scenario — "):
+        parse_scenario("# only a comment\n", file="e.yaml")
+    with pytest.raises(ScenarioSyntaxError, match=r"^e\.yaml:1: the file holds a list, not a scenario — "):
+        parse_scenario("- a\n- b\n", file="e.yaml")
+
+
+def test_duplicate_key_is_refused_not_silently_dropped():
+    text = VALID.replace("rules: [R9]\n", "rules: [R9]\nduration: 5m\n")
+    with pytest.raises(ScenarioSyntaxError) as info:
+        parse_scenario(text, file="d.yaml")
+    assert str(info.value) == "d.yaml:5: duration: duplicate key `duration` (first at line 4) — keep one; YAML would silently drop the first"
+
+
+def test_several_errors_are_reported_together_in_file_order():
+    text = VALID.replace("duration: 10m", "duration: soon").replace("agent: silent", "agent: reeder")
+    with pytest.raises(ScenarioErrors) as info:
+        parse_scenario(text, file="m.yaml")
+    lines = str(info.value).splitlines()
+    assert lines == [
+        "m.yaml:4: duration: 'soon' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d",
+        "m.yaml:10: processes[0].sessions[1].agent: 'reeder' is not allowed here — did you mean `reader`? "
+        "(one of: reader, ping-pong, silent)",
+    ]
+    assert [type(e) for e in info.value.errors] == [BadValueError, BadValueError]
+
+
+def test_literal_choice_without_a_close_match_lists_the_choices():
+    with pytest.raises(BadValueError) as info:
+        parse_scenario(VALID.replace("  - id: h1\n", "  - id: h1\n    kind: vim\n"), file="k.yaml")
+    assert str(info.value) == "k.yaml:7: processes[0].kind: 'vim' is not allowed here — write one of: opencode, claude-code, cursor"
+
+
+def test_union_field_gets_one_message():
+    with pytest.raises(BadValueError) as info:
+        parse_scenario(VALID.replace("rules: [R9]", "properties: some"), file="u.yaml")
+    assert str(info.value) == "u.yaml:3: properties: 'some' is not allowed here — write properties to check: `all` or a list of P-ids"
+    with pytest.raises(BadValueError) as info:
+        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P11]"), file="u.yaml")
+    assert str(info.value) == "u.yaml:3: properties[1]: 'P11' is not a property id — write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10"
+
+
+def test_pattern_and_type_errors_say_what_to_write():
+    with pytest.raises(BadValueError, match=r"^p\.yaml:2: name: 'Two Tabs' has the wrong form — write kebab-case"):
+        parse_scenario(VALID.replace("name: two-tabs", "name: Two Tabs"), file="p.yaml")
+    with pytest.raises(BadValueError, match=r"^p\.yaml:5: processes: expected a list, got 'h1' — write `- item` lines"):
+        parse_scenario(VALID.split("processes:")[0] + "processes: h1\n", file="p.yaml")
+
+
+def test_unknown_key_inside_a_step_suggests_the_action():
+    with pytest.raises(UnknownKeyError) as info:
+        parse_scenario(VALID.replace("    send:", "    sned:"), file="s.yaml")
+    assert str(info.value) == "s.yaml:13: steps[0].sned: unknown key `sned` — did you mean `send`?"
+
+
+def test_error_classes_share_one_root_with_one_line_docstrings():
+    classes = [ScenarioSyntaxError, UnknownKeyError, MissingFieldError, BadValueError, CrossReferenceError, ScenarioErrors]
+    for cls in classes:
+        assert issubclass(cls, ScenarioError)
+        assert cls.__doc__ and "\n" not in cls.__doc__.strip()
+
+
+def test_format_key_path():
+    assert format_key_path(("steps", 3, "send", "to")) == "steps[3].send.to"
+    assert format_key_path(()) == "(scenario)"
+
+
+def test_committed_schema_matches_the_model():
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run `python -m simulator schema --write`"
+    schema = json.loads(schema_text())
+    assert "from" in schema["$defs"]["SendArgs"]["properties"]  # YAML spellings (aliases), not attribute names
+    assert "register" in schema["$defs"]["Step"]["properties"]
+
+
+def test_every_scenario_file_starts_with_the_schema_comment():
+    from simulator.cli import header_problem
+
+    files = sorted((ROOT / "scenarios").rglob("*.y*ml")) + sorted(INVALID.glob("*.yaml"))
+    problems = [f"{p}: {header_problem(p, p.read_text(encoding='utf-8'))}" for p in files
+                if header_problem(p, p.read_text(encoding="utf-8"))]
+    assert problems == []
+
+
+def test_loader_module_documents_the_one_document_decision():
+    assert "ONE scenario" in loader.__doc__
