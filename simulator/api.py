@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -35,17 +36,23 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
     outcome = orch.run()
     wall = time.monotonic() - started
     verdicts = fault_verdicts(spec, outcome)
+    error = outcome.error
     if check:
         checker = _checker()
         if checker is not None:
-            checked = list(checker(spec, outcome.history, orch.world.db_path, outcome.run_info))
+            try:
+                checked = list(checker(spec, outcome.history, orch.world.db_path, outcome.run_info))
+            except Exception:
+                # Keep the run (history, db) for the post-mortem; the broken checker is the error.
+                checked = []
+                error = (error + "\n" if error else "") + "property checkers failed:\n" + traceback.format_exc()
             # The checkers may judge faults themselves; theirs win, ours fill the gaps.
             have = {v.check for v in checked}
             verdicts = checked + [v for v in verdicts if v.check not in have]
     return RunResult(
         scenario=spec.name, seed=orch.seed, run_dir=run_dir, db_path=orch.world.db_path,
         history_path=run_dir / "history.jsonl", history=outcome.history, verdicts=verdicts, wall_s=wall,
-        virtual_ms=outcome.virtual_ms, dispatches=outcome.dispatches, error=outcome.error)
+        virtual_ms=outcome.virtual_ms, dispatches=outcome.dispatches, error=error)
 
 
 def _checker() -> Optional[Callable[..., Any]]:

@@ -221,6 +221,22 @@ class RunView:
         """Live incarnations hosting `label` at (t, i)."""
         return [inc for inc in self.incs if label in inc.sessions and inc.alive(t, i) and (not kinds or inc.kind in kinds)]
 
+    def rehost_grace(self, inc: Incarnation) -> int:
+        for step in self.steps:
+            if step.action == "restart" and step.restart.into == inc.proc and step.restart.grace is not None:
+                return int(step.restart.grace)
+        return DEFAULT_REHOST_GRACE_MS
+
+    def hosting(self, inc: Incarnation, label: str, t: int) -> bool:
+        """Does `inc` (alive) host `label` at t? A rehosted session counts within the grace,
+        or for good once it showed activity there (R15 graduation)."""
+        if label not in inc.sessions:
+            return False
+        if label not in inc.rehosted or t - inc.start_t < self.rehost_grace(inc):
+            return True
+        return any(e.get("session") == label and e["i"] > inc.start_i
+                   for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
+
     def asleep(self, t: int, slack: int = 0) -> bool:
         """True inside a machine sleep, or within `slack` ms after it ends."""
         start = None
@@ -360,6 +376,22 @@ class RunView:
     def calls_of(self, tool: str, session: Optional[str] = None, ok: Optional[bool] = None) -> list[Call]:
         return [c for c in self.calls if c.tool == tool and (session is None or c.session == session)
                 and (ok is None or (c.result is not None and c.ok == ok))]
+
+    def new_mail(self, label: str, i0: float, i1: float) -> int:
+        """Messages accepted for `label` between history positions i0 and i1 (sends and broadcasts)."""
+        n = 0
+        for c in self.calls:
+            if not (i0 < c.i < i1) or not c.ok or c.tool not in ("send", "broadcast"):
+                continue
+            if c.tool == "send":
+                m = re.match(r"^Message sent to (\S+) \(", c.text)
+                to = m.group(1) if m else str(c.args.get("to", ""))
+                n += (self.label_for_name(to) or self.label_of.get(to)) == label
+            else:
+                m = re.match(r"^Broadcast sent to \d+ sessions?: (.*?)\.(?: Skipped|$)", c.text)
+                names = [x.strip() for x in (m.group(1).split(",") if m else [])]
+                n += any(self.label_for_name(x) == label for x in names)
+        return n
 
     def leaves(self, label: Optional[str] = None) -> list[dict]:
         """Ok leaves: an unregister result, or a delete / exit step (the harness records no

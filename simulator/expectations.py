@@ -13,6 +13,14 @@ from typing import Any, Optional
 
 from simulator.checkview import RunView, brief
 from simulator.result import Verdict
+from simulator.spec import format_duration
+
+
+PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
+
+
+def _when(at: Any) -> str:
+    return "end" if at == "end" else format_duration(int(at))
 
 
 def _bounds(spec: dict, got: int) -> Optional[str]:
@@ -38,7 +46,7 @@ def _last_sample(view: RunView, at: Any) -> Optional[dict]:
 def _wakes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     ws = _upto(view, at, view.of("wake", session=arg["session"]))
     want = _bounds(arg, len(ws))
-    return (f"{arg['session']} got {len(ws)} wakes, want {want}" if want else None), ws[-4:]
+    return (f"{arg['session']} got {len(ws)} wakes by {at}, want {want}" if want else None), ws[-4:]
 
 
 def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
@@ -75,7 +83,10 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
 
 
 def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
-    hooks = [h for h in _upto(view, at, view.of("hook", session=arg["session"])) if h["data"].get("line")]
+    # The identity line printed at session start / prompt time, unless `hook:` names another hook (Stop, stop).
+    wanted = (arg["hook"],) if arg.get("hook") else PROMPT_HOOKS
+    hooks = [h for h in _upto(view, at, view.of("hook", session=arg["session"]))
+             if h["data"].get("line") and h["data"].get("hook") in wanted]
     line = str(hooks[-1]["data"]["line"]) if hooks else None
     wit = hooks[-1:]
     if arg.get("absent"):
@@ -144,7 +155,7 @@ def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
     out = []
     for index, exp in enumerate(getattr(spec, "expect", []) or []):
         kind, arg, at = exp.kind, getattr(exp, exp.kind), exp.at
-        title = f"{kind} of {arg.get('session')} at {at}"
+        title = f"{kind} of {arg.get('session')} at {_when(at)}"
         try:
             if kind == "wakes":
                 problem, wit = _wakes(view, at, arg)
@@ -159,5 +170,7 @@ def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
         except (KeyError, TypeError, ValueError) as exc:
             problem, wit = f"cannot evaluate: {type(exc).__name__}: {exc}", []
         wit = [brief(e) if "kind" in e else e for e in wit if e][:8]
+        if problem and at != "end":
+            problem = problem.replace(f" at {at}", f" at {_when(at)}").replace(f" by {at}", f" by {_when(at)}")
         out.append(Verdict(f"expect#{index}", title, "fail" if problem else "pass", problem or "as expected", (), wit))
     return out

@@ -57,8 +57,7 @@ def save_coverage() -> None:
     cov = coverage.Coverage.current()
     if cov is not None:
         try:
-            cov.stop()
-            cov.save()
+            cov.save()  # keeps measuring: a kill fault saves, then the process may run on briefly
         except Exception:  # pragma: no cover - coverage must never change a run
             pass
 

@@ -57,7 +57,7 @@ class Recorder:
         self.dispatch = dispatch
         self.t = t
 
-    def emit(self, kind: str, session: Optional[str] = None, **data: Any) -> dict[str, Any]:
+    def emit(self, kind: str, /, session: Optional[str] = None, **data: Any) -> dict[str, Any]:
         event = {
             "t": self.t,
             "dispatch": self.dispatch,

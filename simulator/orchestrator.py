@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
-import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -38,12 +36,10 @@ import multiprocess
 from simulator import clock as vclock
 from simulator.faults import LockHolder
 from simulator.history import ORCHESTRATOR, Recorder, merge, read_events
-from simulator.protocol import (
-    OP_ACT, OP_ARM_CRASH, OP_FORK, OP_POLL, OP_START, OP_STOP, Command, FollowUp, HarnessContext, Reply, decode,
-    encode,
-)
+from simulator.lifecycle import Live, ProcessControl, preload
+from simulator.observe import Observer
+from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, decode, encode
 from simulator.spec import FAULT_KEYS, Scenario, format_duration
-from simulator.worker import child_main
 from simulator.world import World
 
 # Same-time order: starts and fault bookkeeping, then the script, then what
@@ -60,20 +56,6 @@ class SimulationTimeout(RuntimeError):
 
 class SimulationError(RuntimeError):
     """A harness failed, or the scenario asks for something the world cannot do."""
-
-
-@dataclass
-class Live:
-    """One forked incarnation of a process label."""
-
-    label: str
-    kind: str
-    incarnation: int
-    process: Any
-    conn: Any
-    ctx: HarnessContext
-    alive: bool = True
-    poll_gen: int = 0
 
 
 @dataclass
@@ -97,7 +79,7 @@ class Outcome:
     error: Optional[str] = None
 
 
-class Orchestrator:
+class Orchestrator(ProcessControl, Observer):
     def __init__(self, spec: Scenario, run_dir: Path, *, seed: Optional[int] = None, wall_timeout_s: float = 120.0,
                  overrides: Optional[dict] = None, sample_interval_ms: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None, busy_timeout_ms: Optional[int] = None,
@@ -133,6 +115,7 @@ class Orchestrator:
         self.deadline = 0.0
         self._db_open = False
         self.recorder: Optional[Recorder] = None
+        self._progress_at = 0
 
     # -- public -------------------------------------------------------------
 
@@ -171,7 +154,7 @@ class Orchestrator:
     # -- setup, agenda --------------------------------------------------------
 
     def _setup(self) -> None:
-        _preload(self.spec, self.world.overrides)
+        preload(self.spec, self.world.overrides)
         self.world.build()
         from thatch_core.db import open_db
         open_db(self.world.db_path).close()  # schema first, then nothing open before any fork
@@ -214,7 +197,8 @@ class Orchestrator:
                 self._run_batch(t, batch)
             else:
                 self._handle(t, item)
-            if self.progress is not None and self.dispatch % 64 == 0:
+            if self.progress is not None and self.dispatch - self._progress_at >= 64:
+                self._progress_at = self.dispatch
                 self.progress(self.clock.now, self.end_t)
 
     def _is_action(self, idx: int) -> bool:
@@ -252,7 +236,7 @@ class Orchestrator:
         self.recorder.current(self.dispatch, self.clock.now)
         return self.dispatch
 
-    def _record(self, kind: str, session: Optional[str] = None, *, fresh: bool = False, **data: Any) -> None:
+    def _record(self, kind: str, session: Optional[str] = None, /, *, fresh: bool = False, **data: Any) -> None:
         if fresh:
             self._next_dispatch()
         self.recorder.current(self.dispatch, self.clock.now)
@@ -368,19 +352,6 @@ class Orchestrator:
 
     # -- processes --------------------------------------------------------------
 
-    def _fork(self, ctx: HarnessContext) -> Live:
-        assert not self._db_open, "no SQLite connection may be open in the orchestrator at a fork"
-        parent_end, child_end = self.mp.Pipe()
-        others = [lv.conn for lv in self.live.values() if lv.alive] + [h.conn for h, _ in self.locks.values()]
-        proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
-                               args=(child_end, ctx, str(self.run_dir), os.getpid(), others))
-        proc.start()
-        child_end.close()
-        live = Live(ctx.label, ctx.kind, ctx.incarnation, proc, parent_end, ctx)
-        self.live[ctx.label] = live
-        self.all_lives.append(live)
-        return live
-
     def _start_process(self, t: int, label: str, *, extra: tuple[str, ...] = (), directory: Optional[Path] = None,
                        state_dir: Optional[Path] = None, startup=None, directory_sessions=None,
                        rehost_grace_ms: Optional[int] = None, rehost_of: Optional[str] = None,
@@ -440,17 +411,6 @@ class Orchestrator:
                 detail["child"] = True  # the harness survived: one of its hook/MCP children died
             self._fired(idx, detail)
 
-    def _history_file(self, live: Live) -> Path:
-        return self.run_dir / "history" / f"{live.label}.{live.incarnation}.jsonl"
-
-    def _kill(self, live: Live, reason: str) -> None:
-        if live.alive:
-            live.process.kill()
-            live.process.join(5.0)
-            live.alive = False
-            live.conn.close()
-            self._record("process-exit", target=live.label, reason=reason)
-
     # -- steps and faults -------------------------------------------------------
 
     def _step(self, t: int, idx: int) -> None:
@@ -495,122 +455,6 @@ class Orchestrator:
         elif idx in self.lock_contended:  # a wall-time observation: only when no error says it deterministically
             self._fired(idx, {"store_errors": 0, "waited": True})
 
-    # -- observation ------------------------------------------------------------
-
-    def _read_db(self, query: str, params: tuple = ()) -> list[tuple]:
-        """A short-lived read: opened and closed here, so no connection outlives it into a fork."""
-        self._db_open = True
-        conn = sqlite3.connect(str(self.world.db_path), timeout=10, isolation_level=None)
-        try:
-            conn.execute("PRAGMA query_only = 1")
-            return conn.execute(query, params).fetchall()
-        finally:
-            conn.close()
-            self._db_open = False
-
-    def _sample(self, t: int) -> None:
-        from thatch_core.staleness import is_stale
-        rows = {r[0]: r for r in self._read_db("SELECT session_id, name, last_seen, host_kind FROM chat_sessions")}
-        now = vclock.epoch_ms(t)
-        sessions = {}
-        for label in self.world.session_ids:
-            ids = self.world.row_ids(label)
-            row = next((rows[i] for i in reversed(ids) if i in rows), None)
-            if row is None:
-                sessions[label] = {"registered": False, "name": None, "last_seen": None, "stale": None,
-                                   "host_kind": None, "session_id": ids[-1]}
-            else:
-                sessions[label] = {"registered": True, "name": row[1], "last_seen": row[2],
-                                   "stale": is_stale(row[2], now), "host_kind": row[3], "session_id": row[0]}
-        self._record("sample", fresh=True, sessions=sessions)
-
-    def _expectation(self, t: int, idx: int) -> None:
-        """Observe what a point expectation needs at its time; the checkers judge it."""
-        exp = self.spec.expect[idx]
-        kind = exp.kind
-        arg = getattr(exp, kind) or {}
-        label = arg.get("session")
-        detail: dict[str, Any] = {}
-        if kind in ("registered", "unread") and label in self.world.session_ids:
-            ids = self.world.row_ids(label)
-            marks = ",".join("?" * len(ids))
-            rows = self._read_db(f"SELECT session_id, name FROM chat_sessions WHERE session_id IN ({marks})", tuple(ids))
-            unread = self._read_db(
-                f"SELECT COUNT(*) FROM chat_messages WHERE read_at IS NULL AND to_session IN ({marks})", tuple(ids))
-            detail = {"registered": bool(rows), "name": rows[0][1] if rows else None, "unread": unread[0][0]}
-        d = self._next_dispatch()
-        self._record("expectation", index=idx, kind=kind, ok=None, detail=detail, session=label)
-        if kind == "roster" and label:
-            target = self.hosting.get(label)
-            live = self.live.get(target) if target else None
-            if live is not None and live.alive:
-                self._exchange(t, d, [(live, OP_ACT, label, {"action": "list", "session": label, "expectation": idx})])
-
-    # -- the end ------------------------------------------------------------------
-
-    def _shutdown(self) -> None:
-        self._record("phase", phase="end", fresh=True)
-        d = self._next_dispatch()
-        stopping = [lv for lv in self._running()]
-        for live in stopping:
-            try:
-                live.conn.send_bytes(encode(Command(d, self.clock.now, OP_STOP)))
-            except (OSError, EOFError):
-                pass
-        for live in stopping:
-            deadline = time.monotonic() + self.stop_grace_s
-            while time.monotonic() < deadline:
-                try:
-                    if not live.conn.poll(max(0.0, deadline - time.monotonic())):
-                        break
-                    if decode(live.conn.recv_bytes()).dispatch == d:
-                        break
-                except (EOFError, OSError):
-                    break
-            self._reap(live, self.stop_grace_s)
-            self._record("process-exit", target=live.label, reason="end")
-        for idx in list(self.locks):
-            holder, _ = self.locks.pop(idx)
-            holder.release()
-
-    def _running(self) -> list[Live]:
-        order = {label: i for i, label in enumerate(self.world.proc_order())}
-        return sorted((lv for lv in self.live.values() if lv.alive), key=lambda lv: order.get(lv.label, 0))
-
-    def _reap(self, live: Live, grace: float) -> None:
-        """Join, then SIGTERM, then SIGKILL: children get a chance to save coverage."""
-        proc = live.process
-        proc.join(grace)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(grace)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(5.0)
-        live.alive = False
-        try:
-            live.conn.close()
-        except OSError:
-            pass
-
-    def _kill_all(self) -> None:
-        for live in self.all_lives:
-            if live.process.is_alive():
-                live.process.terminate()
-        deadline = time.monotonic() + 1.0
-        for live in self.all_lives:
-            live.process.join(max(0.0, deadline - time.monotonic()))
-            if live.process.is_alive():
-                live.process.kill()
-                live.process.join(5.0)
-            live.alive = False
-        for holder, _ in list(self.locks.values()):
-            if holder.proc is not None and holder.proc.is_alive():
-                holder.proc.kill()
-                holder.proc.join(5.0)
-        self.locks.clear()
-        multiprocess.active_children()  # reaps finished children
-
     def _finish(self, partial: bool = False) -> list[dict[str, Any]]:
         if self.recorder is None:
             return []
@@ -635,23 +479,3 @@ def _step_args(step, idx: int) -> dict[str, Any]:
         out["name"] = step.name
     return out
 
-
-def _preload(spec: Scenario, overrides: dict) -> None:
-    """Import what every child would import on its own before forking it.
-
-    A fork inherits loaded modules for free; a child importing the harness,
-    thatch_core and faker itself paid ~0.1 s each (measured), which dominated
-    short runs with many processes.
-    """
-    import importlib
-
-    names = ["freezegun", "thatch_core.db", "thatch_core.store"]
-    if "harness" not in overrides:
-        kinds = {p.kind for p in spec.processes}
-        names += ["simulator.harness", "faker"] + [
-            f"simulator.harness.{k.replace('-', '_')}" for k in sorted(kinds)]
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass

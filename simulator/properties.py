@@ -79,7 +79,7 @@ def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[
 
 @prop("P1", "single-deliverer", rules=("R25", "R18"))
 def p1_single_deliverer(view: RunView) -> Verdict:
-    """Every wake is received by a live process hosting that session at that moment, and no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the first still alive)."""
+    """Every wake is received by a live process hosting that session at that moment, and no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first, the first incarnation still alive)."""
     wakes = view.of("wake")
     if not wakes:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
@@ -103,6 +103,8 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                 continue
             if any(c.session == label and a["i"] < c.i < b["i"] for c in reads):
                 continue
+            if int(b["data"].get("count") or 0) <= view.new_mail(label, a["i"], b["i"]):
+                continue  # the second wake is for mail that arrived after the first: another batch
             return verdict(p1_single_deliverer, "fail",
                            f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
     return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host")
@@ -172,6 +174,8 @@ def p3_at_least_once(view: RunView) -> Verdict:
         if not hosts or view.asleep(end):
             continue
         host = hosts[-1]
+        if not view.hosting(host, label, end):
+            continue  # a rehosted session that aged out of the grace: nobody delivers to it (R15)
         created = _created_t(view, m, sends)
         limit = end - _grace(view, label, host.proc)
         if created is None or created > limit or _busy_at_end(view, label, limit) or host.start_t > limit:

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Optional
 
-from simulator.checkview import DEFAULT_REHOST_GRACE_MS, Incarnation, RunView
+from simulator.checkview import Incarnation, RunView
 from simulator.result import Verdict
 from simulator.properties import (MAX_WAKES_PER_HOUR, passed, prop, rolling_excess, skipped, verdict,
                                   wakes_by_incarnation)
@@ -31,21 +31,6 @@ def _sample_row(sample: dict, label: str) -> dict:
 # ---------------------------------------------------------------------------
 # P4 liveness
 # ---------------------------------------------------------------------------
-
-def _grace_of(view: RunView, inc: Incarnation) -> int:
-    for step in view.steps:
-        if step.action == "restart" and step.restart.into == inc.proc and step.restart.grace is not None:
-            return int(step.restart.grace)
-    return DEFAULT_REHOST_GRACE_MS
-
-
-def _hosting(view: RunView, inc: Incarnation, label: str, t: int) -> bool:
-    """A rehosted session counts as hosted within the grace, or for good once it showed activity."""
-    if label not in inc.rehosted or t - inc.start_t < _grace_of(view, inc):
-        return True
-    return any(e.get("session") == label and e["i"] > inc.start_i
-               for e in view.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
-
 
 def _disturbed(view: RunView, proc: str, t: int) -> bool:
     """Inside (or a staleness period after) a sleep, a lock, or a caught store error of `proc`."""
@@ -87,7 +72,7 @@ def p4_liveness(view: RunView) -> Verdict:
         for label, row in (s["data"].get("sessions") or {}).items():
             if not row.get("registered") or row.get("host_kind", "opencode") != "opencode":
                 continue
-            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=("opencode",)) if _hosting(view, inc, label, s["t"])]
+            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=("opencode",)) if view.hosting(inc, label, s["t"])]
             if live:
                 inc = live[-1]
                 last = _last_before(_polls(view, inc, label), s["i"])
@@ -305,9 +290,9 @@ def p8_broadcast(view: RunView) -> Verdict:
                     continue
                 name = row.get("name") or ""
                 if row.get("host_kind") == "mcp" and name not in recips:
-                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} left out the mcp session {label} ({name})", [before[-1], *c.witness()])
+                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} left out the mcp session {label} ({name})", [_sample_row(before[-1], label), *c.witness()])
                 if row.get("host_kind", "opencode") == "opencode" and row.get("stale") and a[label].get("last_seen") == row.get("last_seen") and name in recips:
-                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})", [before[-1], *c.witness()])
+                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})", [_sample_row(before[-1], label), *c.witness()])
     return passed(p8_broadcast, f"{len(bcasts)} broadcasts all-or-nothing with the right recipients")
 
 

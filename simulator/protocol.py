@@ -36,6 +36,7 @@ OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {
 OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index}
 OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
 OP_STOP = "stop"            # graceful end of the run: flush, close, exit 0
+OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: save coverage data, record nothing
 
 
 @dataclass(frozen=True)

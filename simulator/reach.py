@@ -17,12 +17,14 @@ from simulator.result import Verdict
 
 Witness = Optional[list[dict[str, Any]]]
 REACHES: dict[str, tuple[str, Callable[[RunView], Witness]]] = {}
+RULES: dict[str, tuple[str, ...]] = {}
 
 
-def reach(name: str, description: str):
-    """Register the predicate of one reach claim (a Reach literal)."""
+def reach(name: str, description: str, *, rules: tuple[str, ...] = ()):
+    """Register the predicate of one reach claim (a Reach literal) and the rules it shows at work."""
     def deco(fn: Callable[[RunView], Witness]):
         REACHES[name] = (description, fn)
+        RULES[name] = tuple(rules)
         return fn
     return deco
 
@@ -32,19 +34,20 @@ def _reads_between(view: RunView, label: str, a: int, b: int) -> bool:
     return any(a < c.i < b and "BEGIN UNTRUSTED" in c.text for c in view.calls_of("read", label, ok=True))
 
 
-@reach("re-nudge", "a second wake for a session whose mail was already woken and not read")
+@reach("re-nudge", "a second wake for a session whose mail was already woken and not read", rules=("R21", "R23"))
 def _renudge(view: RunView) -> Witness:
     by: dict[str, list[dict]] = {}
     for w in view.of("wake"):
         by.setdefault(w.get("session"), []).append(w)
     for label, ws in by.items():
         for a, b in zip(ws, ws[1:]):
-            if not _reads_between(view, label, a["i"], b["i"]):
+            fresh = view.new_mail(label, a["i"], b["i"])
+            if not _reads_between(view, label, a["i"], b["i"]) and int(b["data"].get("count") or 0) > fresh:
                 return [a, b]
     return None
 
 
-@reach("rate-cap", "a session woken 6 times within an hour by one process while its mail stayed unread")
+@reach("rate-cap", "a session woken 6 times within an hour by one process while its mail stayed unread", rules=("R22",))
 def _rate_cap(view: RunView) -> Witness:
     from simulator.properties import MAX_WAKES_PER_HOUR, wakes_by_incarnation
     for (_, _, label), ws in wakes_by_incarnation(view).items():
@@ -55,7 +58,7 @@ def _rate_cap(view: RunView) -> Witness:
     return None
 
 
-@reach("ping-pong", "two sessions each sent at least 2 unscripted replies to the other")
+@reach("ping-pong", "two sessions each sent at least 2 unscripted replies to the other", rules=("R22",))
 def _ping_pong(view: RunView) -> Witness:
     sent: dict[tuple, list] = {}
     for c in view.calls_of("send", ok=True):
@@ -71,12 +74,12 @@ def _ping_pong(view: RunView) -> Witness:
     return None
 
 
-@reach("broadcast-skip", "a broadcast result naming skipped stale sessions")
+@reach("broadcast-skip", "a broadcast result naming skipped stale sessions", rules=("R12", "R35"))
 def _broadcast_skip(view: RunView) -> Witness:
     return next(([c.result] for c in view.calls_of("broadcast", ok=True) if " stale: " in c.text and "Skipped" in c.text), None)
 
 
-@reach("adoption", "a hook line printed after a session-id fork")
+@reach("adoption", "a hook line printed after a session-id fork", rules=("R33",))
 def _adoption(view: RunView) -> Witness:
     for f in view.of("fork"):
         h = next((h for h in view.of("hook", session=f.get("session")) if h["i"] > f["i"] and "you are" in str(h["data"].get("line") or "")), None)
@@ -85,12 +88,12 @@ def _adoption(view: RunView) -> Witness:
     return None
 
 
-@reach("rehost", "a restarted daemon re-hosted a dead one's sessions")
+@reach("rehost", "a restarted daemon re-hosted a dead one's sessions", rules=("R15",))
 def _rehost(view: RunView) -> Witness:
     return next(([e] for e in view.of("process-start") if e["data"].get("rehost_of")), None)
 
 
-@reach("graduation", "a rehosted session showed activity (a turn, a prompt, a tool call)")
+@reach("graduation", "a rehosted session showed activity (a turn, a prompt, a tool call)", rules=("R15",))
 def _graduation(view: RunView) -> Witness:
     for inc in view.incs:
         for e in view.of("tool-call", "user-prompt", "turn-start", proc=inc.proc):
@@ -99,7 +102,7 @@ def _graduation(view: RunView) -> Witness:
     return None
 
 
-@reach("stale", "a sample showing a registered session stale")
+@reach("stale", "a sample showing a registered session stale", rules=("R14",))
 def _stale(view: RunView) -> Witness:
     for s in view.of("sample"):
         for label, row in (s["data"].get("sessions") or {}).items():
@@ -108,7 +111,7 @@ def _stale(view: RunView) -> Witness:
     return None
 
 
-@reach("prune", "a session vanished from the directory without leaving")
+@reach("prune", "a session vanished from the directory without leaving", rules=("R26",))
 def _prune(view: RunView) -> Witness:
     last: dict[str, dict] = {}
     for s in view.of("sample"):
@@ -124,17 +127,17 @@ def _prune(view: RunView) -> Witness:
     return None
 
 
-@reach("refusal", "a tool call refused (ok=false)")
+@reach("refusal", "a tool call refused (ok=false)", rules=("R9",))
 def _refusal(view: RunView) -> Witness:
     return next(([e] for e in view.of("tool-result") if e["data"].get("ok") is False), None)
 
 
-@reach("echo", "a [chat] echo bubble")
+@reach("echo", "a [chat] echo bubble", rules=("R27",))
 def _echo(view: RunView) -> Witness:
     return next(([e] for e in view.of("echo")), None)
 
 
-@reach("tombstone-gate", "a registration refused by a leave tombstone")
+@reach("tombstone-gate", "a registration refused by a leave tombstone", rules=("R7",))
 def _tombstone_gate(view: RunView) -> Witness:
     for h in view.of("hook"):
         if "you left the directory" in str(h["data"].get("line") or ""):
@@ -151,7 +154,7 @@ def _tombstone_gate(view: RunView) -> Witness:
     return None
 
 
-@reach("store-busy", "a store failure the poller caught")
+@reach("store-busy", "a store failure the poller caught", rules=("R24",))
 def _store_busy(view: RunView) -> Witness:
     return next(([e] for e in view.of("store-error")), None)
 
@@ -160,12 +163,12 @@ def _decision(h: dict) -> str:
     return str(h["data"].get("decision") or "").lower()
 
 
-@reach("stop-reminder", "a Claude Code Stop hook blocked the stop with a mail reminder")
+@reach("stop-reminder", "a Claude Code Stop hook blocked the stop with a mail reminder", rules=("R36",))
 def _stop_reminder(view: RunView) -> Witness:
     return next(([h] for h in view.of("hook") if h["data"].get("hook") == "Stop" and "block" in _decision(h)), None)
 
 
-@reach("cursor-followup", "a Cursor stop hook returned a follow-up message")
+@reach("cursor-followup", "a Cursor stop hook returned a follow-up message", rules=("R36",))
 def _cursor_followup(view: RunView) -> Witness:
     return next(([h] for h in view.of("hook") if h["data"].get("hook") == "stop" and "followup" in _decision(h).replace("_", "").replace("-", "")), None)
 
@@ -177,7 +180,7 @@ def check_reaches(spec: Any, view: RunView) -> list[Verdict]:
         description, fn = REACHES[name]
         wit = fn(view)
         if wit:
-            out.append(Verdict(f"reach:{name}", description, "pass", f"reached at t={wit[-1]['t']}", (), [brief(e) for e in wit if e]))
+            out.append(Verdict(f"reach:{name}", description, "pass", f"reached at t={wit[-1]['t']}", RULES[name], [brief(e) for e in wit if e]))
         else:
-            out.append(Verdict(f"reach:{name}", description, "not-reached", f"the scenario claims {name} ({description}) but the run never got there"))
+            out.append(Verdict(f"reach:{name}", description, "not-reached", f"the scenario claims {name} ({description}) but the run never got there", RULES[name]))
     return out

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from simulator import clock
 from simulator.faults import crash_points, save_coverage
 from simulator.history import Recorder
-from simulator.protocol import OP_ARM_CRASH, OP_START, OP_STOP, Command, HarnessContext, Reply, decode, encode
+from simulator.protocol import OP_ARM_CRASH, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, decode, encode
 
 PR_SET_PDEATHSIG = 1
 
@@ -79,6 +79,10 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
             # The orchestrator is gone without a stop: nothing left to answer.
             save_coverage()
             os._exit(0)
+        if cmd.op == OP_SAVE_COVERAGE:  # a SIGKILL is coming: keep the lines run so far (no event, no clock move)
+            save_coverage()
+            _send(conn, Reply(cmd.dispatch))
+            continue
         frozen.move_to(clock.instant(cmd.t))
         recorder.current(cmd.dispatch, cmd.t)
         if cmd.op == OP_STOP:

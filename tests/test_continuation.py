@@ -115,7 +115,7 @@ def test_tombstone_follows_the_fork(store, projects):
     assert store.unregister(a)
     fork_chain(projects, ["host-a", "host-b"])
 
-    assert hook(store, projects, "host-b") == LEAVE_LINE
+    assert hook(store, projects, "host-b") == f'{LEAVE_LINE} (pass as: "{mcp_session_id("host-b")}")'
 
     b = mcp_session_id("host-b")
     assert store.get(b) is None

@@ -29,6 +29,7 @@ def h():
     h.sample(90_000, {"alice": (N_ALICE, False, 89_000), "bob": (N_BOB, True, 0)})
     h.call(100_000, "h1", "alice", "list", {}, True, f"Active (1):\n- {N_ALICE} (you, 0 unread)\n\nStale (1):\n- {N_BOB}")
     h.ev(110_000, "hook", "c1", "bob", hook="UserPromptSubmit", line=f'thatch chat: you are {N_BOB} (1 unread)', decision=None)
+    h.ev(120_000, "hook", "c1", "bob", hook="Stop", line=f"thatch chat: 1 unread message for {N_BOB}", decision="block")
     return h
 
 
@@ -52,14 +53,15 @@ def test_roster_sections_and_text_with_label_expansion(h, db):
     assert N_ALICE in vs[3].message
 
 
-@pytest.mark.rules("R31")
+@pytest.mark.rules("R31", "R36")
 def test_hook_line(h, db):
-    """R31: the last hook line of the session, contains / equals / absent."""
+    """R31, R36: the last identity hook line of the session (or of a named hook), contains / equals / absent."""
     vs = judge([{"hook_line": {"session": "bob", "contains": "you are {bob}"}},
                 {"at": "1m", "hook_line": {"session": "bob", "absent": True}},
                 {"hook_line": {"session": "bob", "absent": True}},
-                {"hook_line": {"session": "bob", "equals": "nope"}}], h, db)
-    assert [v.status for v in vs] == ["pass", "pass", "fail", "fail"]
+                {"hook_line": {"session": "bob", "equals": "nope"}},
+                {"hook_line": {"session": "bob", "hook": "Stop", "contains": "1 unread message"}}], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "fail", "fail", "pass"]
     assert vs[2].witness[0]["kind"] == "hook"
 
 

@@ -190,7 +190,10 @@ def test_fork_sends_a_fresh_host_id_to_the_claude_code_process(tmp_path):
     assert r.events("fault-fired")[0]["data"]["detail"]["new_host_id"] == fork["data"]["new_host_id"]
 
 
+@pytest.mark.rules("R23")
 def test_every_fault_kind_fires_with_the_real_harnesses(tmp_path):
+    """Each fault kind takes effect with the real harnesses; the crash between the
+    wake prompt and the delivered stamp re-nudges the same mail after the resume (R23)."""
     pytest.importorskip("simulator.harness.claude_code")
     spec = Scenario.model_validate({
         "name": "real-faults", "duration": "8m", "drain": "2m", "seed": 3,
@@ -214,7 +217,7 @@ def test_every_fault_kind_fires_with_the_real_harnesses(tmp_path):
     })
     r = run_scenario(spec, run_dir=tmp_path, check=False)
     assert r.error is None, r.error
-    assert [v.status for v in r.verdicts] == ["pass"] * 8, [v.message for v in r.verdicts]
+    assert [v.status for v in r.verdicts] == ["pass"] * 7, [v.message for v in r.verdicts]
     crash = r.events("crash")[0]
     assert crash["proc"] == "h2" and crash["data"]["point"] == "delivered-stamp"
     wake_then_crash = [e["kind"] for e in r.history if e["proc"] == "h2"][-2:]

@@ -224,6 +224,28 @@ def test_a_resumed_conversation_announces_its_mail_at_session_start(host, tmp_pa
     assert line.startswith(f"thatch chat: you are {name} (1 unread)")
 
 
+@pytest.mark.rules("R6", "R7", "R31")
+def test_leave_sticks_for_the_hook_and_an_explicit_register_mints_a_fresh_name(host, tmp_path):
+    """R7, R31: after chat_unregister the hook prints the leave line instead of
+    rejoining; R6: an explicit chat_register then mints a fresh name, which the
+    agent uses as `as` from then on. A `to` label resolves through the MCP child."""
+    h = host()
+    h.send(OP_START, 0, session=None)
+    with store_at(tmp_path, 500) as store:
+        bob = store.register(BOB, project="demo").name
+    h.act(1_000, "prompt", text="hello")
+    old = h.events("registered")[0]["data"]["name"]
+    assert h.act(2_000, "unregister").result["ok"]
+    h.act(3_000, "prompt", text="still there?")
+    assert h.hooks("UserPromptSubmit")[-1]["line"].startswith("thatch chat: you left the directory")
+    reply = h.act(4_000, "register").result
+    fresh = h.events("registered")[-1]["data"]
+    assert reply["ok"] and fresh["how"] == "explicit" and fresh["name"] != old
+    h.act(5_000, "send", to="bob", body="hi bob")
+    call = h.events("tool-call")[-1]["data"]
+    assert call["args"] == {"to": bob, "body": "hi bob", "as": fresh["name"]}
+
+
 def test_cli_runs_in_a_child_and_no_process_is_left_behind(host, tmp_path):
     """The host never opens the db: the CLI view runs in a child like a
     terminal would; after OP_STOP the host and every child are gone."""

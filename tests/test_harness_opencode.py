@@ -348,3 +348,21 @@ def test_parse_nudge_handles_departed_senders():
     text = chat_notification_nudge(["ba-sil-00001", "unknown (ses_abc, departed)"], 3)
     assert parse_nudge(text) == (["ba-sil-00001", "unknown (ses_abc, departed)"], 3)
     assert parse_nudge(chat_notification_nudge([], 1)) == ([], 1)
+
+
+@pytest.mark.rules("R24")
+def test_a_store_failure_the_poller_catches_is_recorded(drivers):
+    """R24: a heartbeat that hits a lock is caught by the poller (the cycle
+    goes on) and shows in the history as a store-error."""
+    from thatch_core.db import StoreBusy
+
+    class LockedHeartbeat(ChatStore):
+        def heartbeat(self, ids):
+            raise StoreBusy("database is locked")
+
+    d = drivers([session_info("alice", A)], overrides={"store": LockedHeartbeat})
+    d.send(OP_START, 0)
+    assert d.send(OP_POLL, 30_000).ok
+    errors = [e["data"] for e in d.events("store-error")]
+    assert [e["where"] for e in errors] == ["startup heartbeat", "heartbeat"]
+    assert all(e["error"].startswith("StoreBusy") for e in errors)

@@ -119,7 +119,7 @@ def test_leave_line_after_unregister_and_explicit_rejoin(store):
     assert srv.call("thatch_chat_unregister", {}).ok
 
     for _ in range(2):
-        assert chat_hook_line(store, ON, "host-a", ppid=9001) == LEAVE_LINE
+        assert chat_hook_line(store, ON, "host-a", ppid=9001).startswith(LEAVE_LINE)
     assert store.get(mcp_session_id("host-a")) is None
 
     reply = srv.call("thatch_chat_register", {})
@@ -408,3 +408,57 @@ def test_hooks_with_unusable_payloads_stay_silent(store):
     assert not srv.call(None, {}).ok
     assert srv.call("thatch_chat_status", "garbage").text == "Tool arguments must be an object."
     assert resolve_chat_identity(store, env_session_id=5, claimed_as=["x"]) is None
+
+
+ODD = (None, 5, -1, "", "  ", [], {}, object(), b"x", True, "host-a", {"as": 5, "to": [], "body": {}})
+
+
+def test_no_odd_input_makes_a_hook_or_tool_raise(store, tmp_path):
+    """The hook functions, the MCP server and ChatTools answer every odd input
+    (wrong types, blanks, junk transcript paths) instead of raising: a hook
+    must never break the host's prompt, a tool never crashes the server."""
+    from thatch_core.tools import ChatTools
+
+    name_of(chat_hook_line(store, ON, "host-a", ppid=77))
+    store.register("peer", kind="opencode")
+    tools = ChatTools(store, ON)
+    servers = [server(store), server(store, "cursor")]
+    tools_names = ("thatch_chat_register", "chat_list", "send", "thatch_chat_read",
+                   "unregister", "broadcast", "status", "nope")
+    for v in ODD:
+        chat_hook_line(store, ON, v, project=v, directory=v, transcript_path=v, ppid=v)
+        claude_stop_hook(store, ON, v, stop_hook_active=v)
+        cursor_stop_hook(store, ON, v, status=v, loop_count=v)
+        resolve_chat_identity(store, host_context=None, ppid=v, env_session_id=v, claimed_as=v)
+        for t in tools_names + (v,):
+            tools.call(t, v if not isinstance(v, str) else {"body": v}, identity=v)
+            for srv in servers:
+                srv.call(t, v if isinstance(v, dict) or v is None else {"as": v, "to": v, "body": v})
+    for i, junk in enumerate((5, object(), b"x", ["a"], True, "\0", str(tmp_path / "no" / "such.jsonl"))):
+        assert name_of(chat_hook_line(store, ON, f"host-new-{i}", transcript_path=junk))
+    assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+@pytest.mark.rules("R6", "R7", "R32")
+def test_cursor_conversation_rejoins_its_own_identity_after_a_leave(store):
+    """R6, R7, R32: on Cursor (claimed `as` only) the leave line hands out the
+    conversation's own id; chat_register with that `as` clears the tombstone
+    and rejoins the hook's identity under a fresh name, after which the hook
+    prints the ordinary line again. Other tools with that id still refuse
+    until the rejoin (left sessions cannot send)."""
+    hid = mcp_session_id("cur-a")
+    old = name_of(chat_hook_line(store, ON, "cur-a"))
+    srv = server(store, "cursor")
+    assert srv.call("thatch_chat_unregister", {"as": old}).ok
+    line = chat_hook_line(store, ON, "cur-a")
+    assert line == f'{LEAVE_LINE} (pass as: "{hid}")'
+    store.register("peer", kind="opencode")
+    sent = srv.call("thatch_chat_send", {"as": hid, "to": "peer", "body": "x"})
+    assert (sent.ok, sent.text) == (False, "You are not registered - call chat_register first.")
+    back = srv.call("thatch_chat_register", {"as": hid})
+    assert back.ok and "fresh name" in back.text
+    new = name_of(chat_hook_line(store, ON, "cur-a"))
+    assert new != old and store.get(hid).name == new and not store.has_tombstone(hid)
+    assert len(store.list_sessions()) == 2  # no unrelated minted identity
+    # A name of a left session is gone: claiming it is still refused.
+    assert srv.call("thatch_chat_register", {"as": old}).text == UNKNOWN_CLAIM.format(name=old)

@@ -155,3 +155,20 @@ def test_progress_callback_reports_virtual_time(tmp_path):
                  progress=lambda now, total: seen.append((now, total)))
     assert seen and all(total == 31 * 60_000 for _, total in seen)
     assert [now for now, _ in seen] == sorted(now for now, _ in seen)
+
+
+def test_expectations_are_observed_at_their_time(tmp_path):
+    spec = scenario(expect=[
+        {"at": "35s", "unread": {"session": "bob", "count": 1}},
+        {"registered": {"session": "alice", "is": True}},
+    ])
+    r = run_scenario(spec, run_dir=tmp_path, overrides=TINY, check=False)
+    seen = [(e["t"], e["session"], e["data"]) for e in r.events("expectation")]
+    name = r.events("registered", session="alice")[0]["data"]["name"]
+    assert seen == [
+        (35_000, "bob", {"index": 0, "kind": "unread", "ok": None,
+                         "detail": {"registered": True, "name": r.events("registered", session="bob")[0]["data"]["name"],
+                                    "unread": 1}}),
+        (240_000, "alice", {"index": 1, "kind": "registered", "ok": None,
+                            "detail": {"registered": True, "name": name, "unread": 0}}),
+    ]

@@ -65,6 +65,17 @@ def test_p1_fails_one_batch_woken_by_two_live_processes(db):
     assert v.status == "fail" and in_witness(v, a, b)
 
 
+@pytest.mark.rules("R25", "R20")
+def test_p1_allows_a_second_host_to_wake_new_mail_only(db):
+    """R25, R20: a wake that counts only mail that arrived after the first wake is another batch."""
+    h = H(); base_world(h)
+    h.start(10_000, "h2", {"bob": BOB}, resumed="bob", how="-s")
+    h.wake(60_000, "h1", "bob")
+    h.send(70_000, "h1", "alice", N_BOB, "more")
+    h.wake(90_000, "h2", "bob", count=1)
+    assert judge("P1", h, db).status == "pass"
+
+
 @pytest.mark.rules("R25", "R23")
 def test_p1_allows_the_next_host_to_rewake_after_the_first_died(db):
     """R25, R23: after the first host died, its successor may wake the same batch."""
@@ -587,3 +598,20 @@ def test_p4_does_not_judge_a_sleeping_machine(db):
     h.sample(480_000, {"bob": (N_BOB, False, 450_500)})
     v = judge("P4", h, db)
     assert v.status == "pass" and v.message.startswith("1 ")
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_rehosted_sessions_age_out_after_the_grace(db):
+    """R15, R14: a rehosted session is judged live within the grace; silent past it, it may go stale."""
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "start": "never"}],
+                     steps=[{"at": "1m", "restart": {"process": "h1", "into": "h2", "grace": "5m"}}])
+    h = H(); base_world(h); _beating(h, 60_000)
+    h.exit(60_000, "h1", "restart")
+    h.start(60_000, "h2", {}, rehost_of="h1")
+    for t in range(90_000, 900_000, 30_000):
+        h.poll(t, "h2", ["alice", "bob"] if t < 360_000 else [])
+    h.sample(800_000, {"bob": (N_BOB, True, 330_000)})
+    assert judge("P4", h, db, spec).status != "fail"
+    bad = h.sample(300_000, {"bob": (N_BOB, True, 100_000)})
+    v = judge("P4", h, db, spec)
+    assert v.status == "fail" and v.witness[0]["i"] == bad["i"]

@@ -527,3 +527,25 @@ def test_garbled_hosted_state_costs_only_the_garbled_entries(make, tmp_path):
     again = make(state_dir=state, log=logs.append)
     again.start()
     assert again.hosted_sessions() == [] and any("hosted set" in m for m in logs)
+
+
+@pytest.mark.rules("R13", "R25")
+def test_events_without_a_usable_session_id_host_nothing(make, store):
+    """R13, R25: host events carrying no usable session id (None, blank, not
+    a string) are ignored, so the hosted set every poll cycle beats stays a
+    list of real ids and delivery to the others goes on."""
+    rt = make()
+    rt.start()
+    rt.on_session_status("ses_b", "idle")
+    for bad in (None, "", "  ", 42, ["ses_x"]):
+        rt.on_chat_message(bad, USER)
+        rt.on_session_status(bad, "idle")
+        rt.on_compacting(bad, True)
+        rt.on_session_deleted(bad)
+        rt.on_exit(bad)
+        rt.on_chat_message("ses_b", bad)  # junk parts: not an echo, not a crash
+    assert rt.hosted_sessions() == ["ses_b"]
+    send(store, "ses_a", "ses_b")
+    rt.poller.poll()
+    assert len(rt.client.wakes("ses_b")) == 1
+    assert store.conn.execute("SELECT COUNT(*) FROM chat_leave_tombstones").fetchone()[0] == 0

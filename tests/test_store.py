@@ -702,3 +702,33 @@ def test_bare_string_ids_are_one_id(store):
         store.mark_delivered(m)
         clock.tick(3600)
         assert store.pending_notifications("ses_a", None) == []
+
+
+ODD_ARGS = (None, 5, -1, 0, "", "  ", [], {}, object(), b"bytes", 1.5, True, ["ses_a"],
+            "ses_a", ("x",), "\0")
+
+
+def test_no_argument_makes_a_store_method_raise(store):
+    """Every public ChatStore method, fed every combination of odd positional
+    arguments (and each odd keyword value), answers instead of raising:
+    refusals and "no such session", never a TypeError or a sqlite3 error."""
+    import inspect
+    import itertools
+    store.register("ses_a")
+    store.register("ses_b")
+    calls = 0
+    for name, fn in inspect.getmembers(ChatStore, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        pos = [p for p in params if p.default is p.empty]
+        for combo in itertools.product(ODD_ARGS, repeat=len(pos)):
+            getattr(store, name)(*combo)
+            calls += 1
+        for p in params:
+            if p.default is not p.empty:
+                for value in ODD_ARGS:
+                    getattr(store, name)(*["ses_new"] * len(pos), **{p.name: value})
+                    calls += 1
+    assert calls > 5000
+    assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

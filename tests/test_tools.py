@@ -272,3 +272,23 @@ def test_bad_tool_call_shapes_are_refusals(tools, store):
     assert st.ok and st.text.startswith("Not registered")
     r = tools.call("thatch_chat_send", {"to": None, "body": None}, identity="ses_a")
     assert (r.text, r.ok) == ("Message body cannot be empty.", False)
+
+
+@pytest.mark.rules("R8", "R11")
+def test_unregistered_sessions_are_invisible_and_unmessageable(tools, store):
+    """R8, R11: once a session leaves it vanishes from the roster, a send to
+    it is refused, a broadcast skips it (not even as "stale"), and it can
+    neither send, broadcast nor read; its old mail stays as history."""
+    for s in ("ses_a", "ses_b"):
+        call(tools, "register", s)
+    nb = store.get("ses_b").name
+    assert call(tools, "send", "ses_a", to=nb, body="before").ok
+    call(tools, "unregister", "ses_b")
+    assert nb not in call(tools, "list", "ses_a").text
+    assert not call(tools, "send", "ses_a", to=nb, body="after").ok
+    bc = call(tools, "broadcast", "ses_a", body="all")
+    assert bc.ok and nb not in bc.text and bc.text.startswith("Broadcast sent to 0 sessions")
+    for tool, args in (("send", {"to": "ses_a", "body": "x"}), ("broadcast", {"body": "x"}), ("read", {})):
+        r = call(tools, tool, "ses_b", **args)
+        assert (r.ok, r.text) == (False, "You are not registered - call chat_register first.")
+    assert [f.body for f in store.message_feed()] == ["before"]

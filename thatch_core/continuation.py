@@ -160,7 +160,10 @@ def resolve_registered_predecessor(store, new_host_session_id: str, transcript_p
     ``max_hops`` hops; None when there is none within reach."""
     if not transcript_path:
         return None
-    path = Path(transcript_path)
+    try:
+        path = Path(transcript_path)
+    except TypeError:  # not a path at all: no trail to follow
+        return None
     preds = predecessor_map(path.parent, exclude=path, tail_bytes=tail_bytes)
     current = new_host_session_id
     seen = {current}

@@ -78,6 +78,14 @@ def _host_id_ok(host_session_id) -> bool:
     return isinstance(host_session_id, str) and bool(host_session_id.strip())
 
 
+def leave_line_text(mcp_id: str) -> str:
+    """The line the identity hook prints for a conversation that left: the
+    fixed ``LEAVE_LINE`` plus the conversation's own id to pass as ``as``, so
+    a Cursor conversation (no anchor, no environment id) can rejoin this
+    identity rather than mint an unrelated one (D-mcp-12)."""
+    return f'{LEAVE_LINE} (pass as: "{mcp_id}")'
+
+
 def hook_line_text(name: str, unread: int) -> str:
     """The line the identity hook prints (documented in docs/decisions/mcp.md)."""
     line = f'thatch chat: you are {name} ({unread} unread) - pass as: "{name}" on the thatch_chat_* tools'
@@ -103,12 +111,12 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
         if ppid is not None:
             store.record_host_pid(ppid, mcp_id)
         if store.has_tombstone(mcp_id):
-            return LEAVE_LINE
+            return leave_line_text(mcp_id)
         # autoRegister is deliberately not consulted (R30): the hook is the
         # host's identity anchor, not auto-joining.
         result = store.register(mcp_id, kind="mcp", project=project, directory=directory, auto=True)
         if not result.ok:
-            return LEAVE_LINE if result.tombstoned else None
+            return leave_line_text(mcp_id) if result.tombstoned else None
         return hook_line_text(result.name, store.unread_count(mcp_id))
     except StoreError:
         return None
@@ -132,9 +140,14 @@ def resolve_chat_identity(store, *, host_context: str | None = None, ppid: int |
         if store.get(derived) is not None or store.has_tombstone(derived):
             return derived
     if isinstance(claimed_as, str) and claimed_as.strip():
-        row = store.find(claimed_as.strip())
+        claim = claimed_as.strip()
+        row = store.find(claim)
         if row is not None:
             return row.session_id
+        # A left conversation has no row (and so no name) but keeps its id:
+        # the leave line hands that id out, so chat_register can rejoin it.
+        if store.has_tombstone(claim):
+            return claim
     return None
 
 
@@ -195,6 +208,8 @@ class McpChatServer:
     def _call(self, tool, args):
         from thatch_core.tools import ToolReply
 
+        if not _enabled(self._config_source):
+            return self.tools.call(tool, {}, identity=None)  # the [disabled] reply
         if not isinstance(tool, str):
             return ToolReply(text=f"Unknown chat tool {tool!r}.", ok=False, echo=None)
         tool = _normalize_tool(tool)
@@ -203,8 +218,6 @@ class McpChatServer:
         args = dict(args or {})
         claimed = args.pop("as", None)
         claimed = claimed.strip() if isinstance(claimed, str) and claimed.strip() else None
-        if not _enabled(self._config_source):
-            return self.tools.call(tool, args, identity=None)  # the [disabled] reply
         identity = self.identity(claimed)
         if tool == "thatch_chat_register" and identity is None and claimed is not None:
             # Refused rather than silently minting: a model that believes it

@@ -111,10 +111,14 @@ def is_chat_echo_parts(parts: Iterable[Mapping]) -> bool:
     all is not an echo: the skip exists for bubbles, and skipping an empty or
     all-synthetic message would also skip a wake nudge's real follow-ups.
     """
+    try:
+        items = list(parts or ())
+    except TypeError:
+        return False
     visible = [
         str(p.get("text", ""))
-        for p in parts
-        if p.get("type") == "text" and not p.get("synthetic", False)
+        for p in items
+        if isinstance(p, Mapping) and p.get("type") == "text" and not p.get("synthetic", False)
     ]
     return bool(visible) and all(t.startswith(ECHO_PREFIX) for t in visible)
 

@@ -51,10 +51,6 @@ class HostedSet:
         self._lock = threading.RLock()
         self._hosted: dict[str, Hosted] = {}
 
-    def __contains__(self, session_id: str) -> bool:
-        with self._lock:
-            return session_id in self._hosted
-
     def touch(self, session_id: str, now_ms: int) -> None:
         """Activity: host the session; a re-hosted one graduates to permanent."""
         with self._lock:

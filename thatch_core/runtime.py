@@ -65,6 +65,10 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def _usable_id(session_id: Any) -> bool:
+    return isinstance(session_id, str) and bool(session_id.strip())
+
+
 def _stderr_log(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -233,15 +237,13 @@ class OpencodeRuntime:
 
     def on_session_deleted(self, session_id: str) -> None:
         """session.deleted: leave at once (row + tombstone), stop hosting (R17)."""
-        if not self.enabled:
-            return
-        self._leave(session_id)
+        if self.enabled and _usable_id(session_id):
+            self._leave(session_id)
 
     def on_exit(self, session_id: str) -> None:
         """A greenlit /thatch/exit: leave before the host vanishes (R7)."""
-        if not self.enabled:
-            return
-        self._leave(session_id)
+        if self.enabled and _usable_id(session_id):
+            self._leave(session_id)
 
     def call_tool(self, session_id: str, tool: str, args: Mapping[str, Any] | None = None) -> ToolReply:
         """A thatch_chat_* call from `session_id`; the host session is the identity."""
@@ -261,8 +263,12 @@ class OpencodeRuntime:
     # -- hosting ---------------------------------------------------------------
 
     def _live(self, session_id: str) -> bool:
-        """Events count only when chat was enabled at init and the session lives."""
-        if not self.enabled:
+        """Events count only when chat was enabled at init and the session lives.
+
+        An event without a usable session id names nothing to host: letting it
+        in would put a non-id into the hosted set every poll cycle reads.
+        """
+        if not self.enabled or not _usable_id(session_id):
             return False
         with self._lock:
             return session_id not in self._gone

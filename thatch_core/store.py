@@ -52,6 +52,9 @@ def err_bad_kind(kind: str) -> str:
 class ChatStore(UpkeepMixin):
     """Directory (``chat_sessions``), inbox (``chat_messages``) and upkeep.
 
+    Prune, continuation and host-pid anchors come from
+    :class:`~thatch_core.store_upkeep.UpkeepMixin`; argument checks and the
+    call guard from :mod:`thatch_core.store_guard` (D-store-16, D-store-17).
     ``rng`` picks the pool base of a new name; the simulator passes a seeded
     one. The default is seeded too (D-store-1): names stay unique whatever
     the draw, because the counter, not the base, makes them unique.

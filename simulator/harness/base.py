@@ -28,7 +28,7 @@ import random
 from typing import Any, Callable, Optional
 
 from simulator.agents import Agent, TurnState, make_agent
-from simulator.harness.support import cli_output, write_config
+from simulator.harness.support import cli_output, first_name, write_config
 from simulator.protocol import (
     OP_ACT, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply, SessionInfo,
 )
@@ -260,7 +260,12 @@ class Harness:
             self.sessions[label].session_id if label in self.sessions else None)
         if sid is None:
             raise Refused(f"unknown session label {label!r}")
-        name = self.lookup_name(sid)
+        from thatch_core.db import StoreError
+
+        try:
+            name = self.lookup_name(sid)
+        except StoreError:  # a lock that outlived the retries: address by id
+            name = None
         # Unregistered: the chat id itself, so the refusal names something real.
         return name if name is not None else self.chat_id_of(sid)
 
@@ -290,11 +295,7 @@ class Harness:
 
     def lookup_name(self, session_id: str) -> Optional[str]:
         """The assigned name a run session goes by now (None: unregistered)."""
-        for candidate in self.name_candidates(session_id):
-            row = self.store.get(candidate)
-            if row is not None:
-                return row.name
-        return None
+        return first_name(self.store, self.name_candidates(session_id))
 
     def _sender(self, label: Optional[str], args: dict[str, Any]) -> str:
         label = args.pop("from", None) or args.pop("sender", None) or args.pop("session", None) or label

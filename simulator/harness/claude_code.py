@@ -29,7 +29,7 @@ import random
 from typing import Any, Optional
 
 from simulator.harness.base import Harness
-from simulator.harness.support import cli_output, make_store, open_connection, registered_name
+from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.protocol import OP_ACT
 from thatch_core import clock
@@ -65,11 +65,7 @@ def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
                 reply = server.call(request[1], request[2])
                 return bool(reply.ok), reply.text
             if op == "lookup":
-                for candidate in request[1]:
-                    row = store.get(candidate)
-                    if row is not None:
-                        return row.name
-                return None
+                return first_name(store, request[1])
             raise ValueError(f"unknown MCP child request {op!r}")
 
         return serve
@@ -98,7 +94,7 @@ class ClaudeCodeHarness(Harness):
             # Seeds drawn in label order: deterministic for the process seed.
             store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
             setup = _mcp_server_setup(self.ctx, self.host_ids[label], store_seed, mint_seed)
-            self.servers[label] = ServerChild(setup, recorder=self.recorder, t=self.t)
+            self.servers[label] = ServerChild(setup, recorder=self.recorder, t=self.t, session=label)
             if label == getattr(self.ctx, "resumed", None):
                 # A resumed conversation announces itself at once: SessionStart
                 # (source resume) prints the name and the mail that waited.
@@ -119,7 +115,7 @@ class ClaudeCodeHarness(Harness):
 
     # -- hooks (each a real child of this host) ------------------------------------
 
-    def _in_child(self, fn):
+    def _in_child(self, fn, label: Optional[str] = None):
         """Run `fn(store)` in a forked hook child with its own connection."""
         ctx, seed = self.ctx, self.store_rng.getrandbits(63)
 
@@ -130,7 +126,7 @@ class ClaudeCodeHarness(Harness):
             finally:
                 conn.close()
 
-        return run_in_child(body, recorder=self.recorder)
+        return run_in_child(body, recorder=self.recorder, session=label)
 
     def hook_line(self, label: str, hook: str) -> Optional[str]:
         from thatch_core.config import ConfigSource
@@ -144,7 +140,7 @@ class ClaudeCodeHarness(Harness):
                                   ppid=os.getppid())
 
         try:
-            line = self._in_child(run)
+            line = self._in_child(run, label)
         except ChildCrashed:
             self.emit("hook", label, hook=hook, line=None, decision="crashed")
             return None
@@ -170,7 +166,7 @@ class ClaudeCodeHarness(Harness):
             return claude_stop_hook(store, ConfigSource(ctx.config_path), host_id, stop_hook_active=active)
 
         try:
-            out = self._in_child(run)
+            out = self._in_child(run, label)
         except ChildCrashed:
             self.emit("hook", label, hook="Stop", line=None, decision="crashed")
             return None

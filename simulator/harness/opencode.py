@@ -32,7 +32,7 @@ from thatch_core import clock
 
 _NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
-_LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: (?P<error>.*)$", re.S)
+_LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: (?P<error>(?:Store|OperationalError|DatabaseError).*)$", re.S)
 
 
 def parse_nudge(text: str) -> tuple[list[str], int]:
@@ -160,6 +160,8 @@ class OpencodeHarness(Harness):
         return ["opencode", "-s", sid] if flag == "-s" and sid else ["opencode", "-c"]
 
     def _log(self, message: str) -> None:
+        """The runtime's log: a caught store failure is a `store-error` event
+        (R24); other notes (a failed prompt, an unknown status) are not."""
         m = _LOG_FAILURE.match(message)
         if m is not None:
             self.emit("store-error", None, where=m.group("where"), error=m.group("error"))
@@ -200,7 +202,7 @@ class OpencodeHarness(Harness):
     def op_poll(self, cmd) -> Any:
         if self.runtime is None or self.runtime.poller is None:
             return {"poller": False}  # chat disabled at init: the poller never started (R29)
-        hosted = [self.label_of(s) or s for s in self.runtime.hosted_sessions()]
+        hosted = sorted(self.label_of(s) or s for s in self.runtime.hosted_sessions())
         self.emit("poll", None, hosted=hosted)
         self.runtime.poller.poll()
         return None

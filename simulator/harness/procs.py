@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import os
-import signal
 import traceback
 from multiprocessing import Pipe
 from typing import Any, Callable, Optional
@@ -87,7 +86,7 @@ def _finish(code: int = 0) -> None:
     os._exit(code)
 
 
-def _relay(conn, recorder, on_crash: Callable[[], None]) -> Any:
+def _relay(conn, recorder, on_crash: Callable[[], None], session: Optional[str] = None) -> Any:
     """Receive until the child's answer, recording forwarded events; raises
     ChildCrashed when the pipe closes first."""
     while True:
@@ -98,9 +97,9 @@ def _relay(conn, recorder, on_crash: Callable[[], None]) -> Any:
             raise ChildCrashed("the child process died before answering") from None
         tag = msg[0]
         if tag == _EVENT:
-            _, kind, session, data = msg
+            _, kind, ev_session, data = msg
             if recorder is not None:
-                recorder.emit(kind, session, **data)
+                recorder.emit(kind, ev_session or session, **data)
             if kind == "crash":
                 # The fired point is spent: never let the next child fire it again.
                 faults.crash_points().disarm()
@@ -117,14 +116,14 @@ def _reap(pid: int) -> None:
         pass
 
 
-def run_in_child(fn: Callable[[], Any], *, recorder=None) -> Any:
+def run_in_child(fn: Callable[[], Any], *, recorder=None, session: Optional[str] = None) -> Any:
     """Fork, run `fn()` in the child (under the parent's frozen time, which
     the child inherits), return its result. Raises ChildCrashed if it died."""
     parent_end, child_end = Pipe()
     arms = _armed_now()
     parent_pid = os.getpid()
     pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child (coverage patches fork)
+    if pid == 0:  # the child (coverage follows it: patch = fork)
         code = 0
         try:
             parent_end.close()
@@ -138,7 +137,7 @@ def run_in_child(fn: Callable[[], Any], *, recorder=None) -> Any:
             _finish(code)
     child_end.close()
     try:
-        return _relay(parent_end, recorder, lambda: None)
+        return _relay(parent_end, recorder, lambda: None, session)
     finally:
         parent_end.close()
         _reap(pid)
@@ -151,8 +150,10 @@ class ServerChild:
     never before the fork). Requests carry the virtual time `t`.
     """
 
-    def __init__(self, setup: Callable[[], Callable[[Any], Any]], *, recorder=None, t: int = 0) -> None:
+    def __init__(self, setup: Callable[[], Callable[[Any], Any]], *, recorder=None, t: int = 0,
+                 session: Optional[str] = None) -> None:
         self.recorder = recorder
+        self.session = session  # the label a forwarded event is recorded under
         self.pid: Optional[int] = None
         self.conn = None
         self._setup = setup
@@ -163,40 +164,44 @@ class ServerChild:
         arms = _armed_now()
         parent_pid = os.getpid()
         pid = os.fork()
-        if pid == 0:  # pragma: no cover - child
-            parent_end.close()
-            self._child_loop(child_end, parent_pid, arms, t)
+        if pid == 0:  # the child
+            try:  # whatever happens, the child never returns into the host's code
+                parent_end.close()
+                self._child_loop(child_end, parent_pid, arms, t)
+            finally:
+                _finish(1)
         child_end.close()
         self.pid, self.conn = pid, parent_end
 
     def _child_loop(self, conn, parent_pid: int, arms: list, t: int) -> None:
-        code = 0
-        try:
-            _child_setup(conn, parent_pid, arms)
-            from freezegun import freeze_time
+        _child_setup(conn, parent_pid, arms)
+        from freezegun import freeze_time
 
-            frozen = freeze_time(clock.instant(t), tick=False).start()
-            serve = self._setup()
-            mine = {}
-            while True:
-                try:
-                    msg = conn.recv()  # no timeout, ever (freezegun)
-                except (EOFError, OSError):
-                    break
-                if msg[0] == "stop":
-                    break
-                _, t, keyed, request = msg
-                _sync_arms(mine, keyed)
-                frozen.move_to(clock.instant(t))
-                try:
-                    conn.send((_RESULT, serve(request)))
-                except Exception:
-                    conn.send((_ERROR, traceback.format_exc()))
+        frozen = freeze_time(clock.instant(t), tick=False).start()
+        try:
+            serve, broken = self._setup(), None
         except Exception:
-            code = 1
-            traceback.print_exc()
-        finally:
-            _finish(code)
+            # Answer every request with the setup failure: a harness error the
+            # run must stop on, not a crash to be shrugged off.
+            serve, broken = None, traceback.format_exc()
+        mine: dict = {}
+        while True:
+            try:
+                msg = conn.recv()  # no timeout, ever (freezegun)
+            except (EOFError, OSError):
+                break
+            if msg[0] == "stop":
+                break
+            _, t, keyed, request = msg
+            _sync_arms(mine, keyed)
+            frozen.move_to(clock.instant(t))
+            try:
+                if broken is not None:
+                    raise RuntimeError(f"the server child could not start:\n{broken}")
+                conn.send((_RESULT, serve(request)))
+            except Exception:
+                conn.send((_ERROR, traceback.format_exc()))
+        _finish(0)
 
     @property
     def alive(self) -> bool:
@@ -212,7 +217,7 @@ class ServerChild:
         except OSError:
             self._dead()
             raise ChildCrashed("the server child is gone") from None
-        return _relay(self.conn, self.recorder, self._dead)
+        return _relay(self.conn, self.recorder, self._dead, self.session)
 
     def _dead(self) -> None:
         if self.pid is not None:
@@ -222,28 +227,13 @@ class ServerChild:
         self.pid, self.conn = None, None
 
     def close(self) -> None:
-        """Stop the child: ask, then make sure (SIGKILL) and reap."""
+        """Stop the child (it exits on the stop message) and reap it."""
         if self.pid is None:
             return
-        pid = self.pid
         try:
             self.conn.send(("stop",))
         except OSError:
             pass
-        try:
-            # The stop arrives after any queued request; the child exits on it.
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        finally:
-            self.conn.close()
-            self.pid, self.conn = None, None
-
-    def kill(self) -> None:
-        if self.pid is None:
-            return
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self._dead()
+        _reap(self.pid)
+        self.conn.close()
+        self.pid, self.conn = None, None

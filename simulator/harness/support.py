@@ -79,3 +79,12 @@ def cli_output(store, action: str, args: dict[str, Any]) -> str:
     limit = args.get("limit", cli.TAIL_DEFAULT_LIMIT)
     events, _ = cli.tail_backlog(cli.filter_tail_rows(feed, **filters), limit, full_feed=feed)
     return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
+
+
+def first_name(store, candidates) -> Optional[str]:
+    """The name of the first of `candidates` (chat session ids) with a row."""
+    for candidate in candidates:
+        row = store.get(candidate)
+        if row is not None:
+            return row.name
+    return None

@@ -1,0 +1,68 @@
+"""What the orchestrator observes between dispatches: directory samples, expectation facts.
+
+A mixin of `Orchestrator`. Every read opens a short-lived connection and
+closes it before returning, so no SQLite connection is ever open in the
+orchestrator when it forks (shared/pitfalls.md: a parent connection at fork
+time silently breaks the children's file locks).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from simulator import clock as vclock
+from simulator.protocol import OP_ACT
+
+
+class Observer:
+    """Samples and expectation observations (mixed into Orchestrator)."""
+
+    def _read_db(self, query: str, params: tuple = ()) -> list[tuple]:
+        """A short-lived read: opened and closed here, so no connection outlives it into a fork."""
+        self._db_open = True
+        conn = sqlite3.connect(str(self.world.db_path), timeout=10, isolation_level=None)
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            return conn.execute(query, params).fetchall()
+        finally:
+            conn.close()
+            self._db_open = False
+
+    def _sample(self, t: int) -> None:
+        from thatch_core.staleness import is_stale
+        rows = {r[0]: r for r in self._read_db("SELECT session_id, name, last_seen, host_kind FROM chat_sessions")}
+        now = vclock.epoch_ms(t)
+        sessions = {}
+        for label in self.world.session_ids:
+            ids = self.world.row_ids(label)
+            row = next((rows[i] for i in reversed(ids) if i in rows), None)
+            if row is None:
+                sessions[label] = {"registered": False, "name": None, "last_seen": None, "stale": None,
+                                   "host_kind": None, "session_id": ids[-1]}
+            else:
+                sessions[label] = {"registered": True, "name": row[1], "last_seen": row[2],
+                                   "stale": is_stale(row[2], now), "host_kind": row[3], "session_id": row[0]}
+        self._record("sample", fresh=True, sessions=sessions)
+
+    def _expectation(self, t: int, idx: int) -> None:
+        """Observe what a point expectation needs at its time; the checkers judge it."""
+        exp = self.spec.expect[idx]
+        kind = exp.kind
+        arg = getattr(exp, kind) or {}
+        label = arg.get("session")
+        detail: dict[str, Any] = {}
+        if kind in ("registered", "unread") and label in self.world.session_ids:
+            ids = self.world.row_ids(label)
+            marks = ",".join("?" * len(ids))
+            rows = self._read_db(f"SELECT session_id, name FROM chat_sessions WHERE session_id IN ({marks})", tuple(ids))
+            unread = self._read_db(
+                f"SELECT COUNT(*) FROM chat_messages WHERE read_at IS NULL AND to_session IN ({marks})", tuple(ids))
+            detail = {"registered": bool(rows), "name": rows[0][1] if rows else None, "unread": unread[0][0]}
+        d = self._next_dispatch()
+        self._record("expectation", label, index=idx, kind=kind, ok=None, detail=detail)
+        if kind == "roster" and label:
+            target = self.hosting.get(label)
+            live = self.live.get(target) if target else None
+            if live is not None and live.alive:
+                self._exchange(t, d, [(live, OP_ACT, label, {"action": "list", "session": label, "expectation": idx})])
