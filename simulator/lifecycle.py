@@ -175,16 +175,19 @@ def _warm_freezegun_cache() -> None:
     there only costs speed.
     """
     import sys
+    import warnings
 
     try:
         from freezegun import api as fz
         warm = fz._get_cached_module_attributes
     except (ImportError, AttributeError):  # pragma: no cover
         return
-    for name, module in list(sys.modules.items()):
-        if module is None or name == __name__ or name.startswith(("freezegun", "six.moves")):
-            continue
-        try:
-            warm(module)
-        except Exception:  # pragma: no cover - a module that resists dir(): freezegun skips it too
-            pass
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore")  # dir() of some modules warns; freezegun silences it too
+        for name, module in list(sys.modules.items()):
+            if module is None or getattr(module, "__name__", None) in (None, "datetime", "time"):
+                continue
+            try:
+                warm(module)
+            except Exception:  # pragma: no cover - a module that resists dir()
+                pass
