@@ -46,7 +46,17 @@ def _last_sample(view: RunView, at: Any) -> Optional[dict]:
 def _wakes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     ws = _upto(view, at, view.of("wake", session=arg["session"]))
     want = _bounds(arg, len(ws))
-    return (f"{arg['session']} got {len(ws)} wakes by {at}, want {want}" if want else None), ws[-4:]
+    if want:
+        return f"{arg['session']} got {len(ws)} wakes by {at}, want {want}", ws[-4:]
+    # `contains` / `not_contains`: the text of the last wake by then (the batch it announced).
+    for key, negate in (("contains", False), ("not_contains", True)):
+        if key in arg:
+            if not ws:
+                return f"{arg['session']} got no wake by {at} to look in", []
+            text, needle = str(ws[-1]["data"].get("text") or ""), view.expand(arg[key])
+            if (needle in text) == negate:
+                return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
+    return None, ws[-4:]
 
 
 def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
@@ -87,6 +97,11 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     wanted = (arg["hook"],) if arg.get("hook") else PROMPT_HOOKS
     hooks = [h for h in _upto(view, at, view.of("hook", session=arg["session"]))
              if h["data"].get("line") and h["data"].get("hook") in wanted]
+    if any(k in arg for k in ("count", "min", "max")):
+        # Counting form: how many printed lines (of the wanted hooks) match.
+        hits = [h for h in hooks if _line_matches(view, arg, str(h["data"]["line"]))]
+        want = _bounds(arg, len(hits))
+        return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None), hits[-4:]
     line = str(hooks[-1]["data"]["line"]) if hooks else None
     wit = hooks[-1:]
     if arg.get("absent"):
@@ -100,6 +115,15 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     if "matches" in arg and not re.search(view.expand(arg["matches"]), line):
         return f"hook line {line!r} does not match {arg['matches']!r}", wit
     return None, wit
+
+
+def _line_matches(view: RunView, arg: dict, line: str) -> bool:
+    """A hook line against the text keys of a hook_line expectation (all optional)."""
+    if "equals" in arg and line != view.expand(arg["equals"]):
+        return False
+    if "contains" in arg and view.expand(arg["contains"]) not in line:
+        return False
+    return not ("matches" in arg and not re.search(view.expand(arg["matches"]), line))
 
 
 def _observed(view: RunView, index: int, key: str) -> Optional[dict]:
@@ -173,4 +197,67 @@ def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
         if problem and at != "end":
             problem = problem.replace(f" at {at}", f" at {_when(at)}").replace(f" by {at}", f" by {_when(at)}")
         out.append(Verdict(f"expect#{index}", title, "fail" if problem else "pass", problem or "as expected", (), wit))
+    return out + check_step_replies(spec, view)
+
+
+# -- step reply expectations (`steps[i].expect`) ---------------------------------
+
+
+def _step_reply(view: RunView, idx: int, step: Any) -> Optional[dict]:
+    """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
+    carry `data.step`), or for a `prompt` step the hook line it printed."""
+    results = [e for e in view.of("tool-result") if e["data"].get("step") == idx]
+    if results:
+        return results[-1]
+    if step.action == "prompt":
+        hooks = [h for h in view.of("hook", session=step.args.session)
+                 if h["t"] == step.at and h["data"].get("line") and h["data"].get("hook") in PROMPT_HOOKS]
+        return hooks[-1] if hooks else None
+    return None
+
+
+def _expand_at(view: RunView, text: Any, i: int) -> Any:
+    """`{label}` -> the name the label went by at event `i` (else its last name)."""
+    if not isinstance(text, str):
+        return text
+    return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}",
+                  lambda m: view.name_at(m.group(1), i) or view.name_at(m.group(1)) or m.group(0), text)
+
+
+def _reply_problem(view: RunView, exp: Any, ev: dict) -> Optional[str]:
+    data = ev["data"]
+    text = str(data.get("text") if ev["kind"] == "tool-result" else data.get("line") or "")
+    ok = bool(data.get("ok")) if ev["kind"] == "tool-result" else True
+    shown = text if len(text) <= 300 else text[:297] + "..."
+    if exp.ok is not None and ok != exp.ok:
+        return f"reply ok={ok}, want ok={exp.ok}: {shown!r}"
+    if exp.equals is not None and text != _expand_at(view, exp.equals, ev["i"]):
+        return f"reply {shown!r} != {_expand_at(view, exp.equals, ev['i'])!r}"
+    if exp.contains is not None and _expand_at(view, exp.contains, ev["i"]) not in text:
+        return f"reply {shown!r} lacks {_expand_at(view, exp.contains, ev['i'])!r}"
+    if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev["i"]) in text:
+        return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev['i'])!r}"
+    if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev["i"]), text):
+        return f"reply {shown!r} does not match {exp.matches!r}"
+    return None
+
+
+def check_step_replies(spec: Any, view: RunView) -> list[Verdict]:
+    """One verdict `step#<index>` per step with an `expect:`: its recorded reply
+    must satisfy it; a step that left no reply (dropped, its process dead, an
+    action with no reply) fails, never passes vacuously."""
+    out = []
+    for idx, step in enumerate(getattr(spec, "steps", []) or []):
+        exp = getattr(step, "expect", None)
+        if exp is None:
+            continue
+        title = f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"
+        ev = _step_reply(view, idx, step)
+        if ev is None:
+            dropped = [e for e in view.of("step-dropped") if e["data"].get("step") == idx]
+            why = f": dropped ({dropped[-1]['data'].get('reason')})" if dropped else ""
+            out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (), [brief(e) for e in dropped[-1:]]))
+            continue
+        problem = _reply_problem(view, exp, ev)
+        out.append(Verdict(f"step#{idx}", title, "fail" if problem else "pass", problem or "as expected", (), [brief(ev)]))
     return out

@@ -11,6 +11,7 @@ A mixin of `Orchestrator`. Invariants:
 from __future__ import annotations
 
 import os
+import select
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,14 @@ class Live:
     ctx: HarnessContext
     alive: bool = True
     poll_gen: int = 0
+    _poller: Any = None
+
+    def ready(self, timeout_s: float) -> bool:
+        """True when a reply (or EOF) is waiting; a select.poll registered once, not a selector per wait."""
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(self.conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(self._poller.poll(int(timeout_s * 1000)))
 
 
 class ProcessControl:

@@ -45,7 +45,7 @@ from simulator.world import World
 # Same-time order: starts and fault bookkeeping, then the script, then what
 # the harnesses asked for, then timers, then observers, then the end.
 PRI_CONTROL, PRI_STEP, PRI_PHASE, PRI_FOLLOWUP, PRI_POLL, PRI_EXPECT, PRI_SAMPLE, PRI_END = range(8)
-COMMAND_ITEMS = ("followup", "poll", "act")
+COMMAND_ITEMS = ("followup", "poll")  # plus action steps: see _batchable
 STOP_GRACE_S = 2.0
 LOCK_BUSY_TIMEOUT_MS = 20  # short: a writer meeting the held lock fails fast (StoreBusy) instead of stalling the run
 
@@ -183,10 +183,15 @@ class Orchestrator(ProcessControl, Observer):
             kind = item[0]
             if kind == "end":
                 self.clock.advance_to(t)
+                if self.progress is not None:
+                    self.progress(t, self.end_t)
                 return
             if self.sleep_until is not None and t < self.sleep_until and kind != "sleep-end":
                 # The machine is asleep: timers and observers miss the window, the rest waits for the wake.
-                if kind not in ("poll", "sample"):
+                if kind == "sample":  # missed, but the sampling clock keeps its phase
+                    if t + self.sample_interval < self.end_t:
+                        self._push(t + self.sample_interval, PRI_SAMPLE, item)
+                elif kind != "poll":  # poll timers restart at the wake (_sleep_end)
                     self._push(self.sleep_until, pri, item)
                 continue
             self.clock.advance_to(t)
@@ -338,7 +343,7 @@ class Orchestrator(ProcessControl, Observer):
         while True:
             self._check_wall()
             remaining = max(0.0, self.deadline - time.monotonic())
-            if live.conn.poll(min(remaining, 0.5)):
+            if live.ready(min(remaining, 0.5)):
                 try:
                     reply = decode(live.conn.recv_bytes())
                 except (EOFError, OSError):

@@ -124,6 +124,16 @@ def _read_crashes(view: RunView) -> list[dict]:
     return [c for c in view.of("crash") if c["data"].get("point") == "read-stamp"]
 
 
+def _send_sender(view: RunView, call) -> Optional[str]:
+    """The label a send is stored from: the caller, except on Cursor, whose
+    server trusts the claimed `as` (R32), so a claim naming another session
+    is stored as that session's mail."""
+    claim = call.args.get("as") if isinstance(call.args, dict) else None
+    if claim and view.proc_kind.get(call.proc) == "cursor":
+        return view.label_for_name(str(claim)) or call.session
+    return call.session
+
+
 @prop("P5", "no-loss", rules=("R9", "R10", "R11", "R26"))
 def p5_no_loss(view: RunView) -> Verdict:
     """Every ok chat_send is stored exactly once (sender, recipient name, trimmed body) unless prune swept it; a message appears in at most one ok chat_read of its recipient unless a crash at read-stamp came between; a message seen by a read is still in the db, stamped read."""
@@ -134,7 +144,7 @@ def p5_no_loss(view: RunView) -> Verdict:
         m = _SENT_TO.match(c.text)
         to = m.group(1) if m else str(c.args.get("to", ""))
         # Recipients compare by label when known: a name can change after a leave.
-        results.setdefault((c.session, view.label_for_name(to) or view.label_of.get(to) or to.lower(), c.body), []).append(c)
+        results.setdefault((_send_sender(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(), c.body), []).append(c)
     rows: dict[tuple, list[dict]] = {}
     for r in view.db["messages"]:
         if not r["via_broadcast"]:

@@ -105,7 +105,7 @@ class HarnessContext:
     startup: Optional[tuple[str, Optional[str]]] = None   # ("-s", session_id) | ("-c", None) | None
     directory_sessions: list[dict[str, Any]] = field(default_factory=list)  # for -c: {id, parent_id, updated_ms}
     rehost_grace_ms: Optional[int] = None
-    overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)  # "store", "poller", "runtime" factories (tests)
+    overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)  # "store", "poller", "runtime", "harness" factories (tests)
     names_by_label: dict[str, str] = field(default_factory=dict)  # label -> session id for EVERY session in the run
     # restart `into`: labels in `sessions` that were the dead daemon's (open tabs it re-hosts under grace)
     rehosted: list[str] = field(default_factory=list)

@@ -53,8 +53,45 @@ def _rate_cap(view: RunView) -> Witness:
     for (_, _, label), ws in wakes_by_incarnation(view).items():
         for k in range(len(ws) - MAX_WAKES_PER_HOUR + 1):
             window = ws[k:k + MAX_WAKES_PER_HOUR]
-            if window[-1]["t"] - window[0]["t"] < HOUR_MS and not _reads_between(view, label, window[0]["i"], window[-1]["i"]):
+            if window[-1]["t"] - window[0]["t"] >= HOUR_MS:
+                continue
+            if not _reads_between(view, label, window[0]["i"], window[-1]["i"]):
                 return [window[0], window[-1]]
+            held = _cap_held(view, label, ws, k, MAX_WAKES_PER_HOUR)
+            if held:
+                return held
+    return None
+
+
+def _idle_at(view: RunView, proc: str, label: str, i: int) -> bool:
+    """The session's last recorded status in `proc` before position i is idle and not
+    compacting (no status event yet: a tab the harness counts idle)."""
+    last = None
+    for e in view.of("status", session=label, proc=proc):
+        if e["i"] < i:
+            last = e
+    return last is None or (last["data"].get("status") == "idle" and not last["data"].get("compacting"))
+
+
+def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Witness:
+    """The cap visibly held a wake back from a session that reads every wake (ping-pong):
+    after its 6 wakes in an hour, a poll of the same incarnation found it idle with mail
+    newer than its last non-empty read, and no wake followed until the hour ran out."""
+    window = ws[k:k + cap]
+    held_until = window[0]["t"] + HOUR_MS
+    if len(ws) > k + cap and ws[k + cap]["t"] < held_until:
+        return None  # not held: the cap let a seventh through (P2's business)
+    inc = view.inc_of(window[-1])
+    proc = window[-1].get("proc")
+    reads = [c.i for c in view.calls_of("read", label, ok=True) if "BEGIN UNTRUSTED" in c.text]
+    for p in view.of("poll", proc=proc):
+        if p["i"] <= window[-1]["i"] or p["t"] >= held_until:
+            continue
+        if view.inc_of(p) is not inc or label not in (p["data"].get("hosted") or []):
+            continue
+        since = max([window[-1]["i"]] + [r for r in reads if r < p["i"]])
+        if view.new_mail(label, since, p["i"]) and _idle_at(view, proc, label, p["i"]):
+            return [window[0], window[-1], p]
     return None
 
 

@@ -180,6 +180,7 @@ class SendArgs(_Strict):
     to: Optional[str] = Field(None, description="Label of the recipient session.")
     to_raw: Optional[str] = Field(None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
     body: Optional[str] = Field(None, description="The message body; faker writes one from the seed when omitted.")
+    claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed (a spoofing attempt); `{label}` expands to that session's name at the step's time.")
 
     @model_validator(mode="after")
     def _one_recipient(self) -> "SendArgs":
@@ -334,7 +335,7 @@ class Expectation(_Strict):
     at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration)] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
     wakes: Optional[dict[str, Any]] = Field(None, description="Wake prompts a session received by then: {session, count | min | max}.")
     roster: Optional[dict[str, Any]] = Field(None, description="chat_list as seen by a session: {session, contains | not_contains | active: [labels] | stale: [labels]}.")
-    hook_line: Optional[dict[str, Any]] = Field(None, description="The last hook line a Claude Code/Cursor session printed: {session, contains | equals | absent: true}.")
+    hook_line: Optional[dict[str, Any]] = Field(None, description="The last hook line a Claude Code/Cursor session printed: {session, hook: Stop|stop (default: the identity hooks), contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead.")
     registered: Optional[dict[str, Any]] = Field(None, description="Directory state: {session, is: true|false, name_kept: true (same name as first minted)}.")
     unread: Optional[dict[str, Any]] = Field(None, description="Unread mail count: {session, count | min | max}.")
 

@@ -84,3 +84,42 @@ def test_unread_at_end_and_at_a_time(h, db):
                 {"at": "55s", "unread": {"session": "bob", "count": 1}}, {"unread": {"session": "bob", "max": 0}}], h, db)
     assert [v.status for v in vs] == ["pass", "pass", "pass", "fail"]
     assert vs[3].witness and "db_row" in vs[3].witness[0]
+
+
+@pytest.mark.rules("R9")
+def test_step_reply_expectations_are_judged(h, db):
+    """R9: a step's `expect:` is checked against its recorded tool-result (`step#<i>`),
+    with `{label}` expanded; a step that left no reply fails instead of passing."""
+    h.call(130_000, "h1", "alice", "send", {"to": "x"}, False, 'No registered session named "x". Use chat_list to see who is available.', step=0)
+    h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=1)
+    steps = [
+        {"at": "130s", "send": {"from": "alice", "to_raw": "x"}, "expect": {"ok": False, "contains": 'named "x"'}},
+        {"at": "140s", "send": {"from": "alice", "to": "bob"}, "expect": {"ok": True, "equals": "Message sent to {bob} (active)."}},
+        {"at": "141s", "send": {"from": "alice", "to": "bob"}, "expect": {"ok": True, "contains": "{bob}"}},
+        {"at": "142s", "send": {"from": "alice", "to": "bob"}},
+    ]
+    spec = make_spec(steps=steps)
+    vs = [v for v in check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO)) if v.check.startswith("step#")]
+    assert [(v.check, v.status) for v in vs] == [("step#0", "pass"), ("step#1", "pass"), ("step#2", "fail")]
+    assert "no reply recorded" in vs[2].message
+    spec = make_spec(steps=[{**steps[1], "expect": {"ok": False}}])
+    h2 = H(); base_world(h2)
+    h2.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=0)
+    (v,) = [v for v in check_expectations(spec, RunView(spec, h2.done(), db, RUN_INFO)) if v.check.startswith("step#")]
+    assert v.status == "fail" and "ok=True" in v.message
+
+
+@pytest.mark.rules("R20")
+def test_wakes_text_of_the_last_wake(db):
+    """R20: `wakes: {contains | not_contains}` looks in the text of the last wake by then
+    ({label} expanded), so a scenario can pin the deduplicated senders and the count."""
+    h = H(); base_world(h)
+    h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
+    h.ev(30_000, "wake", "h1", "bob", senders=[N_ALICE], count=2, hosted=True,
+         text=f"[thatch chat] You have 2 unread chat messages from {N_ALICE}. Call thatch_chat_read to read them.")
+    vs = judge([{"wakes": {"session": "bob", "count": 1, "contains": "2 unread chat messages from {alice}."}},
+                {"wakes": {"session": "bob", "not_contains": "{alice}, {alice}"}},
+                {"wakes": {"session": "bob", "contains": "3 unread"}},
+                {"at": "10s", "wakes": {"session": "bob", "contains": "unread"}}], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "fail", "fail"]
+    assert "lacks '3 unread'" in vs[2].message and "no wake" in vs[3].message

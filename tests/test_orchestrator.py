@@ -154,6 +154,7 @@ def test_progress_callback_reports_virtual_time(tmp_path):
     run_scenario(scenario(duration="30m"), run_dir=tmp_path, overrides=TINY, check=False,
                  progress=lambda now, total: seen.append((now, total)))
     assert seen and all(total == 31 * 60_000 for _, total in seen)
+    assert seen[-1] == (31 * 60_000, 31 * 60_000)  # the last report is the end
     assert [now for now, _ in seen] == sorted(now for now, _ in seen)
 
 

@@ -139,3 +139,25 @@ def test_claim_not_reached(claim, db):
     WORLDS[claim][0](h, False)
     v = verdict_for(claim, h, db)
     assert v.status == "not-reached" and claim in v.message
+
+
+def _pingpong_cap(h, held):
+    """bob reads every wake (ping-pong); after 6 wakes alice's next reply waits for the hour."""
+    for k in range(6):
+        h.wake(30_000 + k * 40_000, "h1", "bob")
+        h.read(35_000 + k * 40_000, "h1", "bob", [(N_ALICE, 20_000 + k * 40_000, f"m{k}")])
+    h.send(300_000, "h1", "alice", N_BOB, "m6")
+    h.poll(330_000, "h1", ["alice", "bob"])
+    if not held:
+        h.wake(330_000, "h1", "bob")  # a seventh wake inside the hour: the cap did not hold
+
+
+@pytest.mark.rules("R22")
+@pytest.mark.parametrize("held", [True, False])
+def test_rate_cap_reached_by_a_reader_whose_next_mail_is_held(held, db):
+    """R22: a recipient that reads every wake (ping-pong) reaches the cap when, after 6 wakes
+    within an hour, an idle poll finds newer unread mail and no wake comes until the hour ends."""
+    h = H(); base_world(h)
+    _pingpong_cap(h, held)
+    v = verdict_for("rate-cap", h, db)
+    assert v.status == ("pass" if held else "not-reached")

@@ -310,7 +310,23 @@ class Harness:
         label = self._sender(label, args)
         body = args.get("body")
         call = {"to": self.recipient(args), "body": body if body is not None else self.fake_body()}
+        if args.get("as") is not None:
+            # A claimed `as` other than the hook's name (an MCP spoofing attempt, R32).
+            call["as"] = self.expand_claim(str(args["as"]))
         return self._result(self.tool(label, "send", call, step=self._step))
+
+    def expand_claim(self, text: str) -> str:
+        """`{label}` -> that session's assigned name now (left as is when unknown)."""
+        import re
+
+        def name(m):
+            label = m.group(1)
+            sid = (self.ctx.names_by_label or {}).get(label) or (
+                self.sessions[label].session_id if label in self.sessions else None)
+            found = self.lookup_name(sid) if sid else None
+            return found or m.group(0)
+
+        return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", name, text)
 
     def act_broadcast(self, label, args):
         label = self._sender(label, args)
