@@ -227,9 +227,14 @@ def p6_names(view: RunView) -> Verdict:
     return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued")
 
 
+# R7/R26: the hourly prune removes tombstones older than 7 days, after which
+# a session may auto-register again (under a fresh name, which P6 checks).
+TOMBSTONE_TTL_MS = 7 * 86_400_000
+
+
 @prop("P7", "tombstones", rules=("R7", "R17"))
 def p7_tombstones(view: RunView) -> Verdict:
-    """After an ok leave (unregister, session.deleted, greenlit exit) of a session, no later sample or registration shows it registered until its own ok explicit chat_register."""
+    """After an ok leave (unregister, session.deleted, greenlit exit) of a session, no later sample or registration shows it registered until its own ok explicit chat_register, or until its tombstone aged out (more than 7 days after the leave)."""
     leaves = view.leaves()
     if not leaves:
         return skipped(p7_tombstones, "no session left the directory")
@@ -238,7 +243,8 @@ def p7_tombstones(view: RunView) -> Verdict:
         back = next((e["i"] for e in view.explicit_registers(label) if e["i"] > leave["i"]), None)
         for e, lab, name in view.name_observations():
             if lab == label and name and e["i"] > leave["i"] and (back is None or e["i"] < back) \
-                    and not (leave["kind"] == "leave" and e["t"] == leave["t"]):
+                    and not (leave["kind"] == "leave" and e["t"] == leave["t"]) \
+                    and e["t"] - leave["t"] <= TOMBSTONE_TTL_MS:
                 if e["kind"] == "registered" and e["data"].get("how") == "explicit":
                     continue
                 wit = [leave, _sample_row(e, label) if e["kind"] == "sample" else e]

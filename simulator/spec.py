@@ -117,6 +117,7 @@ class Agent(_Strict):
     busy: list[Window] = Field(default_factory=list, description="Windows when the session is busy with other work (no wake can land).")
     compacting: list[Window] = Field(default_factory=list, description="Windows when the session is compacting its context (no wake can land).")
     reply_limit: Optional[int] = Field(None, ge=0, description="ping-pong only: stop replying after this many replies (default: never stops).")
+    aborted: list[Window] = Field(default_factory=list, description="Windows in which a turn that ends is aborted by the user (Cursor's stop hook sees status aborted: no follow-up).")
 
 
 class Session(_Strict):

@@ -414,7 +414,11 @@ class Harness:
             self.turn_started(label)
         self.emit("turn-start", label, cause=cause)
         self.agents[label].on_turn(cause, self.agent_tools(label))
-        self.later(self.t + self.agents[label].turn_ms, OP_TURN_END, label, cause=cause, **end_args)
+        end = self.t + self.agents[label].turn_ms
+        spec_agent = getattr(self.sessions[label].spec, "agent", None)
+        if any(w.start <= end < w.until for w in getattr(spec_agent, "aborted", None) or ()):
+            end_args = {**end_args, "status": "aborted"}  # the user stops the turn (R36)
+        self.later(end, OP_TURN_END, label, cause=cause, **end_args)
 
     def turn_started(self, label: str) -> None:
         """The session went busy for a turn (opencode reports the status)."""
