@@ -151,6 +151,11 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
         first = (view.names_of(label) or [None])[0]
         if name is None or first is None or name.lower() != first.lower():
             return f"{label}'s name at {at} is {name}, first minted {first}", wit
+    if arg.get("name_kept") is False:
+        # A fresh name: registered under a name other than the first one minted (R2, R6).
+        first = (view.names_of(label) or [None])[0]
+        if name is None or first is None or name.lower() == first.lower():
+            return f"{label}'s name at {at} is {name}, want a fresh name (first minted {first})", wit
     return None, wit
 
 

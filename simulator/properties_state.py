@@ -120,6 +120,23 @@ def _pruned_ids(view: RunView) -> set[str]:
     return {r["session_id"] for r in view.db["pruned"]}
 
 
+def _ever_pruned(view: RunView) -> set[str]:
+    """Labels that vanished from the directory without a leave or a fork (pruned,
+    R26). A pruned session that registers again drops out of chat_pruned, but
+    its unread mail may have been swept in between."""
+    out: set[str] = set()
+    last: dict[str, dict] = {}
+    for s in view.of("sample"):
+        for label, row in (s["data"].get("sessions") or {}).items():
+            if row.get("registered"):
+                last[label] = s
+            elif label in last:
+                prev = last.pop(label)
+                if not any(prev["i"] < x["i"] < s["i"] for x in list(view.leaves(label)) + view.of("fork", session=label)):
+                    out.add(label)
+    return out
+
+
 def _read_crashes(view: RunView) -> list[dict]:
     return [c for c in view.of("crash") if c["data"].get("point") == "read-stamp"]
 
@@ -156,7 +173,7 @@ def p5_no_loss(view: RunView) -> Verdict:
             return verdict(p5_no_loss, "fail", f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} stored {len(got)} times",
                            [w for c in calls[:3] for w in c.witness()] + [{"db_row": r} for r in got[:3]])
         if len(got) < len(calls):
-            if any(sid in pruned for sid in view.ids.get(key[1], ())):
+            if any(sid in pruned for sid in view.ids.get(key[1], ())) or key[1] in _ever_pruned(view):
                 continue
             return verdict(p5_no_loss, "fail", f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} but {len(got)} row(s) in the db",
                            [w for c in calls[:4] for w in c.witness()])

@@ -337,7 +337,7 @@ class Expectation(_Strict):
     wakes: Optional[dict[str, Any]] = Field(None, description="Wake prompts a session received by then: {session, count | min | max}.")
     roster: Optional[dict[str, Any]] = Field(None, description="chat_list as seen by a session: {session, contains | not_contains | active: [labels] | stale: [labels]}.")
     hook_line: Optional[dict[str, Any]] = Field(None, description="The last hook line a Claude Code/Cursor session printed: {session, hook: Stop|stop (default: the identity hooks), contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead.")
-    registered: Optional[dict[str, Any]] = Field(None, description="Directory state: {session, is: true|false, name_kept: true (same name as first minted)}.")
+    registered: Optional[dict[str, Any]] = Field(None, description="Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a fresh name)}.")
     unread: Optional[dict[str, Any]] = Field(None, description="Unread mail count: {session, count | min | max}.")
 
     @model_validator(mode="after")

@@ -76,3 +76,30 @@ def test_p7_allows_rejoin_after_the_tombstone_aged_out(db):
 
     assert run(60_000 + 7 * DAY + 3_600_000) == "pass"
     assert run(60_000 + 6 * DAY) == "fail"
+
+
+@pytest.mark.rules("R26")
+def test_p5_excuses_mail_lost_by_a_recipient_pruned_before_it_came_back(tmp_path):
+    """R26: bob was pruned (registered, then gone with no leave) and later came back:
+    his chat_pruned row is gone, but the sweep in between may have taken his mail."""
+    db = make_db(tmp_path / "p.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, "ri-ver-00001", "opencode", 0)))
+    h = H(); base_world(h)
+    h.send(10_000, "h1", "alice", N_BOB, "swept")
+    h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, True, 0)})
+    h.sample(50_000, {"alice": (N_ALICE, False, 49_000), "bob": (None, False, 0)})
+    h.sample(80_000, {"alice": (N_ALICE, False, 79_000), "bob": ("ri-ver-00001", False, 79_000)})
+    assert p5_no_loss(RunView(make_spec(), h.done(), db, RUN_INFO)).status == "pass"
+    h2 = H(); base_world(h2)
+    h2.send(10_000, "h1", "alice", N_BOB, "lost")
+    h2.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
+    assert p5_no_loss(RunView(make_spec(), h2.done(), db, RUN_INFO)).status == "fail"
+
+
+@pytest.mark.rules("R2", "R6")
+def test_registered_name_kept_false_wants_a_fresh_name(db):
+    """R2, R6: name_kept: false passes only when the label now goes by a name other than its first."""
+    h = H(); base_world(h)
+    spec = make_spec(expect=[{"registered": {"session": "bob", "name_kept": False}},
+                             {"registered": {"session": "bob", "name_kept": True}}])
+    vs = check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))
+    assert [v.status for v in vs] == ["fail", "pass"]

@@ -12,7 +12,8 @@ out when its grace ends and goes stale.
 The file (``state_dir/chat-hosted.json``) is
 ``{"version": 1, "sessions": {id: {"last_activity_ms", "rehost_until_ms"}}}``,
 written atomically (temp file + ``os.replace``) on every change, so a
-SIGKILL never leaves half a file (D-runtime-15).
+SIGKILL never leaves half a file (D-runtime-15); a persist that would rewrite
+the same bytes over the file this set last wrote is skipped.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class HostedSet:
         self._log = log
         self._lock = threading.RLock()
         self._hosted: dict[str, Hosted] = {}
+        # What this set last wrote, and the file's identity right after: a
+        # persist that would write the same bytes over our own untouched
+        # file is skipped (every host event persists; most change nothing).
+        self._written: tuple[str, tuple] | None = None
 
     def touch(self, session_id: str, now_ms: int) -> None:
         """Activity: host the session; a re-hosted one graduates to permanent."""
@@ -135,10 +140,25 @@ class HostedSet:
                     for sid, h in sorted(self._hosted.items())
                 },
             }
+            text = json.dumps(data, indent=1)
+            if self._written is not None and self._written[0] == text and self._written[1] is not None \
+                    and self._file_id() == self._written[1]:
+                return  # the file already holds exactly this, written by us
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+                tmp.write_text(text, encoding="utf-8")
                 os.replace(tmp, self.path)  # a SIGKILL never leaves half a file
             except OSError as err:
+                self._written = None
                 self._log(f"[thatch] chat cannot persist the hosted set: {err!r}")
+                return
+            self._written = (text, self._file_id())
+
+    def _file_id(self) -> tuple | None:
+        """The state file's identity (a replace by anyone makes a new inode)."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
