@@ -3,7 +3,8 @@
 Each `Expectation` (simulator.spec) is judged over the history up to its
 time `at` (inclusive) and, for `at: end`, the final database. `{label}` in an
 expected text expands to that session's assigned name (from samples and
-registered events). The verdict check id is `expect#<index>`.
+registered events). The verdict check id is `expect#<index>`. A body key
+the kind does not read fails the verdict (the loader refuses it earlier).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Optional
 
 from simulator.checkview import RunView, brief
 from simulator.result import Verdict
-from simulator.spec import format_duration
+from simulator.spec import expectation_body_problems, format_duration
 
 
 PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
@@ -57,6 +58,32 @@ def _wakes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
             if (needle in text) == negate:
                 return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
     return None, ws[-4:]
+
+
+def _echoes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
+    """The `[chat]` bubbles a session's transcript received by then (D-props-E3):
+    `contains` selects the echoes holding it (at least one unless count / min /
+    max bound how many), `not_contains` must be in none of them."""
+    label = arg["session"]
+    echoes = _upto(view, at, view.of("echo", session=label))
+    text = lambda e: str(e["data"].get("text") or "")  # noqa: E731
+    hits = echoes
+    what = "echoes"
+    if "contains" in arg:
+        needle = view.expand(arg["contains"])
+        hits = [e for e in echoes if needle in text(e)]
+        what = f"echoes containing {needle!r}"
+    want = _bounds(arg, len(hits))
+    if want is None and "contains" in arg and not any(k in arg for k in ("count", "min", "max")) and not hits:
+        want = "at least 1"
+    if want:
+        return f"{label} got {len(hits)} {what} by {at}, want {want}", (hits or echoes)[-4:]
+    if "not_contains" in arg:
+        needle = view.expand(arg["not_contains"])
+        bad = [e for e in echoes if needle in text(e)]
+        if bad:
+            return f"{label} got an echo containing {needle!r} by {at}: {text(bad[0])[:200]!r}", bad[:4]
+    return None, hits[-4:]
 
 
 def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
@@ -114,6 +141,8 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
         return f"hook line {line!r} lacks {view.expand(arg['contains'])!r}", wit
     if "matches" in arg and not re.search(view.expand(arg["matches"]), line):
         return f"hook line {line!r} does not match {arg['matches']!r}", wit
+    if "not_contains" in arg and view.expand(arg["not_contains"]) in line:
+        return f"hook line {line!r} contains {view.expand(arg['not_contains'])!r}", wit
     return None, wit
 
 
@@ -122,6 +151,8 @@ def _line_matches(view: RunView, arg: dict, line: str) -> bool:
     if "equals" in arg and line != view.expand(arg["equals"]):
         return False
     if "contains" in arg and view.expand(arg["contains"]) not in line:
+        return False
+    if "not_contains" in arg and view.expand(arg["not_contains"]) in line:
         return False
     return not ("matches" in arg and not re.search(view.expand(arg["matches"]), line))
 
@@ -184,10 +215,17 @@ def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
     out = []
     for index, exp in enumerate(getattr(spec, "expect", []) or []):
         kind, arg, at = exp.kind, getattr(exp, exp.kind), exp.at
-        title = f"{kind} of {arg.get('session')} at {_when(at)}"
+        title = f"{kind} of {arg.get('session') if isinstance(arg, dict) else arg} at {_when(at)}"
         try:
-            if kind == "wakes":
+            bad = expectation_body_problems(kind, arg)
+            if bad:
+                # Normally refused at load time (validate.py); a scenario built in Python lands here.
+                sub, problem, hint = bad[0]
+                problem, wit = f"{'.'.join([kind, *map(str, sub)])}: {problem} — {hint}", []
+            elif kind == "wakes":
                 problem, wit = _wakes(view, at, arg)
+            elif kind == "echoes":
+                problem, wit = _echoes(view, at, arg)
             elif kind == "roster":
                 problem, wit = _roster(view, at, arg, index)
             elif kind == "hook_line":

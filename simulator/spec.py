@@ -22,13 +22,19 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 # Durations
 # ---------------------------------------------------------------------------
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+# One or more `<number><unit>` parts, units largest first, each at most once
+# (`5m30s`, `2h10m`, `1d2h`, `1m500ms`): the lookahead makes "at least one part".
+_PART = r"\d+(?:\.\d+)?\s*"
+_DURATION = re.compile(
+    rf"^\s*(?=\d)(?:({_PART})d\s*)?(?:({_PART})h\s*)?(?:({_PART})m(?!s)\s*)?(?:({_PART})s\s*)?(?:({_PART})ms\s*)?$"
+)
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-DURATION_HELP = "a number with a unit: 500ms, 90s, 15m, 2h, 7d"
+_PART_UNITS = ("d", "h", "m", "s", "ms")  # the regex's groups, in order
+DURATION_HELP = "a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"
 
 
 def parse_duration(value: Any) -> int:
-    """Milliseconds from `90s`, `15m`, `2h`, `7d`, `500ms` (or a bare integer of ms)."""
+    """Milliseconds from `90s`, `15m`, `2h`, `7d`, `500ms`, a compound `5m30s` (or a bare integer of ms)."""
     # Messages follow the loader's "problem — what to write instead" shape.
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
@@ -39,7 +45,7 @@ def parse_duration(value: Any) -> int:
     if isinstance(value, str):
         match = _DURATION.match(value)
         if match:
-            return int(float(match.group(1)) * _UNIT_MS[match.group(2)])
+            return round(sum(float(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _PART_UNITS) if n is not None))
     raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
 
 
@@ -176,11 +182,71 @@ class ReplyExpectation(_Strict):
     not_contains: Optional[str] = Field(None, description="A substring the reply must NOT contain.")
 
 
+MAX_REPEAT = 1_000_000
+
+
+class RepeatedBody(_Strict):
+    """A long body written compactly: `repeat` written `times` times, between an optional `prefix` and `suffix`."""
+
+    repeat: str = Field(..., min_length=1, description="The text to repeat (at least one character).")
+    times: int = Field(..., ge=0, le=MAX_REPEAT, description=f"How many times to repeat it (0 .. {MAX_REPEAT:_}).")
+    prefix: str = Field("", description="Text before the repeated part (e.g. blanks that the store trims).")
+    suffix: str = Field("", description="Text after the repeated part.")
+
+    def text(self) -> str:
+        return self.prefix + self.repeat * self.times + self.suffix
+
+
+def expand_body(body: Any) -> Any:
+    """A step body as the tool receives it: a `{repeat, times}` mapping (or its
+    model) expanded to the string; anything else unchanged."""
+    if isinstance(body, RepeatedBody):
+        return body.text()
+    if isinstance(body, dict) and "repeat" in body:
+        return RepeatedBody.model_validate(body).text()
+    return body
+
+
+_REPEAT_FORM = "{repeat: TEXT, times: N} (optional prefix, suffix)"
+
+
+def _body(value: Any) -> Any:
+    """A step body: a string, or a mapping checked as a RepeatedBody with one
+    message that names the bad key (a plain union would report both branches)."""
+    if value is None or isinstance(value, (str, RepeatedBody)):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"{value!r} is not a message body — write a string (quote it) or {_REPEAT_FORM}")
+    from pydantic import ValidationError
+
+    try:
+        return RepeatedBody.model_validate(value)
+    except ValidationError as exc:
+        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]  # a typo first: it explains the rest
+        key = ".".join(str(k) for k in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ValueError(f"unknown key `{key}` in a repeated body — write {_REPEAT_FORM}") from None
+        if err["type"] == "missing":
+            raise ValueError(f"a repeated body needs `{key}` — write {_REPEAT_FORM}") from None
+        if key == "times" and err["type"] in ("greater_than_equal", "less_than_equal"):
+            raise ValueError(f"`times: {err.get('input')!r}` is out of range — write a whole number from 0 to {MAX_REPEAT}") from None
+        if key == "repeat" and err["type"] == "string_too_short":
+            raise ValueError("`repeat` is empty — write the text to repeat (at least one character)") from None
+        raise ValueError(f"`{key}: {err.get('input')!r}` is not allowed — write {_REPEAT_FORM}: "
+                         f"strings for repeat, prefix and suffix, a whole number 0 .. {MAX_REPEAT} for times") from None
+
+
+StepBody = Annotated[Optional[Union[str, RepeatedBody]], BeforeValidator(_body)]
+
+BODY_HELP = ("The message body: a string, or {repeat: TEXT, times: N} (optional prefix/suffix) for a long one; "
+             "faker writes one from the seed when omitted.")
+
+
 class SendArgs(_Strict):
     sender: str = Field(..., alias="from", description="Label of the sending session.")
     to: Optional[str] = Field(None, description="Label of the recipient session.")
     to_raw: Optional[str] = Field(None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
-    body: Optional[str] = Field(None, description="The message body; faker writes one from the seed when omitted.")
+    body: StepBody = Field(None, description=BODY_HELP)
     claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed (a spoofing attempt); `{label}` expands to that session's name at the step's time.")
 
     @model_validator(mode="after")
@@ -192,7 +258,7 @@ class SendArgs(_Strict):
 
 class BroadcastArgs(_Strict):
     sender: str = Field(..., alias="from", description="Label of the broadcasting session.")
-    body: Optional[str] = Field(None, description="The message body; faker writes one when omitted.")
+    body: StepBody = Field(None, description=BODY_HELP)
 
 
 class SessionArg(_Strict):
@@ -264,6 +330,12 @@ _ATTR = {"register": "register_", "list": "list_"}
 
 ACTION_KEYS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "prompt", "delete", "exit", "title", "config", "start", "cli_list", "cli_tail")
 FAULT_KEYS = ("kill", "crash", "sleep", "resume", "restart", "fork", "lock")
+# Actions whose reply the harness records (a `tool-result` carrying the step
+# index), so a step `expect:` can be judged; `prompt` too, but only on MCP hosts
+# (claude-code, cursor), where it prints the identity hook line. The rest
+# (delete, exit, title, config, start and every fault) leave no reply.
+REPLY_ACTIONS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "cli_list", "cli_tail")
+HOOK_REPLY_ACTIONS = ("prompt",)
 
 
 class Step(_Strict):
@@ -330,29 +402,101 @@ class Step(_Strict):
 # ---------------------------------------------------------------------------
 
 
+# The keys each point-expectation kind reads (simulator/expectations.py), with
+# the type of each value; validate.py refuses any other key at load time and
+# expectations.py refuses it again for scenarios built in Python.
+_BOUNDS = {"count": "count", "min": "count", "max": "count"}
+_TEXT = {"contains": "text", "not_contains": "text"}
+EXPECTATION_KEYS: dict[str, dict[str, str]] = {
+    "wakes": {"session": "label", **_BOUNDS, **_TEXT},
+    "echoes": {"session": "label", **_BOUNDS, **_TEXT},
+    "roster": {"session": "label", **_TEXT, "active": "labels", "stale": "labels"},
+    "hook_line": {"session": "label", "hook": "text", **_TEXT, "equals": "text", "matches": "text", "absent": "bool", **_BOUNDS},
+    "registered": {"session": "label", "is": "bool", "name_kept": "bool"},
+    "unread": {"session": "label", **_BOUNDS},
+}
+EXPECTATION_KINDS = tuple(EXPECTATION_KEYS)
+
+_KEY_SCHEMA = {
+    "label": {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9_-]*$"},
+    "labels": {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9_-]*$"}},
+    "count": {"type": "integer", "minimum": 0},
+    "text": {"type": "string"},
+    "bool": {"type": "boolean"},
+}
+
+
+_TYPE_HINT = {"label": "a session label", "labels": "a list of session labels", "count": "a whole number, 0 or more",
+              "text": "a string (quote it)", "bool": "true or false"}
+
+
+def expectation_body_problems(kind: str, body: Any) -> list[tuple[tuple, str, str]]:
+    """(key path inside the body, problem, what to write instead) for each key a
+    `kind` expectation does not read and each value of the wrong type."""
+    import difflib
+
+    keys = EXPECTATION_KEYS[kind]
+    if not isinstance(body, dict):
+        return [((), f"expected a mapping, got {body!r}", f"write {{{', '.join(keys)}}}")]
+    out = []
+    for key, value in body.items():
+        if key not in keys:
+            close = difflib.get_close_matches(str(key), list(keys), n=1, cutoff=0.6)
+            hint = f"did you mean `{close[0]}`?" if close else f"a `{kind}` expectation takes: {', '.join(keys)}"
+            out.append(((key,), f"unknown key `{key}` in a `{kind}` expectation", hint))
+            continue
+        want = keys[key]
+        ok = {"label": isinstance(value, str), "text": isinstance(value, str), "bool": isinstance(value, bool),
+              "count": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+              "labels": isinstance(value, list) and all(isinstance(v, str) for v in value)}[want]
+        if not ok:
+            out.append(((key,), f"{value!r} is not allowed here", f"write {_TYPE_HINT[want]}"))
+    return out
+
+
+_WAKES_DESC = ("Wake prompts a session received by then: {session, count | min | max, contains | not_contains}; "
+               "contains / not_contains look in the text of the last wake.")
+_ECHOES_DESC = ("The `[chat]` echo bubbles in a session's transcript by then: {session, count | min | max, contains | not_contains}; "
+                "contains selects the echoes whose text contains it (at least one, or count | min | max of them), "
+                "not_contains: no echo contains it.")
+_ROSTER_DESC = "chat_list as seen by a session: {session, active: [labels], stale: [labels], contains | not_contains}."
+_HOOK_LINE_DESC = ("The last hook line a Claude Code/Cursor session printed: {session, hook: Stop|stop (default: the identity hooks), "
+                   "contains | not_contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead.")
+_REGISTERED_DESC = "Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a fresh name)}."
+_UNREAD_DESC = "Unread mail count: {session, count | min | max}."
+
+
+def _body_type(kind: str) -> Any:
+    """A dict-typed expectation body whose schema lists exactly the keys it takes (editors complete them)."""
+    schema = {"type": "object", "required": ["session"], "additionalProperties": False,
+              "properties": {key: dict(_KEY_SCHEMA[t]) for key, t in EXPECTATION_KEYS[kind].items()}}
+    return Optional[Annotated[dict[str, Any], WithJsonSchema(schema)]]
+
+
 class Expectation(_Strict):
     """A point expectation checked against the history (and database) at a virtual time."""
 
     at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration)] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
-    wakes: Optional[dict[str, Any]] = Field(None, description="Wake prompts a session received by then: {session, count | min | max}.")
-    roster: Optional[dict[str, Any]] = Field(None, description="chat_list as seen by a session: {session, contains | not_contains | active: [labels] | stale: [labels]}.")
-    hook_line: Optional[dict[str, Any]] = Field(None, description="The last hook line a Claude Code/Cursor session printed: {session, hook: Stop|stop (default: the identity hooks), contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead.")
-    registered: Optional[dict[str, Any]] = Field(None, description="Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a fresh name)}.")
-    unread: Optional[dict[str, Any]] = Field(None, description="Unread mail count: {session, count | min | max}.")
+    wakes: _body_type("wakes") = Field(None, description=_WAKES_DESC)
+    echoes: _body_type("echoes") = Field(None, description=_ECHOES_DESC)
+    roster: _body_type("roster") = Field(None, description=_ROSTER_DESC)
+    hook_line: _body_type("hook_line") = Field(None, description=_HOOK_LINE_DESC)
+    registered: _body_type("registered") = Field(None, description=_REGISTERED_DESC)
+    unread: _body_type("unread") = Field(None, description=_UNREAD_DESC)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "Expectation":
-        kinds = [k for k in ("wakes", "roster", "hook_line", "registered", "unread") if getattr(self, k) is not None]
+        kinds = [k for k in EXPECTATION_KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise ValueError(
                 "an expectation needs exactly one kind, found " + (", ".join(kinds) if kinds else "none")
-                + " — write one of: wakes, roster, hook_line, registered, unread (one expectation per list item)"
+                + f" — write one of: {', '.join(EXPECTATION_KINDS)} (one expectation per list item)"
             )
         return self
 
     @property
     def kind(self) -> str:
-        return next(k for k in ("wakes", "roster", "hook_line", "registered", "unread") if getattr(self, k) is not None)
+        return next(k for k in EXPECTATION_KINDS if getattr(self, k) is not None)
 
 
 Reach = Literal[

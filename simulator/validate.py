@@ -15,13 +15,16 @@ from __future__ import annotations
 import difflib
 from typing import Any, Optional
 
-from simulator.loader import CrossReferenceError, KeyPath, LoadedScenario, Positions, ScenarioError
-from simulator.spec import Scenario, Step, format_duration
+from simulator.loader import (
+    BadValueError, CrossReferenceError, KeyPath, LoadedScenario, Positions, ScenarioError, UnknownKeyError,
+)
+from simulator.spec import HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration
 
 # Argument fields (YAML keys) that name a session or a process, per step action.
 SESSION_KEYS = ("session", "from", "to")
 PROCESS_KEYS = ("process", "into")
 CRASHABLE_KINDS = ("opencode", "cursor")
+HOOK_KINDS = ("claude-code", "cursor")  # hosts whose `prompt` prints a hook line (a step reply)
 
 
 class _Checker:
@@ -31,9 +34,9 @@ class _Checker:
         self.procs = {p.id: p for p in spec.processes}
         self.session_proc = spec.session_labels()
 
-    def error(self, path: KeyPath, problem: str, hint: str) -> None:
+    def error(self, path: KeyPath, problem: str, hint: str, cls: type[ScenarioError] = CrossReferenceError) -> None:
         line = self.positions.line_of(path)[0] if self.positions else None
-        self.errors.append(CrossReferenceError(problem, file=self.file, line=line, key_path=path, hint=hint))
+        self.errors.append(cls(problem, file=self.file, line=line, key_path=path, hint=hint))
 
     def _suggest(self, label: str, defined: list[str], what: str) -> str:
         close = difflib.get_close_matches(label, defined, n=1, cutoff=0.6)
@@ -99,6 +102,8 @@ class _Checker:
                     self.error(base + ("name",), f"duplicate step name `{step.name}` (also steps[{names[step.name]}])", "give every named step its own name")
                 names.setdefault(step.name, i)
             self.step_refs(base, step)
+            if step.expect is not None:
+                self.step_expect(base, step)
 
     def step_refs(self, base: KeyPath, step: Step) -> None:
         action, args = step.action, step.args
@@ -127,6 +132,28 @@ class _Checker:
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
                            "crash points run inside opencode or cursor processes: use `kill` for a claude-code host")
 
+    def step_expect(self, base: KeyPath, step: Step) -> None:
+        """A step `expect:` needs a reply to judge: a tool result, or the hook
+        line a prompt prints on an MCP host. Anything else would fail every run
+        with "no reply recorded", so it is refused here instead."""
+        action = step.action
+        if action in REPLY_ACTIONS:
+            return
+        if action in HOOK_REPLY_ACTIONS:
+            proc = self.procs.get(self.session_proc.get(step.args.session, ""))
+            if proc is None or proc.kind in HOOK_KINDS:
+                return  # an undefined session is reported on its own
+            self.error(base + ("expect",), f"`expect:` on a prompt to `{step.args.session}`, a session of an opencode process, "
+                       "which prints no hook line to check",
+                       "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
+                       "`registered: {session: ...}`), or prompt a claude-code or cursor session")
+            return
+        what = f"a `{action}` fault" if step.is_fault else f"a `{action}` step"
+        self.error(base + ("expect",), f"`expect:` on {what}, which produces no reply to check",
+                   "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
+                   f"`registered: {{session: ...}}`); only {', '.join(REPLY_ACTIONS)} steps and prompts "
+                   "on claude-code or cursor sessions have a reply")
+
     def never_started(self, path: KeyPath, label: str, action: str) -> None:
         proc = self.procs.get(label)
         if proc is None:
@@ -145,12 +172,18 @@ class _Checker:
             kind = exp.kind
             body = getattr(exp, kind) or {}
             path: KeyPath = ("expect", i, kind)
+            # The bodies are free-form dicts in the model: their keys and value types are checked here.
+            for sub, problem, hint in expectation_body_problems(kind, body):
+                self.error(path + sub, problem, hint, UnknownKeyError if problem.startswith("unknown key") else BadValueError)
+            if not isinstance(body, dict):
+                continue
             if "session" not in body:
                 self.error(path, f"the `{kind}` expectation names no session", f"add `session: <label>` under `{kind}`")
             else:
                 self.session_ref(path + ("session",), body["session"])
             for key in ("active", "stale"):
-                for j, label in enumerate(body.get(key) or []):
+                labels = body.get(key)
+                for j, label in enumerate(labels if isinstance(labels, list) else []):
                     self.session_ref(path + (key, j), label)
 
 

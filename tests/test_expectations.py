@@ -3,6 +3,8 @@ with `{label}` expanded to the session's assigned name."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from historykit import ALICE, BOB, N_ALICE, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
@@ -123,3 +125,64 @@ def test_wakes_text_of_the_last_wake(db):
                 {"at": "10s", "wakes": {"session": "bob", "contains": "unread"}}], h, db)
     assert [v.status for v in vs] == ["pass", "pass", "fail", "fail"]
     assert "lacks '3 unread'" in vs[2].message and "no wake" in vs[3].message
+
+
+@pytest.mark.rules("R27")
+def test_echoes_count_select_and_exclude(db):
+    """R27: `echoes` counts a session's `[chat]` bubbles by a time; `contains` selects the bubbles holding
+    the text (at least one, or count/min/max of them), `not_contains` must be in none; {label} expanded."""
+    h = H(); base_world(h)
+    h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
+    h.ev(30_000, "echo", "h1", "alice", text=f"[chat] registered as {N_ALICE}")
+    h.ev(40_000, "echo", "h1", "alice", text=f"[chat] -> {N_BOB}: hello")
+    h.ev(90_000, "echo", "h1", "alice", text="[chat] broadcast to 1 session: bye")
+    vs = judge([
+        {"at": "40s", "echoes": {"session": "alice", "count": 2}},                           # 0 pass
+        {"echoes": {"session": "alice", "min": 3, "max": 3}},                                # 1 pass
+        {"echoes": {"session": "alice", "contains": "-> {bob}: hello"}},                     # 2 pass
+        {"echoes": {"session": "alice", "contains": "[chat]", "count": 3}},                  # 3 pass
+        {"at": "1m", "echoes": {"session": "alice", "contains": "broadcast"}},               # 4 fail: not yet
+        {"echoes": {"session": "alice", "not_contains": "registered as {alice}"}},           # 5 fail
+        {"echoes": {"session": "bob", "count": 0, "not_contains": "[chat]"}},                # 6 pass
+        {"echoes": {"session": "alice", "max": 1}},                                          # 7 fail
+    ], h, db)
+    assert [v.status for v in vs] == ["pass", "pass", "pass", "pass", "fail", "fail", "pass", "fail"]
+    assert vs[4].message == "alice got 0 echoes containing 'broadcast' by 1m, want at least 1"
+    assert vs[5].message.startswith(f"alice got an echo containing 'registered as {N_ALICE}' by end: ")
+    assert vs[5].witness[0]["kind"] == "echo"
+    assert vs[7].message == "alice got 3 echoes by end, want at most 1"
+
+
+def test_unknown_expectation_key_fails_the_verdict(h, db):
+    """A scenario built in Python skips the loader: an unknown key still fails its verdict, never passes silently."""
+    vs = judge([{"wakes": {"session": "bob", "cuont": 1}}, {"unread": {"session": "bob", "count": "one"}}], h, db)
+    assert [(v.status, v.message) for v in vs] == [
+        ("fail", "wakes.cuont: unknown key `cuont` in a `wakes` expectation — did you mean `count`?"),
+        ("fail", "unread.count: 'one' is not allowed here — write a whole number, 0 or more"),
+    ]
+
+
+@pytest.mark.rules("R31")
+def test_hook_line_not_contains(h, db):
+    """R31: `hook_line: {not_contains}` on the last identity line, and as a filter in the counting form."""
+    vs = judge([{"hook_line": {"session": "bob", "not_contains": "left the directory"}},
+                {"hook_line": {"session": "bob", "not_contains": "{bob}"}},
+                {"hook_line": {"session": "bob", "not_contains": "{bob}", "count": 0}}], h, db)
+    assert [v.status for v in vs] == ["pass", "fail", "pass"]
+
+
+def test_every_dict_expectation_documents_the_keys_it_reads():
+    """Each dict-typed expectation's field description names every key expectations.py reads."""
+    from simulator.spec import EXPECTATION_KEYS, Expectation
+
+    for kind, keys in EXPECTATION_KEYS.items():
+        desc = Expectation.model_fields[kind].description
+        missing = [k for k in keys if not re.search(rf"\b{k}\b", desc)]
+        assert missing == [], f"{kind}: description lacks {missing}"
+    # and the key table covers every key the judges read (`arg["k"]`, `arg.get("k")`, `"k" in arg`)
+    import simulator.expectations as judges
+
+    source = open(judges.__file__, encoding="utf-8").read()
+    read = set(re.findall(r"""arg\[["'](\w+)["']\]|arg\.get\(["'](\w+)""", source))
+    read = {a or b for a, b in read} | set(re.findall(r'"(\w+)" in arg\b', source))
+    assert read - set().union(*EXPECTATION_KEYS.values()) == set()

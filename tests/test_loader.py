@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from simulator.loader import (
     ScenarioSyntaxError, UnknownKeyError, format_key_path, load_file, parse_scenario,
 )
 from simulator.schema import SCHEMA_PATH, schema_text
+from simulator.spec import RepeatedBody, expand_body, parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 INVALID = Path(__file__).resolve().parent / "invalid_scenarios"
@@ -24,7 +26,7 @@ CASES = [
      "properties, reaches, processes, steps, expect"),
     ("typo_key.yaml", 6, UnknownKeyError, "processes[0].sesions: unknown key `sesions` — did you mean `sessions`?"),
     ("bad_duration.yaml", 3, BadValueError,
-     "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d"),
+     "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"),
     ("undefined_session.yaml", 11, CrossReferenceError,
      "steps[0].send.to: undefined session `carol` — write one of the defined sessions: alice, bob"),
     ("undefined_process.yaml", 11, CrossReferenceError,
@@ -48,7 +50,15 @@ CASES = [
      "quote values that contain `: ` or start with a special character"),
     ("missing_field.yaml", 2, MissingFieldError,
      "duration: missing required field `duration` — add `duration:`, length of the scripted phase "
-     "(a number with a unit: 500ms, 90s, 15m, 2h, 7d)"),
+     "(a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h)"),
+    ("expect_on_fault.yaml", 11, CrossReferenceError,
+     "steps[0].expect: `expect:` on a `kill` fault, which produces no reply to check — use a point expectation under "
+     "the top-level `expect:` instead (e.g. `- at: 2m` with `registered: {session: ...}`); only send, broadcast, read, "
+     "register, unregister, list, status, cli_list, cli_tail steps and prompts on claude-code or cursor sessions have a reply"),
+    ("expectation_key_typo.yaml", 10, UnknownKeyError,
+     "expect[0].wakes.cuont: unknown key `cuont` in a `wakes` expectation — did you mean `count`?"),
+    ("bad_repeat_body.yaml", 11, BadValueError,
+     "steps[0].send.body: `times: 1000001` is out of range — write a whole number from 0 to 1000000"),
 ]
 
 
@@ -118,7 +128,7 @@ def test_several_errors_are_reported_together_in_file_order():
         parse_scenario(text, file="m.yaml")
     lines = str(info.value).splitlines()
     assert lines == [
-        "m.yaml:4: duration: 'soon' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d",
+        "m.yaml:4: duration: 'soon' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
         "m.yaml:10: processes[0].sessions[1].agent: 'reeder' is not allowed here — did you mean `reader`? "
         "(one of: reader, ping-pong, silent)",
     ]
@@ -179,6 +189,60 @@ def test_every_scenario_file_starts_with_the_schema_comment():
     problems = [f"{p}: {header_problem(p, p.read_text(encoding='utf-8'))}" for p in files
                 if header_problem(p, p.read_text(encoding="utf-8"))]
     assert problems == []
+
+
+@pytest.mark.parametrize("text,ms", [
+    ("5m30s", 330_000), ("2h10m", 7_800_000), ("1d2h", 93_600_000), ("1m500ms", 60_500), ("5m 30s", 330_000),
+    ("90s", 90_000), ("1.5s", 1_500), ("500ms", 500), (90, 90),
+])
+def test_compound_durations(text, ms):
+    assert parse_duration(text) == ms
+    if isinstance(text, str):  # the schema an editor checks with agrees with the parser
+        pattern = json.loads(schema_text())["$defs"]["Window"]["properties"]["until"]["anyOf"][0]["pattern"]
+        assert re.match(pattern, text)
+
+
+@pytest.mark.parametrize("text", ["30s5m", "5m5m", "", "m", "5", "1h 2x", "2 hours"])
+def test_bad_compound_durations_list_the_accepted_forms(text):
+    with pytest.raises(ValueError) as info:
+        parse_duration(text)
+    assert str(info.value) == (f"{text!r} is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, "
+                               "or units combined largest first: 5m30s, 2h10m, 1d2h")
+    pattern = json.loads(schema_text())["$defs"]["Window"]["properties"]["until"]["anyOf"][0]["pattern"]
+    assert not re.match(pattern, text)
+
+
+def test_compound_duration_everywhere_a_duration_is():
+    text = VALID.replace("duration: 10m", "duration: 1h30m").replace("  - at: 1m\n", "  - at: 5m30s\n")
+    text += "expect:\n  - at: 1h2m3s\n    unread: {session: bob, count: 0}\n"
+    spec = parse_scenario(text.replace("        agent: silent", "        agent: {kind: silent, turn: 1m30s}")).spec
+    assert (spec.duration, spec.steps[0].at, spec.expect[0].at) == (5_400_000, 330_000, 3_723_000)
+    assert spec.processes[0].sessions[1].agent.turn == 90_000
+
+
+def test_repeated_body_is_compact_in_the_spec_and_expanded_for_the_tool():
+    text = VALID.replace("send: {from: alice, to: bob}", 'send: {from: alice, to: bob, body: {repeat: "ab", times: 3, prefix: " "}}')
+    text += '  - at: 2m\n    broadcast: {from: alice, body: {repeat: "x", times: 10001}}\n'
+    spec = parse_scenario(text).spec
+    assert isinstance(spec.steps[0].args.body, RepeatedBody)
+    assert expand_body(spec.steps[0].args.body) == " ababab"
+    # the harness gets the step as JSON (orchestrator._step_args): the mapping expands the same way
+    assert len(expand_body(spec.steps[1].args.body.model_dump(mode="json"))) == 10_001
+    assert expand_body("plain") == "plain" and expand_body(None) is None
+    assert expand_body({"repeat": "y", "times": 0}) == ""
+
+
+@pytest.mark.parametrize("body,text", [
+    ('{repeat: "", times: 3}', "`repeat` is empty — write the text to repeat (at least one character)"),
+    ("{repeat: x, times: -1}", "`times: -1` is out of range — write a whole number from 0 to 1000000"),
+    ("{repeat: x}", "a repeated body needs `times` — write {repeat: TEXT, times: N} (optional prefix, suffix)"),
+    ("{repaet: x, times: 3}", "unknown key `repaet` in a repeated body — write {repeat: TEXT, times: N} (optional prefix, suffix)"),
+    ("7", "7 is not a message body — write a string (quote it) or {repeat: TEXT, times: N} (optional prefix, suffix)"),
+])
+def test_repeated_body_errors(body, text):
+    with pytest.raises(BadValueError) as info:
+        parse_scenario(VALID.replace("send: {from: alice, to: bob}", f"send: {{from: alice, to: bob, body: {body}}}"), file="r.yaml")
+    assert str(info.value) == f"r.yaml:13: steps[0].send.body: {text}"
 
 
 def test_loader_module_documents_the_one_document_decision():

@@ -174,7 +174,7 @@ def test_malformed_file_is_an_error_for_that_file_alone(sim):
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines([
         "*ERROR at setup of invalid scenario file scenarios/basic/bad.yaml*",
-        "scenarios/basic/bad.yaml:3: duration: '1x' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d",
+        "scenarios/basic/bad.yaml:3: duration: '1x' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
     ])
     result.stdout.no_fnmatch_line("*Traceback*")
     assert result.ret == 1

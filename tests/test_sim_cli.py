@@ -61,7 +61,7 @@ def test_lint_prints_every_error_and_fails(repo, capsys):
     assert cli.main(["lint", "scenarios"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        "scenarios/basic/bad_duration.yaml:3: duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d",
+        "scenarios/basic/bad_duration.yaml:3: duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
         "scenarios/basic/no-header.yaml:1: missing schema comment — start the file with "
         "`# yaml-language-server: $schema=" + out[1].split("$schema=")[1],
         "scenarios/basic/twin.yaml:7: name: scenario name `good-one` is also used by scenarios/basic/good-one.yaml "

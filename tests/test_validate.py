@@ -137,3 +137,67 @@ def test_check_spec_works_without_a_file():
 def test_cross_check_can_be_skipped():
     loaded = parse_scenario(WORLD + "steps:\n  - at: 1m\n    kill: {process: nope}\n", cross_check=False)
     assert loaded.spec.steps[0].args.process == "nope"
+
+
+REPLY_HINT = ("use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with `registered: {session: ...}`); "
+              "only send, broadcast, read, register, unregister, list, status, cli_list, cli_tail steps and prompts on "
+              "claude-code or cursor sessions have a reply")
+
+
+def test_expect_only_on_steps_that_leave_a_reply():
+    """A step `expect:` on an action that records no tool result or hook line would fail every run: refused at lint."""
+    assert errors_of("""\
+        steps:
+          - at: 1m
+            config: {process: h1, enabled: false}
+            expect: {ok: true}
+          - at: 1m
+            title: {session: alice, title: x}
+            expect: {ok: true}
+          - at: 2m
+            sleep: {for: 1m}
+            expect: {ok: true}
+          - at: 3m
+            prompt: {session: alice}
+            expect: {contains: "you are"}
+        """) == [
+        f"w.yaml:17: steps[0].expect: `expect:` on a `config` step, which produces no reply to check — {REPLY_HINT}",
+        f"w.yaml:20: steps[1].expect: `expect:` on a `title` step, which produces no reply to check — {REPLY_HINT}",
+        f"w.yaml:23: steps[2].expect: `expect:` on a `sleep` fault, which produces no reply to check — {REPLY_HINT}",
+        "w.yaml:26: steps[3].expect: `expect:` on a prompt to `alice`, a session of an opencode process, which prints no "
+        "hook line to check — use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
+        "`registered: {session: ...}`), or prompt a claude-code or cursor session",
+    ]
+    # tool steps, CLI steps and prompts on an MCP host do leave a reply
+    assert errors_of("""\
+        steps:
+          - at: 1m
+            read: {session: bob}
+            expect: {ok: true}
+          - at: 1m
+            cli_list: {stale: all}
+            expect: {contains: "x"}
+          - at: 1m
+            prompt: {session: carol}
+            expect: {contains: "you are {carol}"}
+        """) == []
+
+
+def test_expectation_bodies_take_only_the_keys_they_read():
+    """Dict-typed expectations refuse unknown keys (with the closest key or the list) and values of the wrong type."""
+    assert errors_of("""\
+        expect:
+          - wakes: {session: bob, cuont: 1}
+          - echoes: {session: bob, count: -1, contains: 5}
+          - roster: {session: bob, active: bob}
+          - hook_line: {session: carol, color: red}
+          - registered: {session: bob, is: "true"}
+        """) == [
+        "w.yaml:15: expect[0].wakes.cuont: unknown key `cuont` in a `wakes` expectation — did you mean `count`?",
+        "w.yaml:16: expect[1].echoes.count: -1 is not allowed here — write a whole number, 0 or more",
+        "w.yaml:16: expect[1].echoes.contains: 5 is not allowed here — write a string (quote it)",
+        "w.yaml:17: expect[2].roster.active: 'bob' is not allowed here — write a list of session labels",
+        "w.yaml:18: expect[3].hook_line.color: unknown key `color` in a `hook_line` expectation — a `hook_line` expectation "
+        "takes: session, hook, contains, not_contains, equals, matches, absent, count, min, max",
+        "w.yaml:19: expect[4].registered.is: 'true' is not allowed here — write true or false",
+    ]

@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional
 
 from simulator.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, write_config
+from simulator.spec import expand_body
 from simulator.protocol import (
     OP_ACT, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply, SessionInfo,
 )
@@ -308,7 +309,7 @@ class Harness:
 
     def act_send(self, label, args):
         label = self._sender(label, args)
-        body = args.get("body")
+        body = expand_body(args.get("body"))  # `{repeat, times}` -> the long string
         call = {"to": self.recipient(args), "body": body if body is not None else self.fake_body()}
         if args.get("as") is not None:
             # A claimed `as` other than the hook's name (an MCP spoofing attempt, R32).
@@ -330,7 +331,7 @@ class Harness:
 
     def act_broadcast(self, label, args):
         label = self._sender(label, args)
-        body = args.get("body")
+        body = expand_body(args.get("body"))  # `{repeat, times}` -> the long string
         call = {"body": body if body is not None else self.fake_body()}
         return self._result(self.tool(label, "broadcast", call, step=self._step))
 
