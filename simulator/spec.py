@@ -14,6 +14,7 @@ so an author never needs to know either.
 from __future__ import annotations
 
 import re
+import typing
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
@@ -86,6 +87,11 @@ def _never_or_duration(value: Any) -> Any:
     return _word_or_duration(value, "never")
 
 
+def _word_or_duration_schema(word: str) -> dict[str, Any]:
+    """The JSON Schema of a `word`-or-duration field: what the validator accepts, so editors do not flag `2m`."""
+    return {"anyOf": [{"const": word}, {"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}]}
+
+
 def _word_or_duration(value: Any, word: str) -> Any:
     if value == word:
         return value
@@ -126,8 +132,18 @@ class Agent(_Strict):
     aborted: list[Window] = Field(default_factory=list, description="Windows in which a turn that ends is aborted by the user (Cursor's stop hook sees status aborted: no follow-up).")
 
 
+def _bare_agent_schema(schema: dict[str, Any]) -> None:
+    """Editors: `agent:` also takes a bare kind (the before-validator turns it into {kind: ...})."""
+    agent = schema["properties"]["agent"]
+    ref = {k: agent.pop(k) for k in list(agent) if k == "$ref"}
+    agent["anyOf"] = [{"enum": list(typing.get_args(AgentKind))}, ref]
+
+
 class Session(_Strict):
     """One chat session hosted by a harness process, named by the author's label."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
+                              json_schema_extra=lambda schema, cls: _bare_agent_schema(schema))
 
     id: str = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
     agent: Agent = Field(default_factory=Agent, description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
@@ -161,7 +177,7 @@ class Process(_Strict):
     kind: ProcessKind = Field("opencode", description="opencode: a fake server with the thatch runtime and poller; claude-code: a host whose hooks and MCP server are real child processes; cursor: one workspace process running hooks and MCP.")
     project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
     checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
-    start: Annotated[Union[Literal["never"], int], BeforeValidator(_never_or_duration)] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
+    start: Annotated[Union[Literal["never"], int], BeforeValidator(_never_or_duration), WithJsonSchema(_word_or_duration_schema("never"))] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
     config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
     poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
     sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")
@@ -476,7 +492,7 @@ def _body_type(kind: str) -> Any:
 class Expectation(_Strict):
     """A point expectation checked against the history (and database) at a virtual time."""
 
-    at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration)] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
+    at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration), WithJsonSchema(_word_or_duration_schema("end"))] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
     wakes: _body_type("wakes") = Field(None, description=_WAKES_DESC)
     echoes: _body_type("echoes") = Field(None, description=_ECHOES_DESC)
     roster: _body_type("roster") = Field(None, description=_ROSTER_DESC)

@@ -2,9 +2,11 @@
 
 The pydantic model checks each field on its own; these checks need the whole
 scenario: labels used in steps and expectations must be declared, labels are
-unique, steps are in time order and inside `duration`, and faults only target
-what they can act on. Each error points at the offending key with file:line,
-in the same `FILE:LINE: key path: problem — fix` shape as the loader.
+unique, steps are in time order and inside `duration`, faults only target
+what they can act on, a step `expect:` sits only on a step that leaves a reply
+(D-validate-2), and each point expectation's body holds only the keys its
+kind reads, with values of the right type (D-validate-3). Each error points
+at the offending key with file:line, in the same `FILE:LINE: key path: problem — fix` shape as the loader.
 
 `check_spec` runs the same checks on a Scenario built in Python (no file, no
 lines), so the API refuses the same mistakes.

@@ -24,6 +24,7 @@ import dataclasses
 import os
 import signal
 import traceback
+from datetime import timedelta
 from typing import Any, Callable
 
 from simulator import clock
@@ -68,7 +69,7 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
     points = crash_points()
     points.bind(recorder)
     freezer = freeze_time(clock.START_INSTANT, tick=False)
-    frozen = freezer.start()
+    move_to = _mover(freezer.start())
     harness = None
     crashes_seen = 0
     profiler = _profiler()
@@ -83,7 +84,7 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
             save_coverage()
             _send(conn, Reply(cmd.dispatch))
             continue
-        frozen.move_to(clock.instant(cmd.t))
+        move_to(cmd.t)
         recorder.current(cmd.dispatch, cmd.t)
         if cmd.op == OP_STOP:
             reply = Reply(cmd.dispatch)
@@ -124,6 +125,26 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
             reply = dataclasses.replace(reply, crashes=tuple(recorder.crashes[crashes_seen:]))
             crashes_seen = len(recorder.crashes)
         _send(conn, reply)
+
+
+def _mover(frozen) -> Callable[[int], None]:
+    """Move the started freezer to virtual time t.
+
+    freezegun's `move_to(instant(t))` parses the aware instant, makes it
+    naive UTC and ticks by the difference: it ends with `time_to_freeze ==
+    START (naive) + t`. Setting exactly that value skips the parsing, which
+    ran on every command. Any other factory shape keeps `move_to`.
+    """
+    # The class from an instance made before the freeze: freezegun swaps the
+    # module-level `datetime` names for its fake class once started.
+    if type(getattr(frozen, "time_to_freeze", None)) is not type(clock.START_INSTANT):
+        return lambda t: frozen.move_to(clock.instant(t))
+    naive_start = clock.START_INSTANT.replace(tzinfo=None)
+
+    def move(t: int) -> None:
+        frozen.time_to_freeze = naive_start + timedelta(milliseconds=t)
+
+    return move
 
 
 def _profiler():

@@ -182,6 +182,21 @@ def test_committed_schema_matches_the_model():
     assert "register" in schema["$defs"]["Step"]["properties"]
 
 
+def test_every_scenario_validates_against_the_committed_schema():
+    """What the loader accepts, the editor's schema accepts too (durations like `2m` for `at`, bare agent kinds)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    problems = [f"{p.relative_to(ROOT)}: {list(e.path)}: {e.message[:120]}"
+                for p in sorted((ROOT / "scenarios").rglob("*.yaml"))
+                for e in validator.iter_errors(yaml.safe_load(p.read_text(encoding="utf-8")))]
+    assert problems == []
+    assert not validator.is_valid({"name": "x", "duration": "30s5m", "processes": [{"id": "h1"}]})
+    assert not validator.is_valid({"name": "x", "duration": "5m", "processes": [{"id": "h1"}],
+                                   "expect": [{"wakes": {"session": "a", "cuont": 1}}]})
+
+
 def test_every_scenario_file_starts_with_the_schema_comment():
     from simulator.cli import header_problem
 
