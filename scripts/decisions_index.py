@@ -27,8 +27,10 @@ def decisions(text: str) -> list[tuple[str, str]]:
         match = DECISION.match(flat)
         if match:
             body = match.group(2).replace("**", "")
+            # Abbreviations end no sentence.
+            body = body.replace("e.g.", "e\0g\0").replace("i.e.", "i\0e\0")
             sentence = re.split(r"(?<=[a-z0-9`)][.!?])\s(?=[A-Z`*(])", body, maxsplit=1)[0]
-            found.append((match.group(1), sentence.rstrip(".:")))
+            found.append((match.group(1), sentence.replace("\0", ".").rstrip(".:")))
     return found
 
 

@@ -38,7 +38,7 @@ from simulator.faults import LockHolder
 from simulator.history import ORCHESTRATOR, Recorder, merge, read_events
 from simulator.lifecycle import Live, ProcessControl, preload
 from simulator.observe import Observer
-from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, decode, encode
+from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, recv_msg, send_msg
 from simulator.spec import FAULT_KEYS, Scenario, format_duration
 from simulator.world import World
 
@@ -111,11 +111,24 @@ class Orchestrator(ProcessControl, Observer):
         self.heap: list = []
         self._seq = itertools.count()
         self.dispatch = 0
+        self._last_cmd: Optional[tuple] = None
         self.last_desc = "none yet"
         self.deadline = 0.0
         self._db_open = False
         self.recorder: Optional[Recorder] = None
         self._progress_at = 0
+
+    @property
+    def last_desc(self) -> str:
+        """The last command sent, for error messages (built only when one is shown)."""
+        if self._last_cmd is None:
+            return self._last_text
+        op, label, session, t = self._last_cmd
+        return f"{op} to {label}" + (f" for {session}" if session else "") + f" at t={t}"
+
+    @last_desc.setter
+    def last_desc(self, text: str) -> None:
+        self._last_text, self._last_cmd = text, None
 
     # -- public -------------------------------------------------------------
 
@@ -302,6 +315,11 @@ class Orchestrator(ProcessControl, Observer):
         self._record("step-dropped", fresh=True, step=idx, action=self.spec.steps[idx].action, reason=reason)
 
     def _run_batch(self, t: int, items: list[tuple]) -> None:
+        if len(items) == 1:  # serial dispatch: one command, one wave
+            c = self._command_for(t, items[0])
+            if c is not None:
+                self._exchange(t, self._next_dispatch(), [c])
+            return
         cmds = [c for c in (self._command_for(t, it) for it in items) if c is not None]
         while cmds:
             wave, rest, used = [], [], set()
@@ -316,11 +334,11 @@ class Orchestrator(ProcessControl, Observer):
         sent = []
         for live, op, session, args in wave:
             cmd = Command(d, t, op, session, args)
-            self.last_desc = f"{op} to {live.label}" + (f" for {session}" if session else "") + f" at t={t}"
+            self._last_cmd = (op, live.label, session, t)  # formatted only when an error names it
             if session:
                 self.last_activity[session] = t
             try:
-                live.conn.send_bytes(encode(cmd))
+                send_msg(live.conn, cmd)
             except (OSError, EOFError):
                 pass  # it died; the wait below sees EOF
             sent.append((live, cmd))
@@ -345,7 +363,7 @@ class Orchestrator(ProcessControl, Observer):
             remaining = max(0.0, self.deadline - time.monotonic())
             if live.ready(min(remaining, 0.5)):
                 try:
-                    reply = decode(live.conn.recv_bytes())
+                    reply = recv_msg(live.conn)
                 except (EOFError, OSError):
                     self._died(live)
                     return None

@@ -191,6 +191,21 @@ def p5_no_loss(view: RunView) -> Verdict:
                                a.witness() + b.witness())
         if seen and not r["read_at"] and not crashes:
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was returned by chat_read but is not stamped read", seen[0].witness())
+    # The reverse direction: a stamp nobody saw is mail lost in chat_read
+    # (stamped, never returned). Not judged across a read-stamp crash or a
+    # read call of the recipient that never returned (it died mid-call).
+    for r in view.db["messages"]:
+        label = view.label_of.get(r["to_session"])
+        if not r["read_at"] or label is None or crashes:
+            continue
+        if any(c.result is None for c in view.calls if c.tool == "read" and c.session == label):
+            continue
+        needle = f" at {r['created_at']}: {r['body']}"
+        if not any(c.session == label and needle in c.text for c in reads):
+            got = [c for c in reads if c.session == label]
+            return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
+                           "but no chat_read of its recipient returned it",
+                           [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])
     present = {(r["to_session"], r["body"]) for r in view.db["messages"]}
     for c in reads:
         for line in re.findall(r"^from .+? at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: (.*)$", c.text, re.M):

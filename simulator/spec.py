@@ -341,6 +341,23 @@ class LockArgs(_Strict):
     duration: DurationMs = Field(..., alias="for", description=f"How long (virtual) another writer holds the database write lock ({DURATION_HELP}).")
 
 
+class CliListArgs(_Strict):
+    """`thatch chat list --db <run db> [--stale N|all]`, run through the real CLI entry point."""
+
+    stale: Optional[Union[Literal["all"], Annotated[float, Field(ge=0)]]] = Field(
+        None, description="--stale: hide stale rows last seen more than N days ago (default 1), or `all` to show every row.")
+
+
+class CliTailArgs(_Strict):
+    """`thatch chat tail --once --db <run db> [filters]`, run through the real CLI entry point."""
+
+    limit: Optional[int] = Field(None, ge=0, description="--limit: how many of the last matching messages the backlog shows (default 20; 0 = none).")
+    grep: Optional[Union[str, list[str]]] = Field(None, description="--grep: body regex (a list repeats the flag: any matches).")
+    who: Optional[Union[str, list[str]]] = Field(None, description="--who: participant name substring, case-insensitive (a list repeats the flag); `{label}` expands to that session's name.")
+    since: Optional[str] = Field(None, description="--since: ISO time, inclusive; a duration like `5m` means the scenario start + 5m.")
+    until: Optional[str] = Field(None, description="--until: ISO time, exclusive; a duration like `5m` means the scenario start + 5m.")
+
+
 # YAML key -> attribute name, where the key would shadow a Python name.
 _ATTR = {"register": "register_", "list": "list_"}
 
@@ -374,8 +391,8 @@ class Step(_Strict):
     title: Optional[TitleArgs] = Field(None, description="The auto-titler sets the session's title.")
     config: Optional[ConfigArgs] = Field(None, description="Edit a process's thatch config file.")
     start: Optional[ProcessArg] = Field(None, description="Start a process declared with `start: never`.")
-    cli_list: Optional[dict[str, Any]] = Field(None, description="Run `thatch chat list` (keys: stale: N or all).")
-    cli_tail: Optional[dict[str, Any]] = Field(None, description="Run `thatch chat tail --once` (keys: limit, grep, who).")
+    cli_list: Optional[CliListArgs] = Field(None, description="Run `thatch chat list` through the CLI entry point (stale: N or all).")
+    cli_tail: Optional[CliTailArgs] = Field(None, description="Run `thatch chat tail --once` through the CLI entry point (limit, grep, who, since, until).")
     # faults
     kill: Optional[ProcessArg] = Field(None, description="Fault: SIGKILL the whole harness process.")
     crash: Optional[CrashArgs] = Field(None, description="Fault: arm a crash point; the process SIGKILLs itself just before it.")

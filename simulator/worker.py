@@ -30,7 +30,7 @@ from typing import Any, Callable
 from simulator import clock
 from simulator.faults import crash_points, save_coverage
 from simulator.history import Recorder
-from simulator.protocol import OP_ARM_CRASH, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, decode, encode
+from simulator.protocol import OP_ARM_CRASH, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame
 
 PR_SET_PDEATHSIG = 1
 
@@ -70,12 +70,13 @@ def child_main(conn, ctx: HarnessContext, run_dir: str, parent_pid: int, close_i
     points.bind(recorder)
     freezer = freeze_time(clock.START_INSTANT, tick=False)
     move_to = _mover(freezer.start())
+    _memoize_fake_time()
     harness = None
     crashes_seen = 0
     profiler = _profiler()
     while True:
         try:
-            cmd: Command = decode(conn.recv_bytes())
+            cmd: Command = recv_msg(conn)
         except (EOFError, OSError):
             # The orchestrator is gone without a stop: nothing left to answer.
             save_coverage()
@@ -147,6 +148,41 @@ def _mover(frozen) -> Callable[[int], None]:
     return move
 
 
+def _memoize_fake_time() -> None:
+    """Serve `time.time()` from freezegun's own answer, converted once per frozen instant.
+
+    freezegun's `fake_time` turns the frozen datetime into a float on every
+    call (timegm of a timetuple), and a poll reads the clock ~6 times. This
+    keeps its semantics call for call: the same `_should_use_real_time`
+    check (same frame depth: called straight from the caller), the same
+    factory, the same expression, only remembered while the frozen datetime
+    object stays the same. Installed on the `time` module only, and only
+    over freezegun's own fake (private freezegun API: a change there only
+    costs speed, see lifecycle._warm_freezegun_cache).
+    """
+    import calendar
+    import time as time_mod
+
+    try:
+        from freezegun import api as fz
+        should_use_real, current, real_time = fz._should_use_real_time, fz.get_current_time, fz.real_time
+    except (ImportError, AttributeError):  # pragma: no cover
+        return
+    if time_mod.time is not getattr(fz, "fake_time", None):
+        return
+    memo: list = [None, 0.0]
+
+    def fake_time() -> float:
+        if should_use_real():
+            return real_time()
+        now = current()
+        if now is not memo[0]:
+            memo[0], memo[1] = now, calendar.timegm(now.timetuple()) + now.microsecond / 1000000.0
+        return memo[1]
+
+    time_mod.time = fake_time
+
+
 def _profiler():
     """`THATCH_SIM_PROFILE=<dir>`: profile each harness process (bench/diagnosis only)."""
     if not os.environ.get("THATCH_SIM_PROFILE"):
@@ -163,4 +199,4 @@ def _send(conn, reply: Reply) -> None:
         data = encode(reply)
     except Exception:  # a result that does not pickle: keep the reply, show the result as text
         data = encode(dataclasses.replace(reply, result=repr(reply.result)))
-    conn.send_bytes(data)
+    send_frame(conn, data)

@@ -286,6 +286,31 @@ def test_p5_fails_a_message_read_twice(tmp_path):
 
 
 @pytest.mark.rules("R10")
+def test_p5_fails_a_message_stamped_read_that_no_read_returned(tmp_path):
+    """R10: a row stamped read in the final db that no ok chat_read of its
+    recipient ever returned is mail lost inside chat_read (stamped, never shown)."""
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=((ALICE, BOB, "hello", 10_000, 40_000, 0), (ALICE, BOB, "second", 20_000, 40_000, 0)))
+    h = H(); base_world(h)
+    h.send(10_000, "h1", "alice", N_BOB, "hello")
+    h.send(20_000, "h1", "alice", N_BOB, "second")
+    _, res = h.read(40_000, "h1", "bob", [(N_ALICE, 10_000, "hello")])  # "second" stamped but never shown
+    v = judge("P5", h, db)
+    assert v.status == "fail" and "stamped read" in v.message and in_witness(v, res)
+
+
+@pytest.mark.rules("R10")
+def test_p5_allows_a_stamp_nobody_saw_across_a_read_stamp_crash(tmp_path):
+    """R10: with a crash inside chat_read the reverse check is not judged."""
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=((ALICE, BOB, "hello", 10_000, 40_000, 0),))
+    h = H(); base_world(h)
+    h.send(10_000, "h1", "alice", N_BOB, "hello")
+    h.crash(40_000, "h1", "bob", "read-stamp")
+    assert judge("P5", h, db).status == "pass"
+
+
+@pytest.mark.rules("R10")
 def test_p5_allows_a_reread_across_a_read_stamp_crash(tmp_path):
     """R10: a crash between chat_read's select and stamp lets the batch be read again."""
     db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),

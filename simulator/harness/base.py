@@ -374,17 +374,23 @@ class Harness:
         return self._cli("cli_tail", label, args)
 
     def _cli(self, action: str, label, args):
-        clean = {k: v for k, v in args.items() if k not in ("session", "process")}
+        clean = {k: v for k, v in args.items() if k not in ("session", "process", "name") and v is not None}
+        for key in ("who",):  # `{label}` -> that session's name now, like `as`
+            if isinstance(clean.get(key), str):
+                clean[key] = self.expand_claim(clean[key])
+            elif isinstance(clean.get(key), list):
+                clean[key] = [self.expand_claim(str(v)) for v in clean[key]]
         self.emit("tool-call", label, tool=action, args=clean)
-        text = self.cli_text(action, clean)
-        data = {"tool": action, "ok": True, "text": text}
+        ok, text = self.cli_text(action, clean)
+        data = {"tool": action, "ok": ok, "text": text}
         if self._step is not None:
             data["step"] = self._step
         self.emit("tool-result", label, **data)
-        return {"ok": True, "text": text}
+        return {"ok": ok, "text": text}
 
-    def cli_text(self, action: str, args: dict[str, Any]) -> str:
-        return cli_output(self.store, action, args)
+    def cli_text(self, action: str, args: dict[str, Any]) -> tuple[bool, str]:
+        """(exit status 0, output) of the real `thatch chat` entry point on the run's db."""
+        return cli_output(self.ctx.db_path, action, args, t_ms=self.t)
 
     # -- turns -------------------------------------------------------------------
 

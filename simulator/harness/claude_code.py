@@ -197,9 +197,10 @@ class ClaudeCodeHarness(Harness):
         except ChildCrashed:
             return None
 
-    def cli_text(self, action: str, args: dict[str, Any]) -> str:
+    def cli_text(self, action: str, args: dict[str, Any]) -> tuple[bool, str]:
         # `thatch chat ...` in a terminal: its own process, its own connection.
-        return self._in_child(lambda store: cli_output(store, action, args))
+        ctx, t = self.ctx, self.t
+        return run_in_child(lambda: cli_output(ctx.db_path, action, args, t_ms=t), recorder=self.recorder)
 
     # -- actions and turns -----------------------------------------------------------
 

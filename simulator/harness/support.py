@@ -60,25 +60,62 @@ def write_config(path, *, enabled: Optional[bool] = None, auto_register: Optiona
     return data
 
 
-def cli_output(store, action: str, args: dict[str, Any]) -> str:
-    """What `thatch chat list` / `thatch chat tail --once` print, over `store`."""
-    from thatch_core import cli
+def cli_argv(action: str, args: dict[str, Any], db_path, *, t_ms: int = 0) -> list[str]:
+    """The command line of a `cli_list` / `cli_tail` step, as a user types it.
+    `since` / `until` given as a duration mean scenario start + it (the run's
+    epoch is now - t_ms); anything else is passed through as ISO text."""
+    from simulator.spec import parse_duration
+    from thatch_core import clock
+
+    def when(value) -> str:
+        try:
+            ms = parse_duration(value)
+        except ValueError:
+            return str(value)
+        return clock.iso(clock.now_ms() - t_ms + ms)
 
     if action == "cli_list":
-        stale = args.get("stale", None)
-        stale_days = None if str(stale).lower() == "all" else (float(stale) if stale is not None else cli.CLI_STALE_DAYS_DEFAULT)
-        return cli.format_roster(store.list_sessions(), stale_days=stale_days, color=False)
-    grep = args.get("grep") or []
-    who = args.get("who") or []
-    filters = dict(
-        body_patterns=[grep] if isinstance(grep, str) else list(grep),
-        participants=[who] if isinstance(who, str) else list(who),
-        since=args.get("since"), until=args.get("until"),
-    )
-    feed = store.message_feed()
-    limit = args.get("limit", cli.TAIL_DEFAULT_LIMIT)
-    events, _ = cli.tail_backlog(cli.filter_tail_rows(feed, **filters), limit, full_feed=feed)
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
+        argv = ["list", "--db", str(db_path), "--color", "never"]
+        if args.get("stale") is not None:
+            stale = args["stale"]
+            argv += ["--stale", "all" if str(stale).lower() == "all" else f"{float(stale):g}"]
+        return argv
+    argv = ["tail", "--once", "--db", str(db_path)]
+    if args.get("limit") is not None:
+        argv += ["--limit", str(int(args["limit"]))]
+    for flag in ("grep", "who"):
+        value = args.get(flag)
+        for item in ([value] if isinstance(value, str) else list(value or [])):
+            argv += [f"--{flag}", str(item)]
+    for flag in ("since", "until"):
+        if args.get(flag) is not None:
+            argv += [f"--{flag}", when(args[flag])]
+    return argv
+
+
+def cli_run(argv: list[str]) -> tuple[int, str]:
+    """Run `thatch chat ARGV` through the real entry point (cli.main): the exit
+    status and what it printed (stdout, then stderr). argparse's usage errors
+    exit 2 with their message on stderr, as in a terminal."""
+    import contextlib
+    import io
+
+    from thatch_core import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv, out=out)
+        except SystemExit as exc:  # argparse: a bad flag value
+            rc = exc.code if isinstance(exc.code, int) else 2
+    return int(rc or 0), out.getvalue() + err.getvalue()
+
+
+def cli_output(db_path, action: str, args: dict[str, Any], *, t_ms: int = 0) -> tuple[bool, str]:
+    """What `thatch chat list` / `thatch chat tail --once` print over the run's
+    database, run as the user runs them: (exit status 0, the text)."""
+    rc, text = cli_run(cli_argv(action, args, db_path, t_ms=t_ms))
+    return rc == 0, text
 
 
 def first_name(store, candidates) -> Optional[str]:
