@@ -146,11 +146,11 @@ class RunView:
         self.agents = {s.id: s.agent for p in getattr(spec, "processes", []) for s in p.sessions}
         self._obs: Optional[list] = None
         self._by_name: Optional[dict[str, str]] = None
+        self.db = load_db(db_path)  # first: the id index reads the final rows
         self._index_incarnations()
         self._index_ids()
         self._index_calls()
         self._leaves: Optional[list[dict]] = None
-        self.db = load_db(db_path)
         self.epoch_ms = self._epoch()
 
     # -- basic access -------------------------------------------------------
@@ -279,8 +279,14 @@ class RunView:
         for label, sids in (self.run_info.get("row_ids") or {}).items():
             for sid in sids:
                 add(label, sid)
+        by_name = {str(r["name"]).lower(): r["session_id"] for r in self.db.get("sessions") or ()}
         for e in self.of("registered"):
-            add(e.get("session"), e["data"].get("session_id"))
+            sid = e["data"].get("session_id")
+            if sid is None and e["data"].get("name"):
+                # A hookless MCP mint: the harness never learns the fresh id,
+                # but the name it was told leads to the row (if it still exists).
+                sid = by_name.get(str(e["data"]["name"]).lower())
+            add(e.get("session"), sid)
         for e in self.of("sample"):
             for label, row in (e["data"].get("sessions") or {}).items():
                 add(label, row.get("session_id"))

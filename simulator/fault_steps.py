@@ -7,8 +7,10 @@ took effect (docs/history.md); one that never takes effect is reported as
 - kill: SIGKILL now; the process's sessions are left unhosted.
 - crash: OP_ARM_CRASH to the process; fired when it dies with a `crash` event.
 - sleep: no dispatch in [t, t+for): polls and samples in the window are
-  dropped, everything else waits for the wake; every live poller beats once
-  at the wake and goes on from there.
+  dropped, expectations in it are observed at once (the sleep-start state,
+  recorded at their own t), everything else waits for the wake; every live
+  poller beats once at the wake, before anything else due then, and goes on
+  from there.
 - resume: fork the named `start: never` process with `-s <id>` / `-c` in the
   session's directory; the session's hosting moves there.
 - restart: SIGKILL the daemon, fork `into` with the same state dir, directory

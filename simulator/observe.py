@@ -45,8 +45,14 @@ class Observer:
                                    "stale": is_stale(row[2], now), "host_kind": row[3], "session_id": row[0]}
         self._record("sample", fresh=True, sessions=sessions)
 
-    def _expectation(self, t: int, idx: int) -> None:
-        """Observe what a point expectation needs at its time; the checkers judge it."""
+    def _expectation(self, t: int, idx: int, *, asleep: bool = False) -> None:
+        """Observe what a point expectation needs at its time; the checkers judge it.
+
+        `asleep`: t falls inside a machine sleep. The database facts are read
+        as they are (nothing ran since the sleep began), but a roster's `list`
+        is not dispatched: no process runs while the machine sleeps, so the
+        checker judges it from the samples and list calls up to t.
+        """
         exp = self.spec.expect[idx]
         kind = exp.kind
         arg = getattr(exp, kind) or {}
@@ -61,7 +67,7 @@ class Observer:
             detail = {"registered": bool(rows), "name": rows[0][1] if rows else None, "unread": unread[0][0]}
         d = self._next_dispatch()
         self._record("expectation", label, index=idx, kind=kind, ok=None, detail=detail)
-        if kind == "roster" and label:
+        if kind == "roster" and label and not asleep:
             target = self.hosting.get(label)
             live = self.live.get(target) if target else None
             if live is not None and live.alive:

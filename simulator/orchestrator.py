@@ -200,10 +200,15 @@ class Orchestrator(ProcessControl, Observer):
                     self.progress(t, self.end_t)
                 return
             if self.sleep_until is not None and t < self.sleep_until and kind != "sleep-end":
-                # The machine is asleep: timers and observers miss the window, the rest waits for the wake.
+                # The machine is asleep: timers and samples miss the window, the rest waits for the wake.
                 if kind == "sample":  # missed, but the sampling clock keeps its phase
                     if t + self.sample_interval < self.end_t:
                         self._push(t + self.sample_interval, PRI_SAMPLE, item)
+                elif kind == "expect":
+                    # Nothing runs while asleep, so the state at t is the sleep's start state: observe it
+                    # now, at its stated t, not after the wake's catch-up work (D-sim-19).
+                    self.clock.advance_to(t)
+                    self._expectation(t, item[1], asleep=True)
                 elif kind != "poll":  # poll timers restart at the wake (_sleep_end)
                     self._push(self.sleep_until, pri, item)
                 continue
@@ -458,12 +463,21 @@ class Orchestrator(ProcessControl, Observer):
     def _sleep_end(self, t: int, idx: int) -> None:
         self.sleep_until = None
         self._record("sleep-end", fresh=True)
-        # Every live poller catches up once at the wake, then beats on from there.
+        # Every live poller catches up once at the wake, then beats on from there. The catch-up runs
+        # here, before anything else due at the wake instant (steps deferred by the sleep or scripted
+        # at it): a laptop's timers fire before its user can act (D-sim-19). Serial: one dispatch per
+        # process in declaration order; concurrent: one wave.
+        polls = []
         for label in self.world.proc_order():
             live = self.live.get(label)
             if live is not None and live.alive and live.kind == "opencode":
                 live.poll_gen += 1
-                self._push(t, PRI_POLL, ("poll", label, live.incarnation, live.poll_gen))
+                polls.append(("poll", label, live.incarnation, live.poll_gen))
+        if self.concurrent:
+            self._run_batch(t, polls)
+        else:
+            for poll in polls:
+                self._run_batch(t, [poll])
 
     def _lock_release(self, t: int, idx: int) -> None:
         holder, d_start = self.locks.pop(idx)

@@ -222,6 +222,15 @@ def p5_no_loss(view: RunView) -> Verdict:
 # P6 names, P7 tombstones
 # ---------------------------------------------------------------------------
 
+def _legacy_name(view: RunView, label: str, name: str) -> bool:
+    """`name` is the claimed name of `label`'s own 002-era row (`legacy:`), as
+    migrated: case kept, or with the `-N` suffix a case clash gets (D-store-6)."""
+    for row in getattr(view.spec, "legacy", None) or ():
+        if row.session == label and re.fullmatch(re.escape(row.name) + r"(-\d+)?", name):
+            return True
+    return False
+
+
 @prop("P6", "names", rules=("R2", "R5", "R6"))
 def p6_names(view: RunView) -> Verdict:
     """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost) and are never reissued: a session that left and came back gets a name never seen before."""
@@ -234,7 +243,7 @@ def p6_names(view: RunView) -> Verdict:
         if name is None:
             last[label] = (None, e)
             continue
-        if not NAME_RE.match(name):
+        if not NAME_RE.match(name) and not _legacy_name(view, label, name):
             return verdict(p6_names, "fail", f"{label}'s name {name!r} is not an assigned name (base-00001)", [e])
         key = name.lower()
         if key in owner and owner[key][0] != label:

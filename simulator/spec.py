@@ -557,6 +557,18 @@ RuleId = Annotated[str, AfterValidator(_rule_id)]
 PropertyId = Annotated[str, AfterValidator(_property_id)]
 
 
+class LegacyRow(_Strict):
+    """A 002-era directory row (a claimed name) in the database the run starts from."""
+
+    name: str = Field(..., min_length=1, description="The claimed name, as the 002-era code stored it (case kept; names differing only in case may both exist).")
+    session: Optional[str] = Field(None, description="Label of the declared session this row belongs to (its pre-upgrade row: same session id); omitted = an orphan row no process hosts.")
+    topic: Optional[str] = Field(None, description="The topic the model set in 002-era code.")
+    project: Optional[str] = Field(None, description="The row's project.")
+    last_seen_ago: DurationMs = Field(0, description=f"How long before the scenario start the row was last seen ({DURATION_HELP}); registered one second earlier.")
+    last_seen_raw: Optional[str] = Field(None, description="Instead of last_seen_ago: the literal last_seen text of a hand-edited row (e.g. an unreadable one).")
+    mail: list[str] = Field(default_factory=list, description="Bodies of unread messages waiting for this row, from a 002-era sender long gone.")
+
+
 class Scenario(_Strict):
     """A whole scenario: the world, the timeline, and what must hold."""
 
@@ -570,6 +582,7 @@ class Scenario(_Strict):
     dispatch: Literal["serial", "concurrent"] = Field("serial", description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
     properties: Union[Literal["all"], list[PropertyId]] = Field("all", description="Properties to check: `all` or a list of P-ids.")
     reaches: list[Reach] = Field(default_factory=list, description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
+    legacy: list[LegacyRow] = Field(default_factory=list, description="002-era rows: the run starts from a 002-era schema database holding them (no auto/worktree, case-sensitive names, no via_broadcast, counters, tombstones or host pids), which the first process's open_db migrates.")
     processes: list[Process] = Field(..., min_length=1, description="The harness processes.")
     steps: list[Step] = Field(default_factory=list, description="The timeline, in time order.")
     expect: list[Expectation] = Field(default_factory=list, description="Point expectations.")

@@ -200,4 +200,6 @@ def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: s
     checker.declarations()
     checker.steps()
     checker.expectations()
+    for i, row in enumerate(spec.legacy):  # a legacy row's owner must be a declared session
+        checker.session_ref(("legacy", i, "session"), row.session)
     return sorted(checker.errors, key=lambda e: e.line or 0)

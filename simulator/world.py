@@ -104,6 +104,9 @@ class World:
                 main = self.run_dir / "dirs" / ".main-checkout" / ".git" / "worktrees" / pw.label
                 main.mkdir(parents=True, exist_ok=True)
                 (pw.directory / ".git").write_text(f"gitdir: {main}\n")
+        # `legacy:` rows: a 002-era database, before any process opens (and migrates) it.
+        from simulator.legacy import write_legacy_db
+        write_legacy_db(self)
 
     # -- ids ----------------------------------------------------------------
 

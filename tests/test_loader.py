@@ -23,7 +23,7 @@ INVALID = Path(__file__).resolve().parent / "invalid_scenarios"
 CASES = [
     ("unknown_key.yaml", 9, UnknownKeyError,
      "colour: unknown key `colour` — write one of: name, story, rules, seed, markers, duration, drain, dispatch, "
-     "properties, reaches, processes, steps, expect"),
+     "properties, reaches, legacy, processes, steps, expect"),
     ("typo_key.yaml", 6, UnknownKeyError, "processes[0].sesions: unknown key `sesions` — did you mean `sessions`?"),
     ("bad_duration.yaml", 3, BadValueError,
      "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"),

@@ -640,3 +640,20 @@ def test_p4_rehosted_sessions_age_out_after_the_grace(db):
     bad = h.sample(300_000, {"bob": (N_BOB, True, 100_000)})
     v = judge("P4", h, db, spec)
     assert v.status == "fail" and v.witness[0]["i"] == bad["i"]
+
+
+@pytest.mark.rules("R6", "R12")
+def test_p8_follows_a_hookless_mcp_mint_to_its_rows(tmp_path):
+    """R6, R12: a hookless MCP conversation's explicit register mints an id the
+    harness never learns (its `registered` event has no session_id); the checkers
+    map the name to the row, so its broadcast rows count as its own."""
+    minted, name = "mcp_0123456789ab", "cin-der-00001"
+    db = make_db(tmp_path / "d.db", sessions=((BOB, N_BOB, "opencode", 0), (minted, name, "mcp", 0)),
+                 messages=((minted, BOB, "joined", 60_000, None, 1),))
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "bob"}]},
+                                {"id": "c1", "kind": "claude-code", "sessions": [{"id": "ghost", "joins": "explicit"}]}])
+    h = H(); h.start(0, "h1", {"bob": BOB}); h.start(0, "c1", {"ghost": "host-ghost"}, kind="claude-code")
+    h.ev(0, "registered", "h1", "bob", how="first-prompt", name=N_BOB, session_id=BOB)
+    h.ev(30_000, "registered", "c1", "ghost", how="explicit", name=name, session_id=None)
+    h.call(60_000, "c1", "ghost", "broadcast", {"body": "joined"}, True, f"Broadcast sent to 1 session: {N_BOB}.")
+    assert judge("P8", h, db, spec).status == "pass"

@@ -292,3 +292,12 @@ def test_unregistered_sessions_are_invisible_and_unmessageable(tools, store):
         r = call(tools, tool, "ses_b", **args)
         assert (r.ok, r.text) == (False, "You are not registered - call chat_register first.")
     assert [f.body for f in store.message_feed()] == ["before"]
+
+
+@pytest.mark.rules("R16")
+def test_unreadable_last_seen_renders_once_as_question_mark():
+    """R16: a roster row whose last_seen cannot be read shows `seen ?`, never `seen seen ?`."""
+    from thatch_core.tools import seen_ago
+
+    assert seen_ago("not a time", 0) == "?"
+    assert seen_ago("2026-01-05T09:00:00Z", 1_767_603_630_000) == "30s ago"

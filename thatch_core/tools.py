@@ -52,11 +52,11 @@ def _refuse(text: str) -> ToolReply:
 
 
 def seen_ago(last_seen: str, now_ms: int) -> str:
-    """`42s ago` / `5m ago` / `3h ago` / `2d ago` for a roster row."""
+    """`42s ago` / `5m ago` / `3h ago` / `2d ago` for a roster row; `?` when unreadable."""
     try:
         secs = max(0, (now_ms - clock.parse_iso_ms(last_seen)) // 1000)
     except ValueError:
-        return "seen ?"
+        return "?"
     if secs < 60:
         return f"{secs}s ago"
     if secs < 3600:
