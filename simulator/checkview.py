@@ -20,7 +20,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from thatch_core.mcp import HOOK_LINE_RE, mcp_session_id
 
@@ -417,6 +417,21 @@ class RunView:
                                     "kind": "leave", "data": {"step": idx, "action": step.action}})
             self._leaves = sorted(out, key=lambda e: e["i"])
         return [e for e in self._leaves if label is None or e.get("session") == label]
+
+    def vanishings(self) -> Iterator[tuple[str, dict, dict, dict]]:
+        """`(label, prev, sample, row)` for each session that went from registered in
+        sample `prev` to not registered in `sample` with no leave or fork in between:
+        the only way out of the directory that leaves no event is prune (R26)."""
+        last: dict[str, dict] = {}
+        for s in self.of("sample"):
+            for label, row in (s["data"].get("sessions") or {}).items():
+                if row.get("registered"):
+                    last[label] = s
+                elif label in last:
+                    prev = last.pop(label)
+                    between = self.leaves(label) + self.of("fork", session=label)
+                    if not any(prev["i"] < x["i"] < s["i"] for x in between):
+                        yield label, prev, s, row
 
     def _registered_before(self, label: str, t: int) -> bool:
         """Was the label's last name observation before time t a registered one (or none at all)?"""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from simulator.loader import SCHEMA_HEADER, ScenarioError, display_path, load_file
-from simulator.schema import SCHEMA_PATH, schema_text
+from simulator.schema import SCHEMA_PATH, schema_text, write_schema
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -206,8 +206,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     text = schema_text()
     if args.write:
-        SCHEMA_PATH.write_text(text, encoding="utf-8")
-        print(SCHEMA_PATH)
+        print(write_schema())
         return 0
     if args.check:
         same = SCHEMA_PATH.exists() and SCHEMA_PATH.read_text(encoding="utf-8") == text

@@ -17,28 +17,7 @@ from pathlib import Path
 
 from simulator.clock import START_EPOCH_MS
 from thatch_core.clock import iso
-
-LEGACY_SESSIONS_DDL = """
-CREATE TABLE chat_sessions (
-    session_id    TEXT PRIMARY KEY,
-    name          TEXT NOT NULL UNIQUE,
-    topic         TEXT,
-    project       TEXT,
-    host_kind     TEXT NOT NULL DEFAULT 'opencode',
-    registered_at TEXT NOT NULL,
-    last_seen     TEXT NOT NULL
-)"""
-
-LEGACY_MESSAGES_DDL = """
-CREATE TABLE chat_messages (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    from_session  TEXT NOT NULL,
-    to_session    TEXT NOT NULL,
-    body          TEXT NOT NULL,
-    created_at    TEXT NOT NULL,
-    delivered_at  TEXT,
-    read_at       TEXT
-)"""
+from thatch_core.db import LEGACY_SCHEMA_002
 
 # The sender of `mail:` rows: a 002-era session that left long ago (no row).
 LEGACY_SENDER = "ses_" + "0" * 20 + "0002"
@@ -61,8 +40,8 @@ def write_legacy_db(world) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        conn.execute(LEGACY_SESSIONS_DDL)
-        conn.execute(LEGACY_MESSAGES_DDL)
+        for ddl in LEGACY_SCHEMA_002:
+            conn.execute(ddl)
         for index, row in enumerate(rows):
             sid = legacy_session_id(world, index, row)
             kind = "opencode"

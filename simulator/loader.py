@@ -346,8 +346,3 @@ def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioE
         return MissingFieldError(f"missing required field `{key}`", file=file, line=pos.line_of(path[:-1])[0],
                                  key_path=path, hint=f"add `{key}:`, {desc[0].lower() + desc[1:]}" if desc else f"add `{key}:`")
     return _value_error(err, path, file, pos)
-
-
-def has_schema_header(text: str) -> bool:
-    """Whether a scenario file starts with the yaml-language-server schema comment."""
-    return text.startswith(SCHEMA_HEADER)

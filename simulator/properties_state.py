@@ -124,17 +124,7 @@ def _ever_pruned(view: RunView) -> set[str]:
     """Labels that vanished from the directory without a leave or a fork (pruned,
     R26). A pruned session that registers again drops out of chat_pruned, but
     its unread mail may have been swept in between."""
-    out: set[str] = set()
-    last: dict[str, dict] = {}
-    for s in view.of("sample"):
-        for label, row in (s["data"].get("sessions") or {}).items():
-            if row.get("registered"):
-                last[label] = s
-            elif label in last:
-                prev = last.pop(label)
-                if not any(prev["i"] < x["i"] < s["i"] for x in list(view.leaves(label)) + view.of("fork", session=label)):
-                    out.add(label)
-    return out
+    return {label for label, _prev, _s, _row in view.vanishings()}
 
 
 def _read_crashes(view: RunView) -> list[dict]:

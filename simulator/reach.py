@@ -150,17 +150,9 @@ def _stale(view: RunView) -> Witness:
 
 @reach("prune", "a session vanished from the directory without leaving", rules=("R26",))
 def _prune(view: RunView) -> Witness:
-    last: dict[str, dict] = {}
-    for s in view.of("sample"):
-        for label, row in (s["data"].get("sessions") or {}).items():
-            if row.get("registered"):
-                last[label] = s
-            elif label in last:
-                prev = last.pop(label)
-                forked = any(prev["i"] < f["i"] < s["i"] for f in view.of("fork", session=label))
-                if not forked and not any(prev["i"] < x["i"] < s["i"] for x in view.leaves(label)):
-                    return [{**prev, "data": {"sessions": {label: prev["data"]["sessions"][label]}}},
-                            {**s, "data": {"sessions": {label: row}}}]
+    for label, prev, s, row in view.vanishings():
+        return [{**prev, "data": {"sessions": {label: prev["data"]["sessions"][label]}}},
+                {**s, "data": {"sessions": {label: row}}}]
     return None
 
 

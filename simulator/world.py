@@ -30,7 +30,6 @@ from simulator.protocol import HarnessContext, SessionInfo
 from simulator.spec import Process, Scenario, Session
 
 DB_NAME = "thatch.db"
-MCP_KINDS = ("claude-code", "cursor")
 
 
 def opencode_session_id(rng: random.Random) -> str:

@@ -1,11 +1,14 @@
-"""Tiny shared fixtures: a real SQLite file per test, never a mock."""
+"""Tiny shared fixtures: real SQLite files per test (never a mock) and frozen wall clocks."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from freezegun import freeze_time
 
+from historykit import ALICE, BOB, N_ALICE, N_BOB, make_db
+from simulator import clock
 from thatch_core.db import open_db
 from thatch_core.store import ChatStore
 
@@ -32,3 +35,26 @@ def conn(db_path):
 def store(conn):
     """A ChatStore on ``conn`` drawing names with ``random.Random(0)``."""
     return ChatStore(conn, rng=random.Random(0))
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A final database for the checker tests: historykit's alice and bob
+    registered, no mail (test_expectations overrides it with mail)."""
+    return make_db(tmp_path / "thatch.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
+
+
+@pytest.fixture
+def frozen():
+    """Wall time frozen at 2026-11-29 12:00:00 UTC; move it with ``frozen.tick(s)``."""
+    with freeze_time("2026-11-29 12:00:00") as f:
+        yield f
+
+
+@pytest.fixture
+def frozen_sim():
+    """Wall time frozen at the simulator's START_INSTANT, as a harness child
+    sees it: tests drive it through simulator.harness.testkit.Driver."""
+    freezer = freeze_time(clock.START_INSTANT, tick=False)
+    yield freezer.start()
+    freezer.stop()

@@ -11,31 +11,14 @@ import multiprocess
 import pytest
 
 from thatch_core import db as dbmod
-from thatch_core.db import SCHEMA_VERSION, StoreBusy, StoreError, immediate, open_db, schema_version
+from thatch_core.db import LEGACY_SCHEMA_002, SCHEMA_VERSION, StoreBusy, StoreError, immediate, open_db, schema_version
 from thatch_core.store import ChatStore
 
 CTX = multiprocess.get_context("fork")
 
 OLD_SCHEMA = """
 CREATE TABLE memories (id INTEGER PRIMARY KEY, body TEXT);
-CREATE TABLE chat_sessions (
-  session_id TEXT PRIMARY KEY,
-  name TEXT NOT NULL UNIQUE,
-  topic TEXT,
-  project TEXT,
-  host_kind TEXT NOT NULL DEFAULT 'opencode',
-  registered_at TEXT NOT NULL,
-  last_seen TEXT NOT NULL
-);
-CREATE TABLE chat_messages (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  from_session TEXT NOT NULL,
-  to_session TEXT NOT NULL,
-  body TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  delivered_at TEXT,
-  read_at TEXT
-);
+{legacy};
 INSERT INTO memories (body) VALUES ('unrelated table survives');
 INSERT INTO chat_sessions VALUES
   ('ses_old1', 'Landru', 'release QA', 'thatch', 'opencode', '2026-01-01T10:00:00Z', '2026-01-02T10:00:00Z'),
@@ -44,7 +27,7 @@ INSERT INTO chat_sessions VALUES
 INSERT INTO chat_messages (from_session, to_session, body, created_at, delivered_at, read_at) VALUES
   ('ses_old1', 'mcp_old3', 'is the release green?', '2026-01-01T13:00:00Z', NULL, NULL),
   ('mcp_old3', 'ses_old1', 'yes', '2026-01-01T13:01:00Z', '2026-01-01T13:01:30Z', '2026-01-01T13:02:00Z');
-"""
+""".replace("{legacy}", ";\n".join(LEGACY_SCHEMA_002))
 
 
 def make_old_db(path) -> None:

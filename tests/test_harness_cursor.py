@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from freezegun import freeze_time
 
-from simulator import clock
 from simulator.harness.testkit import Driver, make_ctx, session_info
 from simulator.protocol import OP_FORK, OP_POLL, OP_START, OP_TURN_END
 from thatch_core.constants import CURSOR_FOLLOWUP_CAP
@@ -17,20 +15,13 @@ B = "0b7c2f4e-2222-4bbb-8bbb-00000000000b"
 
 
 @pytest.fixture
-def frozen():
-    freezer = freeze_time(clock.START_INSTANT, tick=False)
-    yield freezer.start()
-    freezer.stop()
-
-
-@pytest.fixture
-def workspace(tmp_path, frozen):
+def workspace(tmp_path, frozen_sim):
     made = []
 
     def make(alice="reader", bob="reader"):
         ctx = make_ctx(tmp_path, "ws", "cursor", [session_info("alice", A, agent=alice),
                                                   session_info("bob", B, agent=bob)])
-        d = Driver(ctx, tmp_path / "run", frozen)
+        d = Driver(ctx, tmp_path / "run", frozen_sim)
         made.append(d)
         d.send(OP_START, 0)
         d.run_until(1_000)  # both first prompts, at start

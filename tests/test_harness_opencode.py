@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from freezegun import freeze_time
 
-from simulator import clock
 from simulator.harness.opencode import parse_nudge
 from simulator.harness.testkit import Driver, make_ctx, session_info
 from simulator.protocol import OP_POLL, OP_START, OP_TURN_END
@@ -25,19 +23,12 @@ A, B, C = "ses_alice0000000001", "ses_bob00000000002", "ses_carol000000003"
 
 
 @pytest.fixture
-def frozen():
-    freezer = freeze_time(clock.START_INSTANT, tick=False)
-    yield freezer.start()
-    freezer.stop()
-
-
-@pytest.fixture
-def drivers(tmp_path, frozen):
+def drivers(tmp_path, frozen_sim):
     made = []
 
     def make(sessions, label="h1", **extra):
         ctx = make_ctx(tmp_path, label, "opencode", sessions, **extra)
-        d = Driver(ctx, tmp_path / "run", frozen)
+        d = Driver(ctx, tmp_path / "run", frozen_sim)
         made.append(d)
         return d
 

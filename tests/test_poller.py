@@ -3,19 +3,10 @@
 import threading
 
 import pytest
-from freezegun import freeze_time
 
 from thatch_core.db import StoreBusy, open_db
 from thatch_core.poller import ChatPoller
 from thatch_core.store import ChatStore
-
-T0 = "2026-11-29 12:00:00"
-
-
-@pytest.fixture
-def frozen():
-    with freeze_time(T0) as f:
-        yield f
 
 
 @pytest.fixture

@@ -20,11 +20,6 @@ def in_witness(v, *events):
     return all((e["i"], e["kind"]) in ids for e in events)
 
 
-@pytest.fixture
-def db(tmp_path):
-    return make_db(tmp_path / "thatch.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
-
-
 # --- registry ---------------------------------------------------------------
 
 def test_every_property_is_registered_with_a_docstring_and_rules():

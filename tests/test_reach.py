@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from historykit import ALICE, BOB, N_ALICE, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
+from historykit import N_ALICE, N_BOB, RUN_INFO, H, base_world, make_spec
 from simulator.checkview import RunView
 from simulator.reach import REACHES, check_reaches
 from simulator.spec import Reach
-
-
-@pytest.fixture
-def db(tmp_path):
-    return make_db(tmp_path / "thatch.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
 
 
 def verdict_for(claim, h, db):

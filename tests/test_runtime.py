@@ -7,7 +7,6 @@ answers title/parent/list questions); the database is real.
 import json
 
 import pytest
-from freezegun import freeze_time
 
 from thatch_core.config import ConfigSource
 from thatch_core.db import open_db
@@ -15,7 +14,6 @@ from thatch_core.prompts import DISABLED_REPLY
 from thatch_core.runtime import HOSTED_STATE_FILE, OpencodeRuntime
 from thatch_core.store import ChatStore
 
-T0 = "2026-11-29 12:00:00"
 USER = [{"type": "text", "text": "please fix the build", "synthetic": False}]
 
 
@@ -53,17 +51,6 @@ class FakeClient:
     def echoes(self, sid=None):
         return [p[0]["text"] for s, p, nr in self.prompts
                 if not p[0]["synthetic"] and nr and (sid is None or s == sid)]
-
-
-@pytest.fixture
-def frozen():
-    with freeze_time(T0) as f:
-        yield f
-
-
-@pytest.fixture
-def db_path(tmp_path):
-    return tmp_path / "thatch.db"
 
 
 @pytest.fixture

@@ -15,11 +15,6 @@ from simulator.spec import Agent, SendArgs
 DAY = 86_400_000
 
 
-@pytest.fixture
-def db(tmp_path):
-    return make_db(tmp_path / "thatch.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
-
-
 @pytest.mark.rules("R36")
 def test_hook_line_count_counts_matching_lines(db):
     """R36: hook_line with count/min/max counts the matching printed lines of the named hook."""

@@ -3,21 +3,12 @@
 import json
 
 import pytest
-from freezegun import freeze_time
 
 from thatch_core.config import ConfigSource
 from thatch_core.db import open_db
 from thatch_core.prompts import DISABLED_REPLY, FRAME_BEGIN, FRAME_END
 from thatch_core.store import ChatStore
 from thatch_core.tools import ChatTools
-
-T0 = "2026-11-29 12:00:00"
-
-
-@pytest.fixture
-def frozen():
-    with freeze_time(T0) as f:
-        yield f
 
 
 @pytest.fixture

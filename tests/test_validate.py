@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
 from simulator.loader import CrossReferenceError, ScenarioErrors, parse_scenario
 from simulator.spec import Scenario
 from simulator.validate import check_spec

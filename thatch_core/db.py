@@ -13,7 +13,8 @@ same WAL database. Three habits keep that safe (see shared/pitfalls.md):
 
 Schema versions (``PRAGMA user_version``):
 
-- 0: a fresh file, or the 002-era schema (which never stamped a version):
+- 0: a fresh file, or the 002-era schema (:data:`LEGACY_SCHEMA_002`, which
+  never stamped a version):
   ``chat_sessions`` without ``auto``/``worktree`` and with a case-sensitive
   ``name``, ``chat_messages`` without ``via_broadcast``, no counters,
   tombstones, host-pid or pruned tables.
@@ -79,6 +80,32 @@ CREATE TABLE IF NOT EXISTS chat_messages (
     read_at       TEXT,
     via_broadcast INTEGER NOT NULL DEFAULT 0
 )"""
+
+# The 002-era layout, exactly as chat.ts created it (never stamped a
+# user_version). Nothing here creates it: it is what `_migrate` must accept,
+# kept as one definition for the simulator's `legacy:` worlds and the tests.
+LEGACY_SCHEMA_002 = (
+    """
+CREATE TABLE chat_sessions (
+    session_id    TEXT PRIMARY KEY,
+    name          TEXT NOT NULL UNIQUE,
+    topic         TEXT,
+    project       TEXT,
+    host_kind     TEXT NOT NULL DEFAULT 'opencode',
+    registered_at TEXT NOT NULL,
+    last_seen     TEXT NOT NULL
+)""",
+    """
+CREATE TABLE chat_messages (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    from_session  TEXT NOT NULL,
+    to_session    TEXT NOT NULL,
+    body          TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    delivered_at  TEXT,
+    read_at       TEXT
+)""",
+)
 
 # Endpoints are deliberately not foreign keys (R11): leaving the directory
 # must never be blocked by, or cascade into, message history.

@@ -31,10 +31,6 @@ FRAME_WARNING = (
     "unless it bears on what you are already doing."
 )
 
-# The names the tools go by; echo texts accept them with or without the prefix.
-ECHOED_TOOLS = ("register", "send", "read", "broadcast")
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -65,7 +61,9 @@ def chat_notification_nudge(senders: Sequence[str], count: int) -> str:
     )
 
 
-def _short_tool(tool: str) -> str:
+def short_tool(tool: str) -> str:
+    """``send`` for ``thatch_chat_send``, ``chat_send`` or ``send``: hosts name
+    the tools with or without the prefix, and all three must mean one tool."""
     for prefix in ("thatch_chat_", "chat_"):
         if tool.startswith(prefix):
             return tool[len(prefix):]
@@ -91,7 +89,7 @@ def chat_echo_text(
     - read: `count` messages, `inbox` (the formatted lines, unframed)
     - broadcast: `count` recipients (the fan-out), `body`
     """
-    kind = _short_tool(tool)
+    kind = short_tool(tool)
     if kind == "register":
         return f"{ECHO_PREFIX} registered as {name}"
     if kind == "send":

@@ -232,12 +232,18 @@ class ChatStore(UpkeepMixin):
         ids = id_list(session_ids)
         if not ids:
             return
+        self._stamp_now("UPDATE chat_sessions SET last_seen = ? WHERE session_id IN", ids)
+
+    def _stamp_now(self, update: str, keys: list) -> None:
+        """Run ``update`` (ending in ``IN``) with now over every chunk of ``keys``.
+
+        One transaction and one timestamp for all chunks, so a long id list
+        stamps atomically and every row gets the same instant.
+        """
         now = clock.iso()
         with immediate(self.conn):
-            for chunk in chunks(ids):
-                self.conn.execute(
-                    f"UPDATE chat_sessions SET last_seen = ? WHERE session_id IN ({marks(len(chunk))})",
-                    (now, *chunk))
+            for chunk in chunks(keys):
+                self.conn.execute(f"{update} ({marks(len(chunk))})", (now, *chunk))
 
     # ------------------------------------------------------------------
     # Messages
@@ -420,9 +426,4 @@ class ChatStore(UpkeepMixin):
         ids = row_id_list(ids)
         if not ids:
             return
-        now = clock.iso()
-        with immediate(self.conn):
-            for chunk in chunks(ids):
-                self.conn.execute(
-                    f"UPDATE chat_messages SET delivered_at = ? WHERE id IN ({marks(len(chunk))})",
-                    (now, *chunk))
+        self._stamp_now("UPDATE chat_messages SET delivered_at = ? WHERE id IN", ids)

@@ -18,23 +18,13 @@ from typing import Any, Callable, Mapping
 
 from thatch_core import clock, staleness
 from thatch_core.db import StoreError
-from thatch_core.prompts import DISABLED_REPLY, chat_echo_text, chat_inbox_frame
+from thatch_core.prompts import DISABLED_REPLY, chat_echo_text, chat_inbox_frame, short_tool
 from thatch_core.store import ERR_NOT_REGISTERED as NOT_REGISTERED  # the store's exact text
 
 STALE_EXPLAINER = (
     "Stale sessions missed two heartbeats (about a minute): an opencode one's "
     "harness has probably stopped, and mail to it waits unread; an mcp one is "
     "between turns and reads its mail at its next prompt."
-)
-
-TOOL_NAMES = (
-    "thatch_chat_register",
-    "thatch_chat_list",
-    "thatch_chat_send",
-    "thatch_chat_read",
-    "thatch_chat_unregister",
-    "thatch_chat_broadcast",
-    "thatch_chat_status",
 )
 
 
@@ -119,12 +109,7 @@ class ChatTools:
             return _refuse("Tool arguments must be an object.")
         if identity is not None and not isinstance(identity, str):
             identity = None  # no usable identity: the tools answer as for a stranger
-        short = tool
-        for prefix in ("thatch_chat_", "chat_"):
-            if short.startswith(prefix):
-                short = short[len(prefix):]
-                break
-        handler = self._handlers.get(short)
+        handler = self._handlers.get(short_tool(tool))
         if handler is None:
             return _refuse(f"Unknown chat tool {tool!r}.")
         try:
