@@ -356,11 +356,23 @@ class RunView:
                     self._by_name.setdefault(n.lower(), label)
         return self._by_name.get(str(name).lower())
 
-    def expand(self, text: Any) -> Any:
-        """`{label}` -> that session's assigned name (left as is when unknown)."""
+    def name_by(self, label: str, t: int) -> Optional[str]:
+        """The last name `label` went by at or before virtual time t (None: no name yet).
+        A session that left keeps its last name here, as for step replies (`name_at`)."""
+        name = None
+        for e, lab, n in self.name_observations():
+            if lab == label and n and e["t"] <= t:
+                name = n
+        return name
+
+    def expand(self, text: Any, at: Any = "end") -> Any:
+        """`{label}` -> the name that session went by at time `at` (`end`: its final
+        name); left as the literal `{label}` when it had none by then. A point
+        expectation at 3m must see the 3m name, not one minted later in the run."""
         if not isinstance(text, str):
             return text
-        return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", lambda m: self.name_at(m.group(1)) or m.group(0), text)
+        look = self.name_at if at == "end" else (lambda label: self.name_by(label, int(at)))
+        return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", lambda m: look(m.group(1)) or m.group(0), text)
 
     # -- tool calls -----------------------------------------------------------
 

@@ -2,9 +2,11 @@
 
 Each `Expectation` (simulator.spec) is judged over the history up to its
 time `at` (inclusive) and, for `at: end`, the final database. `{label}` in an
-expected text expands to that session's assigned name (from samples and
-registered events). The verdict check id is `expect#<index>`. A body key
-the kind does not read fails the verdict (the loader refuses it earlier).
+expected text expands to the name that session went by at `at` (for `at: end`
+its final name), from samples, registered events and hook lines. The verdict
+check id is `expect#<index>`. A body key the kind does not read, or a
+`hook_line` its session's host cannot print, fails the verdict (the loader
+refuses both earlier).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Optional
 
 from simulator.checkview import RunView, brief
 from simulator.result import Verdict
-from simulator.spec import expectation_body_problems, format_duration
+from simulator.spec import expectation_body_problems, format_duration, hook_line_host_problems
 
 
 PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
@@ -54,7 +56,7 @@ def _wakes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
         if key in arg:
             if not ws:
                 return f"{arg['session']} got no wake by {at} to look in", []
-            text, needle = str(ws[-1]["data"].get("text") or ""), view.expand(arg[key])
+            text, needle = str(ws[-1]["data"].get("text") or ""), view.expand(arg[key], at)
             if (needle in text) == negate:
                 return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
     return None, ws[-4:]
@@ -70,7 +72,7 @@ def _echoes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     hits = echoes
     what = "echoes"
     if "contains" in arg:
-        needle = view.expand(arg["contains"])
+        needle = view.expand(arg["contains"], at)
         hits = [e for e in echoes if needle in text(e)]
         what = f"echoes containing {needle!r}"
     want = _bounds(arg, len(hits))
@@ -79,7 +81,7 @@ def _echoes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     if want:
         return f"{label} got {len(hits)} {what} by {at}, want {want}", (hits or echoes)[-4:]
     if "not_contains" in arg:
-        needle = view.expand(arg["not_contains"])
+        needle = view.expand(arg["not_contains"], at)
         bad = [e for e in echoes if needle in text(e)]
         if bad:
             return f"{label} got an echo containing {needle!r} by {at}: {text(bad[0])[:200]!r}", bad[:4]
@@ -111,7 +113,7 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
         wit = [sample]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
-            needle = view.expand(arg[key])
+            needle = view.expand(arg[key], at)
             if text is None:
                 return f"no roster of {label} to look in (no chat_list result by {at})", []
             if (needle in text) == negate:
@@ -126,7 +128,7 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
              if h["data"].get("line") and h["data"].get("hook") in wanted]
     if any(k in arg for k in ("count", "min", "max")):
         # Counting form: how many printed lines (of the wanted hooks) match.
-        hits = [h for h in hooks if _line_matches(view, arg, str(h["data"]["line"]))]
+        hits = [h for h in hooks if _line_matches(view, at, arg, str(h["data"]["line"]))]
         want = _bounds(arg, len(hits))
         return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None), hits[-4:]
     line = str(hooks[-1]["data"]["line"]) if hooks else None
@@ -135,26 +137,26 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
         return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
     if line is None:
         return f"{arg['session']} printed no hook line by {at}", []
-    if "equals" in arg and line != view.expand(arg["equals"]):
-        return f"hook line {line!r} != {view.expand(arg['equals'])!r}", wit
-    if "contains" in arg and view.expand(arg["contains"]) not in line:
-        return f"hook line {line!r} lacks {view.expand(arg['contains'])!r}", wit
-    if "matches" in arg and not re.search(view.expand(arg["matches"]), line):
+    if "equals" in arg and line != view.expand(arg["equals"], at):
+        return f"hook line {line!r} != {view.expand(arg['equals'], at)!r}", wit
+    if "contains" in arg and view.expand(arg["contains"], at) not in line:
+        return f"hook line {line!r} lacks {view.expand(arg['contains'], at)!r}", wit
+    if "matches" in arg and not re.search(view.expand(arg["matches"], at), line):
         return f"hook line {line!r} does not match {arg['matches']!r}", wit
-    if "not_contains" in arg and view.expand(arg["not_contains"]) in line:
-        return f"hook line {line!r} contains {view.expand(arg['not_contains'])!r}", wit
+    if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
+        return f"hook line {line!r} contains {view.expand(arg['not_contains'], at)!r}", wit
     return None, wit
 
 
-def _line_matches(view: RunView, arg: dict, line: str) -> bool:
+def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
     """A hook line against the text keys of a hook_line expectation (all optional)."""
-    if "equals" in arg and line != view.expand(arg["equals"]):
+    if "equals" in arg and line != view.expand(arg["equals"], at):
         return False
-    if "contains" in arg and view.expand(arg["contains"]) not in line:
+    if "contains" in arg and view.expand(arg["contains"], at) not in line:
         return False
-    if "not_contains" in arg and view.expand(arg["not_contains"]) in line:
+    if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
         return False
-    return not ("matches" in arg and not re.search(view.expand(arg["matches"]), line))
+    return not ("matches" in arg and not re.search(view.expand(arg["matches"], at), line))
 
 
 def _observed(view: RunView, index: int, key: str) -> Optional[dict]:
@@ -211,6 +213,13 @@ def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optiona
     return (f"{label} has {n} unread at {at}, want {want}" if want else None), [m if "kind" in m else {"db_row": m} for m in mine[-3:]]
 
 
+def _host_kind(spec: Any, view: RunView, label: Any) -> Optional[str]:
+    """The kind of the process the scenario declares for `label` (None when undeclared)."""
+    labels = spec.session_labels() if hasattr(spec, "session_labels") else {}
+    proc = labels.get(label) if isinstance(label, str) else None
+    return view.proc_kind.get(proc) if proc else None
+
+
 def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
     out = []
     for index, exp in enumerate(getattr(spec, "expect", []) or []):
@@ -218,6 +227,8 @@ def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
         title = f"{kind} of {arg.get('session') if isinstance(arg, dict) else arg} at {_when(at)}"
         try:
             bad = expectation_body_problems(kind, arg)
+            if not bad and kind == "hook_line":
+                bad = hook_line_host_problems(_host_kind(spec, view, arg.get("session")), arg)
             if bad:
                 # Normally refused at load time (validate.py); a scenario built in Python lands here.
                 sub, problem, hint = bad[0]

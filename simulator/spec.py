@@ -487,13 +487,47 @@ def expectation_body_problems(kind: str, body: Any) -> list[tuple[tuple, str, st
     return out
 
 
+# The hooks each host kind runs, exactly as its harness records them in `hook`
+# events (simulator/harness/claude_code.py, cursor.py): a `hook_line`'s `hook:`
+# must name one, or `absent: true` / `count: 0` would pass on a typo. An
+# opencode host runs no hooks and prints no hook line.
+HOST_HOOKS: dict[str, tuple[str, ...]] = {
+    "claude-code": ("SessionStart", "UserPromptSubmit", "Stop"),
+    "cursor": ("SessionStart", "UserPromptSubmit", "stop"),
+}
+
+
+def hook_line_host_problems(host_kind: Optional[str], body: Any) -> list[tuple[tuple, str, str]]:
+    """(key path inside the body, problem, what to write instead) when a `hook_line`
+    expectation cannot match anything on the session's host: the host prints no
+    hook line (opencode), or `hook:` is not one of the hooks it runs.
+    `host_kind` None (an undefined session) is reported elsewhere."""
+    import difflib
+
+    if host_kind is None or not isinstance(body, dict):
+        return []
+    label = body.get("session")
+    if host_kind not in HOST_HOOKS:
+        return [(("session",), f"`{label}` is a session of an {host_kind} process, which prints no hook line",
+                 "hook_line checks claude-code or cursor sessions; for an opencode session check "
+                 "`wakes`, `echoes` or `registered` instead")]
+    hook, names = body.get("hook"), HOST_HOOKS[host_kind]
+    if not isinstance(hook, str) or hook in names:
+        return []
+    close = [n for n in names if n.lower() == hook.lower()] or difflib.get_close_matches(hook, list(names), n=1, cutoff=0.6)
+    listing = f"a {host_kind} session runs: {', '.join(names)}"
+    hint = f"did you mean `{close[0]}`? ({listing})" if close else f"write one of the hooks {listing} (case-sensitive)"
+    return [(("hook",), f"unknown hook `{hook}` for `{label}`, a session of a {host_kind} process", hint)]
+
+
 _WAKES_DESC = ("Wake prompts a session received by then: {session, count | min | max, contains | not_contains}; "
                "contains / not_contains look in the text of the last wake.")
 _ECHOES_DESC = ("The `[chat]` echo bubbles in a session's transcript by then: {session, count | min | max, contains | not_contains}; "
                 "contains selects the echoes whose text contains it (at least one, or count | min | max of them), "
                 "not_contains: no echo contains it.")
 _ROSTER_DESC = "chat_list as seen by a session: {session, active: [labels], stale: [labels], contains | not_contains}."
-_HOOK_LINE_DESC = ("The last hook line a Claude Code/Cursor session printed: {session, hook: Stop|stop (default: the identity hooks), "
+_HOOK_LINE_DESC = ("The last hook line a Claude Code/Cursor session printed: {session, hook: the host's hook name, exactly "
+                   "(claude-code: SessionStart, UserPromptSubmit, Stop; cursor: SessionStart, UserPromptSubmit, stop; default: the identity hooks), "
                    "contains | not_contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead.")
 _REGISTERED_DESC = "Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a fresh name)}."
 _UNREAD_DESC = "Unread mail count: {session, count | min | max}."

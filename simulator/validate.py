@@ -5,7 +5,8 @@ scenario: labels used in steps and expectations must be declared, labels are
 unique, steps are in time order and inside `duration`, faults only target
 what they can act on, a step `expect:` sits only on a step that leaves a reply
 (D-validate-2), and each point expectation's body holds only the keys its
-kind reads, with values of the right type (D-validate-3). Each error points
+kind reads, with values of the right type (D-validate-3), and a `hook_line`
+names a hook its session's host runs (D-validate-4). Each error points
 at the offending key with file:line, in the same `FILE:LINE: key path: problem — fix` shape as the loader.
 
 `check_spec` runs the same checks on a Scenario built in Python (no file, no
@@ -20,7 +21,9 @@ from typing import Any, Optional
 from simulator.loader import (
     BadValueError, CrossReferenceError, KeyPath, LoadedScenario, Positions, ScenarioError, UnknownKeyError,
 )
-from simulator.spec import HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration
+from simulator.spec import (
+    HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration, hook_line_host_problems,
+)
 
 # Argument fields (YAML keys) that name a session or a process, per step action.
 SESSION_KEYS = ("session", "from", "to")
@@ -183,10 +186,20 @@ class _Checker:
                 self.error(path, f"the `{kind}` expectation names no session", f"add `session: <label>` under `{kind}`")
             else:
                 self.session_ref(path + ("session",), body["session"])
+                if kind == "hook_line":
+                    self.hook_line_host(path, body)
             for key in ("active", "stale"):
                 labels = body.get(key)
                 for j, label in enumerate(labels if isinstance(labels, list) else []):
                     self.session_ref(path + (key, j), label)
+
+
+    def hook_line_host(self, path: KeyPath, body: dict) -> None:
+        """A `hook_line` must be able to match: its session's host prints hook lines, and
+        `hook:` names one its host runs (a typo would make `absent` / `count: 0` pass vacuously)."""
+        proc = self.procs.get(self.session_proc.get(body["session"], "")) if isinstance(body["session"], str) else None
+        for sub, problem, hint in hook_line_host_problems(proc.kind if proc else None, body):
+            self.error(path + sub, problem, hint)
 
 
 def check(loaded: LoadedScenario) -> list[ScenarioError]:

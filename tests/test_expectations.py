@@ -12,8 +12,12 @@ from simulator.checkview import RunView
 from simulator.expectations import check_expectations
 
 
-def judge(expect, h, db):
-    spec = make_spec(expect=expect)
+# bob's hook lines come from c1, a Claude Code host: a hook_line expectation needs its session declared there.
+MCP_BOB = [{"id": "h1", "sessions": [{"id": "alice"}]}, {"id": "c1", "kind": "claude-code", "sessions": [{"id": "bob"}]}]
+
+
+def judge(expect, h, db, processes=None):
+    spec = make_spec(expect=expect, processes=processes)
     return check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))
 
 
@@ -62,7 +66,7 @@ def test_hook_line(h, db):
                 {"at": "1m", "hook_line": {"session": "bob", "absent": True}},
                 {"hook_line": {"session": "bob", "absent": True}},
                 {"hook_line": {"session": "bob", "equals": "nope"}},
-                {"hook_line": {"session": "bob", "hook": "Stop", "contains": "1 unread message"}}], h, db)
+                {"hook_line": {"session": "bob", "hook": "Stop", "contains": "1 unread message"}}], h, db, MCP_BOB)
     assert [v.status for v in vs] == ["pass", "pass", "fail", "fail", "pass"]
     assert vs[2].witness[0]["kind"] == "hook"
 
@@ -167,7 +171,7 @@ def test_hook_line_not_contains(h, db):
     """R31: `hook_line: {not_contains}` on the last identity line, and as a filter in the counting form."""
     vs = judge([{"hook_line": {"session": "bob", "not_contains": "left the directory"}},
                 {"hook_line": {"session": "bob", "not_contains": "{bob}"}},
-                {"hook_line": {"session": "bob", "not_contains": "{bob}", "count": 0}}], h, db)
+                {"hook_line": {"session": "bob", "not_contains": "{bob}", "count": 0}}], h, db, MCP_BOB)
     assert [v.status for v in vs] == ["pass", "fail", "pass"]
 
 

@@ -59,6 +59,9 @@ CASES = [
      "expect[0].wakes.cuont: unknown key `cuont` in a `wakes` expectation — did you mean `count`?"),
     ("bad_repeat_body.yaml", 11, BadValueError,
      "steps[0].send.body: `times: 1000001` is out of range — write a whole number from 0 to 1000000"),
+    ("hook_name_typo.yaml", 10, CrossReferenceError,
+     "expect[0].hook_line.hook: unknown hook `stop` for `carol`, a session of a claude-code process — "
+     "did you mean `Stop`? (a claude-code session runs: SessionStart, UserPromptSubmit, Stop)"),
 ]
 
 

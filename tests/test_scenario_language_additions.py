@@ -22,15 +22,18 @@ def test_hook_line_count_counts_matching_lines(db):
     for t in (10_000, 20_000, 30_000):
         h.ev(t, "hook", "w1", "bob", hook="stop", line=f"thatch chat: 1 unread message for {N_BOB}", decision="followup")
     h.ev(40_000, "hook", "w1", "bob", hook="stop", line=None, decision=None)
-    spec = make_spec(expect=[
+    procs = [{"id": "h1", "sessions": [{"id": "alice"}]}, {"id": "w1", "kind": "cursor", "sessions": [{"id": "bob"}]}]
+    spec = make_spec(processes=procs, expect=[
         {"hook_line": {"session": "bob", "hook": "stop", "contains": "unread message for {bob}", "count": 3}},
         {"at": "15s", "hook_line": {"session": "bob", "hook": "stop", "count": 1}},
         {"hook_line": {"session": "bob", "hook": "stop", "max": 2}},
         {"hook_line": {"session": "bob", "hook": "Stop", "count": 0}},
     ])
     vs = check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))
-    assert [v.status for v in vs] == ["pass", "pass", "fail", "pass"]
+    # Cursor's turn-end hook is `stop`: `Stop` is a typo there and fails instead of counting 0 (no vacuous pass).
+    assert [v.status for v in vs] == ["pass", "pass", "fail", "fail"]
     assert "printed 3 matching hook lines" in vs[2].message
+    assert "unknown hook `Stop`" in vs[3].message and "did you mean `stop`?" in vs[3].message
 
 
 @pytest.mark.rules("R32", "R36")
