@@ -10,6 +10,7 @@ A mixin of `Orchestrator`. Invariants:
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import sys
@@ -56,7 +57,15 @@ class ProcessControl:
         others = [lv.conn for lv in self.live.values() if lv.alive] + [h.conn for h, _ in self.locks.values()]
         proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
                                args=(child_end, ctx, str(self.run_dir), os.getpid(), others))
-        proc.start()
+        # Freeze the parent's heap across the fork: the child's cyclic GC then
+        # never walks (and so never copy-on-write-faults) the objects it
+        # inherited, which made children of a big parent (pytest, a finished
+        # run's history) several times slower per command.
+        gc.freeze()
+        try:
+            proc.start()
+        finally:
+            gc.unfreeze()
         child_end.close()
         live = Live(ctx.label, ctx.kind, ctx.incarnation, proc, parent_end, ctx)
         self.live[ctx.label] = live
