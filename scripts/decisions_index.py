@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AREAS = ROOT / "docs" / "decisions"
 OUT = ROOT / "docs" / "decisions.md"
 # A decision starts a paragraph: `**D-area-N: headline.**` or `D-area-N: headline.`
-DECISION = re.compile(r"^\**(D-[A-Za-z]+-[A-Za-z0-9]+)\**[:.]?\s*(.*)$")
+DECISION = re.compile(r"^\**(D-[A-Za-z]+(?:-[A-Za-z0-9]+)+)\**[:.]?\s*(.*)$")
 
 
 def decisions(text: str) -> list[tuple[str, str]]:
