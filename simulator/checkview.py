@@ -74,6 +74,9 @@ class Incarnation:
     rehosted: set[str] = field(default_factory=set)
     rehost_of: Optional[str] = None
     resumed: Optional[str] = None
+    # A resumed session its command line does not open (a bare `-s`, a `-c`
+    # that continues another or none): hosted only once it is used (D-sim-22).
+    dormant: set[str] = field(default_factory=set)
     end_t: Optional[int] = None
     end_i: Optional[int] = None
     reason: Optional[str] = None
@@ -202,6 +205,8 @@ class RunView:
                     rehosted = set(old.sessions) - sessions
                 inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, "opencode"),
                                   e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"), start_event=e)
+                if d.get("resumed") and "opens" in d and d["opens"] != d["resumed"]:
+                    inc.dormant = {d["resumed"]}
                 self.incs.append(inc)
                 latest[proc] = inc
             else:
@@ -229,9 +234,13 @@ class RunView:
 
     def hosting(self, inc: Incarnation, label: str, t: int) -> bool:
         """Does `inc` (alive) host `label` at t? A rehosted session counts within the grace,
-        or for good once it showed activity there (R15 graduation)."""
+        or for good once it showed activity there (R15 graduation); a dormant resumed
+        one (its command line opened another session or none) only from its first use."""
         if label not in inc.sessions:
             return False
+        if label in inc.dormant:
+            return any(e.get("session") == label and e["i"] > inc.start_i and e["t"] <= t
+                       for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
         if label not in inc.rehosted or t - inc.start_t < self.rehost_grace(inc):
             return True
         return any(e.get("session") == label and e["i"] > inc.start_i

@@ -11,8 +11,10 @@ took effect (docs/history.md); one that never takes effect is reported as
   recorded at their own t), everything else waits for the wake; every live
   poller beats once at the wake, before anything else due then, and goes on
   from there.
-- resume: fork the named `start: never` process with `-s <id>` / `-c` in the
-  session's directory; the session's hosting moves there.
+- resume: fork the named `start: never` process with `-s <id>` / `-c` (or
+  the step's `argv`, `{id}` expanded) in the session's directory, listing
+  the step's `listing` or every session that lived there; the session's
+  hosting moves there.
 - restart: SIGKILL the daemon, fork `into` with the same state dir, directory
   and open tabs (rehost grace).
 - fork: OP_FORK to the Claude Code host with a fresh host id from the rng.
@@ -22,11 +24,12 @@ took effect (docs/history.md); one that never takes effect is reported as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from simulator import clock as vclock
 from simulator.faults import LockHolder
 from simulator.protocol import OP_ARM_CRASH, OP_FORK
+from simulator.spec import ARGV_PLACEHOLDER
 
 
 def apply(orch: Any, t: int, idx: int, step: Any) -> None:
@@ -73,17 +76,66 @@ def _resume(orch, t, idx, d, args) -> None:
     label = args.session
     sid = orch.world.session_id(label)
     directory = orch.session_dir.get(label) or orch.world.procs[orch.world.session_proc[label]].directory
+    # The directory listing: the step's own `listing` (labels, any directory:
+    # the author states what opencode finds), else every session that lived here.
+    if args.listing is not None:
+        listed = list(dict.fromkeys(args.listing))
+    else:
+        listed = [other for other, odir in orch.session_dir.items() if odir == directory]
     dir_sessions = []
-    for other, odir in orch.session_dir.items():
-        if odir == directory:
-            info = orch.world.session_info(other)
-            dir_sessions.append({"id": info.session_id, "parent_id": info.parent_id, "label": other,
-                                 "updated_ms": vclock.epoch_ms(orch.last_activity.get(other, info.spec.start))})
-    startup = ("-s", sid) if args.how == "-s" else ("-c", None)
+    for other in listed:
+        info = orch.world.session_info(other)
+        dir_sessions.append({"id": info.session_id, "parent_id": info.parent_id, "label": other,
+                             "updated_ms": vclock.epoch_ms(orch.last_activity.get(other, info.spec.start))})
+    if args.argv is not None:
+        # The author's whole command line; `{id}` is the resumed session's id.
+        argv, how = [a.replace(ARGV_PLACEHOLDER, sid) for a in args.argv], "argv"
+        startup = None
+    else:
+        argv, how = None, args.how
+        startup = ("-s", sid) if args.how == "-s" else ("-c", None)
+    cmdline = argv if argv is not None else (["opencode", "-s", sid] if args.how == "-s" else ["opencode", "-c"])
+    opens = opened_session(cmdline, dir_sessions, orch.world.names_by_label())
     live = orch._start_process(t, args.process, extra=(label,), directory=directory, startup=startup,
-                               directory_sessions=dir_sessions, resumed=label, how=args.how)
+                               directory_sessions=dir_sessions, resumed=label, how=how, argv=argv,
+                               record={"opens": opens})
     if live.alive:
-        orch._fired(idx, {"target": args.process, "session": label, "how": args.how})
+        detail = {"target": args.process, "session": label, "how": how}
+        if argv is not None:
+            detail["argv"] = argv
+        orch._fired(idx, detail)
+
+
+def opened_session(argv: list[str], listing: list[dict], ids: dict[str, str]) -> Optional[str]:
+    """The label of the session opencode itself opens for `argv`, or None.
+
+    The simulator's own model of opencode's command line, kept apart from
+    thatch_core.osargs on purpose: the checkers judge a resume by it (a
+    resumed session the command line does not open is hosted only once it is
+    used, D-sim-22), so it must not come from the code under test. `-s ID` /
+    `--session ID` / `--session=ID` / `-s=ID` open ID (the first one wins,
+    over `-c` too); a flag with no value opens nothing; `-c` / `--continue`
+    opens the newest top-level session of `listing`; `--` ends the flags.
+    """
+    by_id = {sid: label for label, sid in ids.items()}
+    session, cont = None, False
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg in ("-s", "--session"):
+            nxt = argv[i + 1] if i + 1 < len(argv) else ""
+            if nxt and not nxt.startswith("-"):
+                session = session or nxt
+        elif arg.startswith(("--session=", "-s=")):
+            session = session or arg.split("=", 1)[1] or None
+        elif arg in ("-c", "--continue"):
+            cont = True
+    if session is not None:
+        return by_id.get(session)
+    if cont:
+        top = [s for s in listing if not s.get("parent_id")]
+        return max(top, key=lambda s: s.get("updated_ms") or 0)["label"] if top else None
+    return None
 
 
 def _restart(orch, t, idx, d, args) -> None:

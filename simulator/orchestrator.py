@@ -383,7 +383,8 @@ class Orchestrator(ProcessControl, Observer):
     def _start_process(self, t: int, label: str, *, extra: tuple[str, ...] = (), directory: Optional[Path] = None,
                        state_dir: Optional[Path] = None, startup=None, directory_sessions=None,
                        rehost_grace_ms: Optional[int] = None, rehost_of: Optional[str] = None,
-                       resumed: Optional[str] = None, how: Optional[str] = None) -> Live:
+                       resumed: Optional[str] = None, how: Optional[str] = None,
+                       argv: Optional[list[str]] = None, record: Optional[dict[str, Any]] = None) -> Live:
         if label not in self.world.procs:
             raise SimulationError(f"no process labelled {label!r} in scenario {self.spec.name!r}")
         old = self.live.get(label)
@@ -397,6 +398,7 @@ class Orchestrator(ProcessControl, Observer):
                                  directory_sessions=directory_sessions, rehost_grace_ms=rehost_grace_ms)
         ctx.rehosted = [s for s in extra if s not in own] if rehost_of else []
         ctx.resumed = resumed
+        ctx.argv = list(argv) if argv is not None else None
         live = self._fork(ctx)
         for s in sessions:
             self.hosting[s] = label
@@ -404,9 +406,10 @@ class Orchestrator(ProcessControl, Observer):
         shown = own + ([resumed] if resumed and resumed not in own else [])
         data: dict[str, Any] = {"target": label, "proc_kind": ctx.kind, "incarnation": ctx.incarnation,
                                 "sessions": {s: self.world.session_id(s) for s in shown}}
-        for key, value in (("resumed", resumed), ("how", how), ("rehost_of", rehost_of)):
+        for key, value in (("resumed", resumed), ("how", how), ("argv", ctx.argv), ("rehost_of", rehost_of)):
             if value is not None:
                 data[key] = value
+        data.update(record or {})  # the caller's facts for the checkers (a resume's `opens`)
         d = self._next_dispatch()
         self._record("process-start", **data)
         self._exchange(t, d, [(live, OP_START, None, {})])

@@ -106,6 +106,9 @@ class HarnessContext:
     transcripts_dir: Path                       # Claude Code transcripts (shared by the whole run)
     startup: Optional[tuple[str, Optional[str]]] = None   # ("-s", session_id) | ("-c", None) | None
     directory_sessions: list[dict[str, Any]] = field(default_factory=list)  # for -c: {id, parent_id, updated_ms}
+    # resume `argv`: the whole command line the harness reports for its own pid
+    # (ids expanded), instead of the one built from `startup`
+    argv: Optional[list[str]] = None
     rehost_grace_ms: Optional[int] = None
     overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)  # "store", "poller", "runtime", "harness" factories (tests)
     names_by_label: dict[str, str] = field(default_factory=dict)  # label -> session id for EVERY session in the run

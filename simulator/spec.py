@@ -321,10 +321,27 @@ class SleepArgs(_Strict):
     duration: DurationMs = Field(..., alias="for", description=f"How long the machine sleeps ({DURATION_HELP}).")
 
 
+# What `resume.argv` may say: any strings; `{id}` is the one placeholder
+# (validate.py refuses any other `{word}`, so a typo never reaches argv).
+ARGV_PLACEHOLDER = "{id}"
+_ARGV_SCHEMA = {"type": "array", "minItems": 1, "items": {"type": "string"}}
+
+
 class ResumeArgs(_Strict):
-    session: str = Field(..., description="Label of the session being resumed.")
+    session: str = Field(..., description="Label of the session being resumed: the new process serves it (later steps for it go there) and `{id}` in `argv` is its id.")
     process: str = Field(..., description="Label of the new process (declared with `start: never`) that resumes it.")
-    how: Literal["-s", "-c"] = Field("-s", description="-s <id> (the id on the command line) or -c (newest top-level session of the directory).")
+    how: Literal["-s", "-c"] = Field("-s", description="-s <id> (the id on the command line) or -c (newest top-level session of the directory listing).")
+    # Checked in validate.py (a list of strings, at least one; `{id}` the only
+    # placeholder; not together with `how`) so each problem gets file:line and a fix.
+    argv: Annotated[Optional[Any], WithJsonSchema(_ARGV_SCHEMA)] = Field(
+        None, description="Instead of `how`: the whole command line the new process reports for its own pid "
+                          "(what thatch reads from /proc/<pid>/cmdline), one string per argument; `{id}` expands to "
+                          "the resumed session's id. E.g. [opencode, \"--session={id}\"], [opencode, --continue], "
+                          "[opencode, run, -s] (a flag without its value), [opencode, -s, \"{id}\", -c] (-s wins).")
+    listing: Optional[list[str]] = Field(
+        None, description="The sessions opencode lists for the directory (what -c picks the newest top-level one from), "
+                          "as labels; default: every session that lived in the resumed session's directory. "
+                          "[] = an empty directory; [a-child] = only a sub-agent child, so -c continues nothing.")
 
 
 class RestartArgs(_Strict):
@@ -397,7 +414,7 @@ class Step(_Strict):
     kill: Optional[ProcessArg] = Field(None, description="Fault: SIGKILL the whole harness process.")
     crash: Optional[CrashArgs] = Field(None, description="Fault: arm a crash point; the process SIGKILLs itself just before it.")
     sleep: Optional[SleepArgs] = Field(None, description="Fault: the machine sleeps (every process stops beating), then catches up.")
-    resume: Optional[ResumeArgs] = Field(None, description="Fault: resume a session in a new process with -s or -c.")
+    resume: Optional[ResumeArgs] = Field(None, description="Fault: resume a session in a new process with -s or -c (or any command line, `argv`).")
     restart: Optional[RestartArgs] = Field(None, description="Fault: the opencode daemon dies and a new one re-hosts its open tabs (rehost grace).")
     fork: Optional[ForkArgs] = Field(None, description="Fault: Claude Code forks the session id.")
     lock: Optional[LockArgs] = Field(None, description="Fault: another writer holds the database lock.")

@@ -6,8 +6,9 @@ unique, steps are in time order and inside `duration`, faults only target
 what they can act on, a step `expect:` sits only on a step that leaves a reply
 (D-validate-2), and each point expectation's body holds only the keys its
 kind reads, with values of the right type (D-validate-3), and a `hook_line`
-names a hook its session's host runs (D-validate-4). Each error points
-at the offending key with file:line, in the same `FILE:LINE: key path: problem — fix` shape as the loader.
+names a hook its session's host runs (D-validate-4), and a `resume`'s
+`argv` is a non-empty list of strings whose only placeholder is `{id}`
+(D-validate-5). Each error points at the offending key with file:line, in the same `FILE:LINE: key path: problem — fix` shape as the loader.
 
 `check_spec` runs the same checks on a Scenario built in Python (no file, no
 lines), so the API refuses the same mistakes.
@@ -16,13 +17,14 @@ lines), so the API refuses the same mistakes.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, Optional
 
 from simulator.loader import (
     BadValueError, CrossReferenceError, KeyPath, LoadedScenario, Positions, ScenarioError, UnknownKeyError,
 )
 from simulator.spec import (
-    HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration, hook_line_host_problems,
+    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration, hook_line_host_problems,
 )
 
 # Argument fields (YAML keys) that name a session or a process, per step action.
@@ -123,6 +125,8 @@ class _Checker:
         if action in ("resume", "restart", "start"):
             key = "into" if action == "restart" else "process"
             self.never_started(path + (key,), fields[key], action)
+        if action == "resume":
+            self.resume_args(path, step)
         if action == "restart" and fields["process"] in self.procs and self.procs[fields["process"]].kind != "opencode":
             self.error(path + ("process",), f"restart of `{fields['process']}`, a {self.procs[fields['process']].kind} process",
                        "restart models the opencode daemon: name an opencode process (use `kill` for other kinds)")
@@ -136,6 +140,39 @@ class _Checker:
             if kind not in CRASHABLE_KINDS:
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
                            "crash points run inside opencode or cursor processes: use `kill` for a claude-code host")
+
+    def resume_args(self, path: KeyPath, step: Step) -> None:
+        """`argv`: a non-empty list of strings whose only placeholder is `{id}`,
+        instead of (not with) `how`; `listing`: declared session labels (D-validate-5)."""
+        args = step.args
+        for j, label in enumerate(args.listing or ()):
+            self.session_ref(path + ("listing", j), label)
+        argv = args.argv
+        if argv is None:
+            return
+        form = "write the command line as a list of strings, e.g. [opencode, \"--session={id}\"]"
+        if not isinstance(argv, list):
+            self.error(path + ("argv",), f"{argv!r} is not a list of arguments", form, BadValueError)
+            return
+        if not argv:
+            self.error(path + ("argv",), "an empty command line", "write at least the program: [opencode, ...] "
+                       "(or drop `argv` for the default `opencode -s <id>` / `opencode -c`)", BadValueError)
+        if "how" in args.model_fields_set:
+            self.error(path + ("how",), "`how` and `argv` both given; `argv` is the whole command line",
+                       "drop `how` (write the flag in `argv`, e.g. [opencode, -c])")
+        for j, item in enumerate(argv):
+            where = path + ("argv", j)
+            if isinstance(item, dict) and len(item) == 1 and next(iter(item.values())) is None:
+                # YAML read an unquoted `{id}` as a mapping.
+                key = next(iter(item))
+                self.error(where, f"`{{{key}}}` unquoted is a YAML mapping, not text", f'quote it: "{{{key}}}"', BadValueError)
+            elif not isinstance(item, str):
+                self.error(where, f"{item!r} is not a string", "write each argument as a string (quote numbers)", BadValueError)
+            else:
+                for word in re.findall(r"\{[^{}]*\}", item):
+                    if word != ARGV_PLACEHOLDER:
+                        self.error(where, f"unknown placeholder `{word}` in `{item}`",
+                                   f"`{ARGV_PLACEHOLDER}` (the resumed session's id) is the only placeholder", BadValueError)
 
     def step_expect(self, base: KeyPath, step: Step) -> None:
         """A step `expect:` needs a reply to judge: a tool result, or the hook

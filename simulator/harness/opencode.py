@@ -84,7 +84,9 @@ class FakeOpencodeClient:
         return None if label is None else self.h.sessions[label].parent_id
 
     def list_sessions(self, directory: str) -> list[dict[str, Any]]:
-        if self.h.ctx.directory_sessions:
+        # A resume's listing is the directory as the step describes it, even
+        # empty (`-c` then continues nothing); other processes list their own.
+        if self.h.ctx.directory_sessions or self.h.ctx.resumed is not None:
             return [dict(s) for s in self.h.ctx.directory_sessions]
         return [{"id": i.session_id, "parent_id": i.parent_id, "updated_ms": 0} for i in self.h.sessions.values()]
 
@@ -146,13 +148,17 @@ class OpencodeHarness(Harness):
         )
         with _poller_class((ctx.overrides or {}).get("poller")):
             self.runtime.start()
-        how = {"-s": "startup", "-c": "startup"}.get((ctx.startup or (None,))[0], "rehost")
+        how = "startup" if ctx.startup or ctx.argv is not None else "rehost"
         for sid in self.runtime.hosted_sessions():
             label = self.hosted_label(sid)
             if label is not None:
                 self.observe(label, how)
 
     def _cmdline(self, pid: int) -> list[str]:
+        """The command line the OS would report for this process (R5): a
+        resume's own `argv`, else `opencode -s <id>` / `opencode -c`."""
+        if self.ctx.argv is not None:
+            return list(self.ctx.argv)
         startup = self.ctx.startup
         if startup is None:
             return ["opencode"]
