@@ -90,6 +90,7 @@ class OpencodeRuntime:
         rehost_grace_ms: int | None = None,
         log: Callable[[str], None] | None = None,
         real_timer: bool = False,
+        poller_factory: Callable[..., ChatPoller] = ChatPoller,
     ):
         self.store = store
         self.client = client
@@ -103,6 +104,8 @@ class OpencodeRuntime:
         self._hostset = HostedSet(state_dir, self.rehost_grace_ms, self._log)
         self.state_path = self._hostset.path
         self.real_timer = real_timer
+        # Injected (tests build broken variants); the real one by default.
+        self.poller_factory = poller_factory
         self.tools = ChatTools(
             store, config_source, host_kind="opencode",
             project=project, directory=directory, title_for=self._title,
@@ -131,7 +134,7 @@ class OpencodeRuntime:
         self.enabled = cfg.enabled
         if not self.enabled:
             return  # no poller, no startup registration, nothing hosted
-        self.poller = ChatPoller(
+        self.poller = self.poller_factory(
             self.store,
             hosted_sessions=self.hosted_sessions,
             deliver=self._deliver,

@@ -23,7 +23,6 @@ unread (R23).
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from typing import Any, Optional
 
 from simulator.harness.base import Harness, Refused
@@ -91,24 +90,6 @@ class FakeOpencodeClient:
         return [{"id": i.session_id, "parent_id": i.parent_id, "updated_ms": 0} for i in self.h.sessions.values()]
 
 
-@contextmanager
-def _poller_class(cls):
-    """Build the runtime's poller from `cls` (a test's broken variant).
-    D-harness-3: the runtime takes no poller factory, so its module global is
-    swapped for the duration of `start()` only (this process is single-threaded)."""
-    if cls is None:
-        yield
-        return
-    import thatch_core.runtime as runtime_mod
-
-    saved = runtime_mod.ChatPoller
-    runtime_mod.ChatPoller = cls
-    try:
-        yield
-    finally:
-        runtime_mod.ChatPoller = saved
-
-
 class OpencodeHarness(Harness):
     """One fake opencode process: see the module docstring."""
 
@@ -138,16 +119,17 @@ class OpencodeHarness(Harness):
         for label in self.sessions:
             self.placeholders[label] = f"New session - {clock.iso()}"
         self.pre_titled = {label for label in self.sessions if self.existed_before(label)}
-        runtime_cls = (ctx.overrides or {}).get("runtime") or OpencodeRuntime
+        overrides = ctx.overrides or {}
+        runtime_cls = overrides.get("runtime") or OpencodeRuntime
+        extra = {"poller_factory": overrides["poller"]} if overrides.get("poller") else {}
         self.runtime = runtime_cls(
             self.store, self.client,
             directory=str(ctx.directory), project=ctx.project,
             config_source=ConfigSource(ctx.config_path, log=self._log),
             cmdline_reader=self._cmdline, state_dir=ctx.state_dir,
-            rehost_grace_ms=ctx.rehost_grace_ms, log=self._log,
+            rehost_grace_ms=ctx.rehost_grace_ms, log=self._log, **extra,
         )
-        with _poller_class((ctx.overrides or {}).get("poller")):
-            self.runtime.start()
+        self.runtime.start()
         how = "startup" if ctx.startup or ctx.argv is not None else "rehost"
         for sid in self.runtime.hosted_sessions():
             label = self.hosted_label(sid)
