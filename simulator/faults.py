@@ -113,6 +113,17 @@ class CrashPoints:
         self._armed.clear()
         self._set_all(None)
 
+    def snapshot(self) -> list:
+        """The armed points as they stand (live objects, in arming order), for
+        handing to a child process this one forks or serves (D-harness-6)."""
+        return list(self._armed)
+
+    def adopt(self, arms: list) -> None:
+        """Make `arms` this process's armed set (a forked hook/MCP child takes
+        its host's points; the trace callback follows whether any are armed)."""
+        self._armed[:] = list(arms)
+        self._set_all(self._trace if self._armed else None)
+
     def _set_all(self, callback) -> None:
         live = []
         for conn in self._conns:

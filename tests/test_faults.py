@@ -223,3 +223,13 @@ def test_every_fault_kind_fires_with_the_real_harnesses(tmp_path):
     assert [e["data"]["reason"] for e in r.events("process-exit")] == ["crashed", "restart", "killed", "end", "end"]
     # at-least-once: the resumed process wakes bob again for the same mail
     assert [e["proc"] for e in r.events("wake", session="bob")][:2] == ["h2", "h3"]
+
+
+def test_snapshot_and_adopt_hand_armed_points_to_another_registry():
+    """A forked hook/MCP child adopts its host's armed crash points through the public pair."""
+    host, child = CrashPoints(), CrashPoints()
+    host.arm(point="read-stamp", step=3)
+    child.adopt(host.snapshot())
+    assert child.armed and [a.step for a in child.snapshot()] == [3]
+    child.adopt([])
+    assert not child.armed

@@ -53,22 +53,20 @@ class _PipeRecorder:
 
 def _armed_now() -> list:
     """The crash points armed in this process (copied, so the child's counts are its own)."""
-    return [copy.copy(a) for a in getattr(faults.crash_points(), "_armed", ())]
+    return [copy.copy(a) for a in faults.crash_points().snapshot()]
 
 
 def _armed_keyed() -> list:
     """(key, copy) of every armed point: the server child syncs its set to these."""
-    return [(id(a), copy.copy(a)) for a in getattr(faults.crash_points(), "_armed", ())]
+    return [(id(a), copy.copy(a)) for a in faults.crash_points().snapshot()]
 
 
 def _sync_arms(mine: dict, keyed: list) -> None:
     """Make this child's armed set the parent's, keeping the child's own match counts."""
-    points = faults.crash_points()
     fresh = {key: mine.get(key, armed) for key, armed in keyed}
     mine.clear()
     mine.update(fresh)
-    points._armed[:] = list(fresh.values())
-    points._set_all(points._trace if fresh else None)
+    faults.crash_points().adopt(list(fresh.values()))
 
 
 def _child_setup(conn, parent_pid: int, arms: list) -> None:
@@ -76,8 +74,7 @@ def _child_setup(conn, parent_pid: int, arms: list) -> None:
 
     die_with_parent(parent_pid)
     points = faults.crash_points()  # a fresh registry in this pid
-    # D-harness-6: arms are engine state; the registry has no public adopt yet.
-    points._armed.extend(arms)
+    points.adopt(arms)  # D-harness-6: the host's armed points, copied
     points.bind(_PipeRecorder(conn))
 
 
