@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", default="1400,1000", help="window size WIDTH,HEIGHT (default 1400,1000)")
     args = ap.parse_args(argv)
     if args.example:
-        sys.path.insert(0, str(ROOT))
-        from simulator.report_example import example_result, long_example
-        from simulator.reporting import write_run_report
+        sys.path.insert(0, str(ROOT / "tests"))
+        from reportkit import example_result, long_example
+        from simulator.report.html import write_run_report
 
         out_dir = Path(tempfile.mkdtemp(prefix="report-example-"))
         result = (long_example if args.long else example_result)(out_dir / "run")

@@ -1,6 +1,6 @@
 """The simulated world around thatch_core: harness processes, virtual clock, faults, history."""
 
-from simulator.spec import Scenario
+from simulator.scenario.model import Scenario
 
 
 def run_scenario(*args, **kwargs):

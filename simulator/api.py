@@ -2,7 +2,7 @@
 
 The one entry point the pytest plugin, the bench and the tests use. It runs
 the orchestrator, then hands the merged history and the final database to
-`simulator.properties.check_all` (imported lazily: the checkers are optional
+`simulator.checks.properties.check_all` (imported lazily: the checkers are optional
 while they are being written) and adds one verdict per fault step.
 """
 
@@ -14,9 +14,9 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from simulator.orchestrator import Orchestrator, Outcome
+from simulator.engine.orchestrator import Orchestrator, Outcome
 from simulator.result import RunResult, Verdict
-from simulator.spec import Scenario, format_duration
+from simulator.scenario.model import Scenario, format_duration
 
 
 def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, wall_timeout_s: float = 120,
@@ -57,9 +57,9 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
 
 def _checker() -> Optional[Callable[..., Any]]:
     try:
-        module = importlib.import_module("simulator.properties")
+        module = importlib.import_module("simulator.checks.properties")
     except ModuleNotFoundError as err:
-        if err.name != "simulator.properties":
+        if err.name != "simulator.checks.properties":
             raise
         return None
     return getattr(module, "check_all", None)

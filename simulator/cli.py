@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from simulator.loader import SCHEMA_HEADER, ScenarioError, display_path, load_file
-from simulator.schema import SCHEMA_PATH, schema_text, write_schema
+from simulator.scenario.loader import SCHEMA_HEADER, ScenarioError, display_path, load_file
+from simulator.scenario.schema import SCHEMA_PATH, schema_text, write_schema
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -50,8 +50,8 @@ def _progress_printer(stream=sys.stderr) -> tuple[Callable[[int, int], None], Ca
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from simulator.publish import publish_run
-    from simulator.timeline import format_failure, verdict_table
+    from simulator.report.publish import publish_run
+    from simulator.report.text import format_failure, verdict_table
 
     try:
         loaded = load_file(args.file)

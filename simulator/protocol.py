@@ -8,7 +8,7 @@ Who schedules what: the orchestrator puts scripted steps, poll timers,
 samples and faults on the agenda; the harness asks (through the followups of
 its OP_START reply and of later replies) for everything that follows from
 its sessions' specs: each session's first user message at `Session.start`,
-busy/compacting windows, turn ends. The worker (simulator/worker.py) answers
+busy/compacting windows, turn ends. The worker (simulator/child/worker.py) answers
 OP_ARM_CRASH and OP_STOP itself and emits `ready` after a successful OP_START
 if the harness did not. A harness is built by
 `simulator.harness.make_harness(ctx, recorder)` (or `ctx.overrides["harness"]`
@@ -82,7 +82,7 @@ class SessionInfo:
 
     label: str
     session_id: str                 # opencode: ses_...; claude-code/cursor: the HOST session id
-    spec: Any                       # simulator.spec.Session
+    spec: Any                       # simulator.scenario.model.Session
     parent_id: Optional[str] = None
 
 

@@ -54,7 +54,7 @@ def frozen():
 @pytest.fixture
 def frozen_sim():
     """Wall time frozen at the simulator's START_INSTANT, as a harness child
-    sees it: tests drive it through simulator.harness.testkit.Driver."""
+    sees it: tests drive it through harnesskit.Driver."""
     freezer = freeze_time(clock.START_INSTANT, tick=False)
     yield freezer.start()
     freezer.stop()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from simulator.faults import crash_points
+from simulator.child.crash_points import crash_points
 from simulator.protocol import OP_ACT, OP_FORK, OP_POLL, OP_START, FollowUp, Reply
 
 

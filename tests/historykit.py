@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from simulator.spec import Scenario
+from simulator.scenario.model import Scenario
 from thatch_core.db import open_db
 
 EPOCH_MS = 1_795_910_400_000  # 2026-11-29T00:00:00Z: virtual time 0 in every test

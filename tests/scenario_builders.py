@@ -1,4 +1,4 @@
-"""Python-level scenarios for tests: small builders over `simulator.spec.Scenario`.
+"""Python-level scenarios for tests: small builders over `simulator.scenario.model.Scenario`.
 
 A test that needs a whole run (real forked harnesses, the real WAL database,
 the real checkers) builds its scenario here instead of in a YAML file, so it
@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from simulator.api import run_scenario
 from simulator.result import RunResult
-from simulator.spec import Scenario
+from simulator.scenario.model import Scenario
 
 
 # ---------------------------------------------------------------------------

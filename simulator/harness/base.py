@@ -27,9 +27,9 @@ import json
 import random
 from typing import Any, Callable, Optional
 
-from simulator.agents import Agent, TurnState, make_agent
+from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, write_config
-from simulator.spec import expand_body
+from simulator.scenario.model import expand_body
 from simulator.protocol import (
     OP_ACT, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply, SessionInfo,
 )

@@ -3,7 +3,7 @@
 The fake Claude Code host never opens the database itself: its hooks and its
 MCP server are real children (so `os.getppid()` in them is the host's pid,
 which the anti-spoofing anchor depends on, R32). Both kinds are plain
-`os.fork()` children talking over a `multiprocessing` pipe:
+`os.fork()` children talking over a `multiprocess` pipe:
 
 - `run_in_child(fn, t)` forks, runs `fn()` in the child, sends its return
   value back and `os._exit`s; the parent blocks on `recv()` (no timeout:
@@ -24,10 +24,12 @@ from __future__ import annotations
 import copy
 import os
 import traceback
-from multiprocessing import Pipe
+from multiprocess import Pipe
 from typing import Any, Callable, Optional
 
-from simulator import clock, faults
+from simulator import clock
+from simulator.child import hygiene
+from simulator.child.crash_points import crash_points
 
 _EVENT = "event"
 _RESULT = "result"
@@ -53,12 +55,12 @@ class _PipeRecorder:
 
 def _armed_now() -> list:
     """The crash points armed in this process (copied, so the child's counts are its own)."""
-    return [copy.copy(a) for a in faults.crash_points().snapshot()]
+    return [copy.copy(a) for a in crash_points().snapshot()]
 
 
 def _armed_keyed() -> list:
     """(key, copy) of every armed point: the server child syncs its set to these."""
-    return [(id(a), copy.copy(a)) for a in faults.crash_points().snapshot()]
+    return [(id(a), copy.copy(a)) for a in crash_points().snapshot()]
 
 
 def _sync_arms(mine: dict, keyed: list) -> None:
@@ -66,21 +68,16 @@ def _sync_arms(mine: dict, keyed: list) -> None:
     fresh = {key: mine.get(key, armed) for key, armed in keyed}
     mine.clear()
     mine.update(fresh)
-    faults.crash_points().adopt(list(fresh.values()))
+    crash_points().adopt(list(fresh.values()))
 
 
 def _child_setup(conn, parent_pid: int, arms: list) -> None:
-    from simulator.worker import die_with_parent
-
-    die_with_parent(parent_pid)
-    points = faults.crash_points()  # a fresh registry in this pid
+    hygiene.enter(parent_pid)
+    points = crash_points()  # a fresh registry in this pid
     points.adopt(arms)  # D-harness-6: the host's armed points, copied
     points.bind(_PipeRecorder(conn))
 
 
-def _finish(code: int = 0) -> None:
-    faults.save_coverage()
-    os._exit(code)
 
 
 def _relay(conn, recorder, on_crash: Callable[[], None], session: Optional[str] = None) -> Any:
@@ -99,7 +96,7 @@ def _relay(conn, recorder, on_crash: Callable[[], None], session: Optional[str] 
                 recorder.emit(kind, ev_session or session, **data)
             if kind == "crash":
                 # The fired point is spent: never let the next child fire it again.
-                faults.crash_points().disarm()
+                crash_points().disarm()
             continue
         if tag == _ERROR:
             raise RuntimeError(f"child process failed:\n{msg[1]}")
@@ -131,7 +128,7 @@ def run_in_child(fn: Callable[[], Any], *, recorder=None, session: Optional[str]
                 child_end.send((_ERROR, traceback.format_exc()))
                 code = 1
         finally:
-            _finish(code)
+            hygiene.leave(code)
     child_end.close()
     try:
         return _relay(parent_end, recorder, lambda: None, session)
@@ -166,7 +163,7 @@ class ServerChild:
                 parent_end.close()
                 self._child_loop(child_end, parent_pid, arms, t)
             finally:
-                _finish(1)
+                hygiene.leave(1)
         child_end.close()
         self.pid, self.conn = pid, parent_end
 
@@ -198,7 +195,7 @@ class ServerChild:
                 conn.send((_RESULT, serve(request)))
             except Exception:
                 conn.send((_ERROR, traceback.format_exc()))
-        _finish(0)
+        hygiene.leave(0)
 
     @property
     def alive(self) -> bool:

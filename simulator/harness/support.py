@@ -25,7 +25,7 @@ def registered_name(text: str) -> Optional[str]:
 def open_connection(ctx: HarnessContext):
     """A connection to the run's database with the crash points installed.
     Only ever called inside the process that uses it (never before a fork)."""
-    from simulator.faults import crash_points
+    from simulator.child.crash_points import crash_points
     from thatch_core.db import open_db
 
     conn = open_db(ctx.db_path, busy_timeout_ms=ctx.busy_timeout_ms)
@@ -64,7 +64,7 @@ def cli_argv(action: str, args: dict[str, Any], db_path, *, t_ms: int = 0) -> li
     """The command line of a `cli_list` / `cli_tail` step, as a user types it.
     `since` / `until` given as a duration mean scenario start + it (the run's
     epoch is now - t_ms); anything else is passed through as ISO text."""
-    from simulator.spec import parse_duration
+    from simulator.scenario.model import parse_duration
     from thatch_core import clock
 
     def when(value) -> str:

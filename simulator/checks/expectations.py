@@ -1,0 +1,317 @@
+"""Point expectations: what a scenario says must be true at a virtual time (or at the end).
+
+Each `Expectation` (simulator.scenario.model) is judged over the history up to its
+time `at` (inclusive) and, for `at: end`, the final database. `{label}` in an
+expected text expands to the name that session went by at `at` (for `at: end`
+its final name), from samples, registered events and hook lines. The verdict
+check id is `expect#<index>`. A body key the kind does not read, or a
+`hook_line` its session's host cannot print, fails the verdict (the loader
+refuses both earlier).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from simulator.checks.view import RunView, brief
+from simulator.result import Verdict
+from simulator.scenario.model import expectation_body_problems, format_duration, hook_line_host_problems
+
+
+PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
+
+
+def _when(at: Any) -> str:
+    return "end" if at == "end" else format_duration(int(at))
+
+
+def _bounds(spec: dict, got: int) -> Optional[str]:
+    """None when `got` satisfies count/min/max, else what was wanted."""
+    if "count" in spec and got != int(spec["count"]):
+        return f"exactly {spec['count']}"
+    if "min" in spec and got < int(spec["min"]):
+        return f"at least {spec['min']}"
+    if "max" in spec and got > int(spec["max"]):
+        return f"at most {spec['max']}"
+    return None
+
+
+def _upto(view: RunView, at: Any, events: list[dict]) -> list[dict]:
+    return events if at == "end" else [e for e in events if e["t"] <= at]
+
+
+def _last_sample(view: RunView, at: Any) -> Optional[dict]:
+    samples = _upto(view, at, view.of("sample"))
+    return samples[-1] if samples else None
+
+
+def _wakes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
+    ws = _upto(view, at, view.of("wake", session=arg["session"]))
+    want = _bounds(arg, len(ws))
+    if want:
+        return f"{arg['session']} got {len(ws)} wakes by {at}, want {want}", ws[-4:]
+    # `contains` / `not_contains`: the text of the last wake by then (the batch it announced).
+    for key, negate in (("contains", False), ("not_contains", True)):
+        if key in arg:
+            if not ws:
+                return f"{arg['session']} got no wake by {at} to look in", []
+            text, needle = str(ws[-1]["data"].get("text") or ""), view.expand(arg[key], at)
+            if (needle in text) == negate:
+                return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
+    return None, ws[-4:]
+
+
+def _echoes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
+    """The `[chat]` bubbles a session's transcript received by then (D-props-E3):
+    `contains` selects the echoes holding it (at least one unless count / min /
+    max bound how many), `not_contains` must be in none of them."""
+    label = arg["session"]
+    echoes = _upto(view, at, view.of("echo", session=label))
+    text = lambda e: str(e["data"].get("text") or "")  # noqa: E731
+    hits = echoes
+    what = "echoes"
+    if "contains" in arg:
+        needle = view.expand(arg["contains"], at)
+        hits = [e for e in echoes if needle in text(e)]
+        what = f"echoes containing {needle!r}"
+    want = _bounds(arg, len(hits))
+    if want is None and "contains" in arg and not any(k in arg for k in ("count", "min", "max")) and not hits:
+        want = "at least 1"
+    if want:
+        return f"{label} got {len(hits)} {what} by {at}, want {want}", (hits or echoes)[-4:]
+    if "not_contains" in arg:
+        needle = view.expand(arg["not_contains"], at)
+        bad = [e for e in echoes if needle in text(e)]
+        if bad:
+            return f"{label} got an echo containing {needle!r} by {at}: {text(bad[0])[:200]!r}", bad[:4]
+    return None, hits[-4:]
+
+
+def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
+    ev = [e for e in view.of("expectation") if e["data"].get("index") == index and isinstance(e["data"].get("detail"), str)]
+    if ev:
+        return ev[-1]["data"]["detail"], ev[-1:]
+    lists = [c for c in view.calls_of("list", label, ok=True) if at == "end" or c.t <= at]
+    if lists:
+        return lists[-1].text, lists[-1].witness()
+    return None, []
+
+
+def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str], list]:
+    label = arg["session"]
+    sample = _last_sample(view, at)
+    rows = (sample or {}).get("data", {}).get("sessions", {})
+    for section, want_stale in (("active", False), ("stale", True)):
+        for other in arg.get(section) or []:
+            row = rows.get(other, {})
+            if not row.get("registered") or bool(row.get("stale")) != want_stale:
+                return f"{other} is not in {label}'s {section} section at {at}", [sample] if sample else []
+    text, wit = _roster_text(view, at, label, index)
+    if text is None and rows:
+        text = "\n".join(f"{r.get('name')} {'stale' if r.get('stale') else 'active'}" for r in rows.values() if r.get("registered"))
+        wit = [sample]
+    for key, negate in (("contains", False), ("not_contains", True)):
+        if key in arg:
+            needle = view.expand(arg[key], at)
+            if text is None:
+                return f"no roster of {label} to look in (no chat_list result by {at})", []
+            if (needle in text) == negate:
+                return f"{label}'s roster {'contains' if negate else 'lacks'} {needle!r}", wit
+    return None, wit
+
+
+def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
+    # The identity line printed at session start / prompt time, unless `hook:` names another hook (Stop, stop).
+    wanted = (arg["hook"],) if arg.get("hook") else PROMPT_HOOKS
+    hooks = [h for h in _upto(view, at, view.of("hook", session=arg["session"]))
+             if h["data"].get("line") and h["data"].get("hook") in wanted]
+    if any(k in arg for k in ("count", "min", "max")):
+        # Counting form: how many printed lines (of the wanted hooks) match.
+        hits = [h for h in hooks if _line_matches(view, at, arg, str(h["data"]["line"]))]
+        want = _bounds(arg, len(hits))
+        return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None), hits[-4:]
+    line = str(hooks[-1]["data"]["line"]) if hooks else None
+    wit = hooks[-1:]
+    if arg.get("absent"):
+        return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
+    if line is None:
+        return f"{arg['session']} printed no hook line by {at}", []
+    if "equals" in arg and line != view.expand(arg["equals"], at):
+        return f"hook line {line!r} != {view.expand(arg['equals'], at)!r}", wit
+    if "contains" in arg and view.expand(arg["contains"], at) not in line:
+        return f"hook line {line!r} lacks {view.expand(arg['contains'], at)!r}", wit
+    if "matches" in arg and not re.search(view.expand(arg["matches"], at), line):
+        return f"hook line {line!r} does not match {arg['matches']!r}", wit
+    if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
+        return f"hook line {line!r} contains {view.expand(arg['not_contains'], at)!r}", wit
+    return None, wit
+
+
+def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
+    """A hook line against the text keys of a hook_line expectation (all optional)."""
+    if "equals" in arg and line != view.expand(arg["equals"], at):
+        return False
+    if "contains" in arg and view.expand(arg["contains"], at) not in line:
+        return False
+    if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
+        return False
+    return not ("matches" in arg and not re.search(view.expand(arg["matches"], at), line))
+
+
+def _observed(view: RunView, index: int, key: str) -> Optional[dict]:
+    """The orchestrator's own observation for expectation `index` (detail with `key`), if any."""
+    evs = [e for e in view.of("expectation") if e["data"].get("index") == index
+           and isinstance(e["data"].get("detail"), dict) and key in e["data"]["detail"]]
+    return evs[-1] if evs else None
+
+
+def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optional[str], list]:
+    label = arg["session"]
+    seen = _observed(view, index, "registered") if at != "end" else None
+    if seen is not None:
+        is_reg, name, wit = bool(seen["data"]["detail"]["registered"]), seen["data"]["detail"].get("name"), [seen]
+    elif at == "end":
+        row = next((r for r in view.db["sessions"] if r["session_id"] in view.ids.get(label, ())), None)
+        is_reg, name, wit = row is not None, row["name"] if row else None, [{"db_row": row}] if row else []
+    else:
+        sample = _last_sample(view, at)
+        srow = ((sample or {}).get("data", {}).get("sessions") or {}).get(label, {})
+        is_reg, name, wit = bool(srow.get("registered")), srow.get("name"), [sample] if sample else []
+    if "is" in arg and bool(arg["is"]) != is_reg:
+        return f"{label} is {'registered' if is_reg else 'not registered'} at {at}, want is: {arg['is']}", wit
+    if arg.get("name_kept"):
+        first = (view.names_of(label) or [None])[0]
+        if name is None or first is None or name.lower() != first.lower():
+            return f"{label}'s name at {at} is {name}, first minted {first}", wit
+    if arg.get("name_kept") is False:
+        # A fresh name: registered under a name other than the first one minted (R2, R6).
+        first = (view.names_of(label) or [None])[0]
+        if name is None or first is None or name.lower() == first.lower():
+            return f"{label}'s name at {at} is {name}, want a fresh name (first minted {first})", wit
+    return None, wit
+
+
+def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optional[str], list]:
+    label = arg["session"]
+    ids = set(view.ids.get(label, ()))
+    mine = [m for m in view.db["messages"] if m["to_session"] in ids]
+    seen = _observed(view, index, "unread") if at != "end" else None
+    if seen is not None:
+        n = int(seen["data"]["detail"]["unread"])
+        mine = [seen]
+    elif at == "end":
+        n = sum(1 for m in mine if not m["read_at"])
+    elif view.epoch_ms is not None:
+        def open_at(m):
+            c, r = view.vt(m["created_at"]), view.vt(m["read_at"]) if m["read_at"] else None
+            return c is not None and c <= at and (r is None or r > at)
+        n = sum(1 for m in mine if open_at(m))
+    else:
+        return f"cannot tell {label}'s unread count at {at}: no clock epoch in the run info", []
+    want = _bounds(arg, n)
+    return (f"{label} has {n} unread at {at}, want {want}" if want else None), [m if "kind" in m else {"db_row": m} for m in mine[-3:]]
+
+
+def _host_kind(spec: Any, view: RunView, label: Any) -> Optional[str]:
+    """The kind of the process the scenario declares for `label` (None when undeclared)."""
+    labels = spec.session_labels() if hasattr(spec, "session_labels") else {}
+    proc = labels.get(label) if isinstance(label, str) else None
+    return view.proc_kind.get(proc) if proc else None
+
+
+def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
+    out = []
+    for index, exp in enumerate(getattr(spec, "expect", []) or []):
+        kind, arg, at = exp.kind, getattr(exp, exp.kind), exp.at
+        title = f"{kind} of {arg.get('session') if isinstance(arg, dict) else arg} at {_when(at)}"
+        try:
+            bad = expectation_body_problems(kind, arg)
+            if not bad and kind == "hook_line":
+                bad = hook_line_host_problems(_host_kind(spec, view, arg.get("session")), arg)
+            if bad:
+                # Normally refused at load time (validate.py); a scenario built in Python lands here.
+                sub, problem, hint = bad[0]
+                problem, wit = f"{'.'.join([kind, *map(str, sub)])}: {problem} — {hint}", []
+            elif kind == "wakes":
+                problem, wit = _wakes(view, at, arg)
+            elif kind == "echoes":
+                problem, wit = _echoes(view, at, arg)
+            elif kind == "roster":
+                problem, wit = _roster(view, at, arg, index)
+            elif kind == "hook_line":
+                problem, wit = _hook_line(view, at, arg)
+            elif kind == "registered":
+                problem, wit = _registered(view, at, arg, index)
+            else:
+                problem, wit = _unread(view, at, arg, index)
+        except (KeyError, TypeError, ValueError) as exc:
+            problem, wit = f"cannot evaluate: {type(exc).__name__}: {exc}", []
+        wit = [brief(e) if "kind" in e else e for e in wit if e][:8]
+        if problem and at != "end":
+            problem = problem.replace(f" at {at}", f" at {_when(at)}").replace(f" by {at}", f" by {_when(at)}")
+        out.append(Verdict(f"expect#{index}", title, "fail" if problem else "pass", problem or "as expected", (), wit))
+    return out + check_step_replies(spec, view)
+
+
+# -- step reply expectations (`steps[i].expect`) ---------------------------------
+
+
+def _step_reply(view: RunView, idx: int, step: Any) -> Optional[dict]:
+    """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
+    carry `data.step`), or for a `prompt` step the hook line it printed."""
+    results = [e for e in view.of("tool-result") if e["data"].get("step") == idx]
+    if results:
+        return results[-1]
+    if step.action == "prompt":
+        hooks = [h for h in view.of("hook", session=step.args.session)
+                 if h["t"] == step.at and h["data"].get("line") and h["data"].get("hook") in PROMPT_HOOKS]
+        return hooks[-1] if hooks else None
+    return None
+
+
+def _expand_at(view: RunView, text: Any, i: int) -> Any:
+    """`{label}` -> the name the label went by at event `i` (else its last name)."""
+    if not isinstance(text, str):
+        return text
+    return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}",
+                  lambda m: view.name_at(m.group(1), i) or view.name_at(m.group(1)) or m.group(0), text)
+
+
+def _reply_problem(view: RunView, exp: Any, ev: dict) -> Optional[str]:
+    data = ev["data"]
+    text = str(data.get("text") if ev["kind"] == "tool-result" else data.get("line") or "")
+    ok = bool(data.get("ok")) if ev["kind"] == "tool-result" else True
+    shown = text if len(text) <= 300 else text[:297] + "..."
+    if exp.ok is not None and ok != exp.ok:
+        return f"reply ok={ok}, want ok={exp.ok}: {shown!r}"
+    if exp.equals is not None and text != _expand_at(view, exp.equals, ev["i"]):
+        return f"reply {shown!r} != {_expand_at(view, exp.equals, ev['i'])!r}"
+    if exp.contains is not None and _expand_at(view, exp.contains, ev["i"]) not in text:
+        return f"reply {shown!r} lacks {_expand_at(view, exp.contains, ev['i'])!r}"
+    if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev["i"]) in text:
+        return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev['i'])!r}"
+    if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev["i"]), text):
+        return f"reply {shown!r} does not match {exp.matches!r}"
+    return None
+
+
+def check_step_replies(spec: Any, view: RunView) -> list[Verdict]:
+    """One verdict `step#<index>` per step with an `expect:`: its recorded reply
+    must satisfy it; a step that left no reply (dropped, its process dead, an
+    action with no reply) fails, never passes vacuously."""
+    out = []
+    for idx, step in enumerate(getattr(spec, "steps", []) or []):
+        exp = getattr(step, "expect", None)
+        if exp is None:
+            continue
+        title = f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"
+        ev = _step_reply(view, idx, step)
+        if ev is None:
+            dropped = [e for e in view.of("step-dropped") if e["data"].get("step") == idx]
+            why = f": dropped ({dropped[-1]['data'].get('reason')})" if dropped else ""
+            out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (), [brief(e) for e in dropped[-1:]]))
+            continue
+        problem = _reply_problem(view, exp, ev)
+        out.append(Verdict(f"step#{idx}", title, "fail" if problem else "pass", problem or "as expected", (), [brief(ev)]))
+    return out

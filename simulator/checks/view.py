@@ -1,0 +1,504 @@
+"""A read-only index over one run's history and final database, for the checkers.
+
+Properties (`simulator.checks.properties`), reach claims (`simulator.checks.reach`) and
+point expectations (`simulator.checks.expectations`) all ask the same questions of a
+run: which process incarnation hosted a session when, which chat session ids
+and assigned names a session label went by, which tool call produced which
+result, what the final database holds. `RunView` answers them once, from
+what a user could observe (docs/history.md events and the SQLite file), and
+never from thatch_core internals.
+
+The view is tolerant on purpose: a harness may omit an optional field
+(`step`, `hosted`), and a checker must then judge less, never crash.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional
+
+from thatch_core.mcp import HOOK_LINE_RE, mcp_session_id
+
+HOUR_MS = 3_600_000
+RENUDGE_MS = 15 * 60_000
+DEFAULT_POLL_MS = 30_000
+DEFAULT_STALE_MS = 60_000
+DEFAULT_REHOST_GRACE_MS = 86_400_000
+LEAVE_ACTIONS = ("unregister", "delete", "exit")
+
+
+def short_tool(tool: Any) -> str:
+    """`thatch_chat_send` / `chat_send` / `send` -> `send`."""
+    tool = str(tool or "")
+    for prefix in ("thatch_chat_", "chat_"):
+        if tool.startswith(prefix):
+            return tool[len(prefix):]
+    return tool
+
+
+def iso_to_ms(text: Any) -> Optional[int]:
+    if not text:
+        return None
+    try:
+        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")) * 1000
+    except (ValueError, TypeError):
+        return None
+
+
+def brief(e: dict[str, Any]) -> dict[str, Any]:
+    """A witness copy of an event (long texts clipped so a report stays short)."""
+    out = dict(e)
+    data = dict(out.get("data") or {})
+    for key in ("text", "line"):
+        if isinstance(data.get(key), str) and len(data[key]) > 300:
+            data[key] = data[key][:297] + "..."
+    out["data"] = data
+    return out
+
+
+@dataclass
+class Incarnation:
+    """One life of a process label: from its process-start to its process-exit."""
+
+    proc: str
+    n: int
+    kind: str
+    start_t: int
+    start_i: int
+    sessions: set[str]
+    rehosted: set[str] = field(default_factory=set)
+    rehost_of: Optional[str] = None
+    resumed: Optional[str] = None
+    # A resumed session its command line does not open (a bare `-s`, a `-c`
+    # that continues another or none): hosted only once it is used (D-sim-22).
+    dormant: set[str] = field(default_factory=set)
+    end_t: Optional[int] = None
+    end_i: Optional[int] = None
+    reason: Optional[str] = None
+    start_event: Optional[dict[str, Any]] = None
+    exit_event: Optional[dict[str, Any]] = None
+
+    def alive(self, t: int, i: Optional[int] = None) -> bool:
+        """Alive at virtual time t (and, when given, at history position i)."""
+        if t < self.start_t or (i is not None and i < self.start_i):
+            return False
+        if self.end_t is None:
+            return True
+        if i is not None and self.end_i is not None:
+            return i < self.end_i
+        return t < self.end_t
+
+    @property
+    def died(self) -> bool:
+        return self.reason in ("killed", "crashed", "restart")
+
+
+@dataclass
+class Call:
+    """A tool call paired with its result (result None: it never returned)."""
+
+    proc: str
+    session: Optional[str]
+    tool: str
+    args: dict[str, Any]
+    call: Optional[dict[str, Any]]
+    result: Optional[dict[str, Any]]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result and self.result["data"].get("ok"))
+
+    @property
+    def text(self) -> str:
+        return str((self.result or {}).get("data", {}).get("text") or "")
+
+    @property
+    def t(self) -> int:
+        return (self.result or self.call)["t"]
+
+    @property
+    def i(self) -> int:
+        return (self.result or self.call)["i"]
+
+    @property
+    def body(self) -> str:
+        return str(self.args.get("body", self.args.get("message", "")) or "").strip()
+
+    def witness(self) -> list[dict[str, Any]]:
+        return [brief(e) for e in (self.call, self.result) if e is not None]
+
+
+class RunView:
+    def __init__(self, spec: Any, history: list[dict[str, Any]], db_path: Any, run_info: Optional[dict] = None):
+        self.spec = spec
+        self.run_info = dict(run_info or {})
+        self.history = [dict(e, i=e.get("i", n)) for n, e in enumerate(history)]
+        self.stale_ms = int(self.run_info.get("stale_ms", DEFAULT_STALE_MS))
+        self.by_kind: dict[str, list[dict]] = {}
+        for e in self.history:
+            self.by_kind.setdefault(e["kind"], []).append(e)
+        self.t_end = self._t_end()
+        self.drain_t = next((e["t"] for e in self.of("phase") if e["data"].get("phase") == "drain"), None)
+        self.steps = list(getattr(spec, "steps", []) or [])
+        self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}
+        self.agents = {s.id: s.agent for p in getattr(spec, "processes", []) for s in p.sessions}
+        self._obs: Optional[list] = None
+        self._by_name: Optional[dict[str, str]] = None
+        self.db = load_db(db_path)  # first: the id index reads the final rows
+        self._index_incarnations()
+        self._index_ids()
+        self._index_calls()
+        self._leaves: Optional[list[dict]] = None
+        self.epoch_ms = self._epoch()
+
+    # -- basic access -------------------------------------------------------
+
+    def of(self, *kinds: str, session: Optional[str] = None, proc: Optional[str] = None) -> list[dict]:
+        evs = [e for k in kinds for e in self.by_kind.get(k, [])]
+        if len(kinds) > 1:
+            evs.sort(key=lambda e: e["i"])
+        return [e for e in evs if (session is None or e.get("session") == session) and (proc is None or e.get("proc") == proc)]
+
+    def _t_end(self) -> int:
+        for e in self.history:
+            if e["kind"] == "phase" and e["data"].get("phase") == "end":
+                return e["t"]
+        if "duration_ms" in self.run_info:
+            return int(self.run_info["duration_ms"]) + int(self.run_info.get("drain_ms", 0))
+        return max((e["t"] for e in self.history), default=0)
+
+    def poll_ms(self, proc: Optional[str]) -> int:
+        table = self.run_info.get("poll_interval_ms") or {}
+        if proc in table:
+            return int(table[proc])
+        for p in getattr(self.spec, "processes", []):
+            if p.id == proc:
+                return int(p.poll_interval)
+        return DEFAULT_POLL_MS
+
+    def step_action(self, e: dict) -> Optional[str]:
+        idx = (e.get("data") or {}).get("step")
+        if isinstance(idx, int) and 0 <= idx < len(self.steps):
+            return self.steps[idx].action
+        return None
+
+    # -- processes ----------------------------------------------------------
+
+    def _index_incarnations(self) -> None:
+        self.incs: list[Incarnation] = []
+        latest: dict[str, Incarnation] = {}
+        for e in self.of("process-start", "process-exit"):
+            d = e["data"]
+            proc = d.get("target")
+            if e["kind"] == "process-start":
+                sessions = set((d.get("sessions") or {}).keys())
+                if d.get("resumed"):
+                    sessions.add(d["resumed"])
+                rehosted: set[str] = set()
+                old = latest.get(d.get("rehost_of")) if d.get("rehost_of") else None
+                if old is not None:
+                    rehosted = set(old.sessions) - sessions
+                inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, "opencode"),
+                                  e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"), start_event=e)
+                if d.get("resumed") and "opens" in d and d["opens"] != d["resumed"]:
+                    inc.dormant = {d["resumed"]}
+                self.incs.append(inc)
+                latest[proc] = inc
+            else:
+                inc = latest.get(proc)
+                if inc is not None and inc.end_t is None:
+                    inc.end_t, inc.end_i, inc.reason, inc.exit_event = e["t"], e["i"], d.get("reason"), e
+
+    def inc_of(self, e: dict) -> Optional[Incarnation]:
+        """The incarnation of the process that recorded a harness event."""
+        best = None
+        for inc in self.incs:
+            if inc.proc == e.get("proc") and inc.start_i <= e["i"] and (inc.end_i is None or e["i"] <= inc.end_i):
+                best = inc
+        return best
+
+    def hosts(self, label: str, t: int, i: Optional[int] = None, kinds: Iterable[str] = ()) -> list[Incarnation]:
+        """Live incarnations hosting `label` at (t, i)."""
+        return [inc for inc in self.incs if label in inc.sessions and inc.alive(t, i) and (not kinds or inc.kind in kinds)]
+
+    def rehost_grace(self, inc: Incarnation) -> int:
+        for step in self.steps:
+            if step.action == "restart" and step.restart.into == inc.proc and step.restart.grace is not None:
+                return int(step.restart.grace)
+        return DEFAULT_REHOST_GRACE_MS
+
+    def hosting(self, inc: Incarnation, label: str, t: int) -> bool:
+        """Does `inc` (alive) host `label` at t? A rehosted session counts within the grace,
+        or for good once it showed activity there (R15 graduation); a dormant resumed
+        one (its command line opened another session or none) only from its first use."""
+        if label not in inc.sessions:
+            return False
+        if label in inc.dormant:
+            return any(e.get("session") == label and e["i"] > inc.start_i and e["t"] <= t
+                       for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
+        if label not in inc.rehosted or t - inc.start_t < self.rehost_grace(inc):
+            return True
+        return any(e.get("session") == label and e["i"] > inc.start_i
+                   for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
+
+    def asleep(self, t: int, slack: int = 0) -> bool:
+        """True inside a machine sleep, or within `slack` ms after it ends."""
+        start = None
+        for e in self.of("sleep-start", "sleep-end"):
+            if e["kind"] == "sleep-start":
+                start = e["t"]
+            elif start is not None:
+                if start <= t <= e["t"] + slack:
+                    return True
+                start = None
+        return start is not None and t >= start
+
+    def lock_windows(self) -> list[tuple[int, int]]:
+        """(start, end) of every lock fault held against the database."""
+        if "_locks" in self.__dict__:
+            return self.__dict__["_locks"]
+        out: list[tuple[int, int]] = []
+        self.__dict__["_locks"] = out
+        for e in self.of("fault"):
+            if e["data"].get("fault") != "lock":
+                continue
+            dur = (e["data"].get("args") or {}).get("for") or (e["data"].get("args") or {}).get("duration")
+            idx = e["data"].get("step")
+            if dur is None and isinstance(idx, int) and idx < len(self.steps) and self.steps[idx].lock:
+                dur = self.steps[idx].lock.duration
+            out.append((e["t"], e["t"] + int(dur or 0)))
+        return out
+
+    # -- identities ---------------------------------------------------------
+
+    def _index_ids(self) -> None:
+        self.ids: dict[str, list[str]] = {}
+        def add(label, sid):
+            if label and sid and sid not in self.ids.setdefault(label, []):
+                self.ids[label].append(sid)
+        for e in self.of("process-start"):
+            kind = e["data"].get("proc_kind") or self.proc_kind.get(e["data"].get("target"), "opencode")
+            for label, sid in (e["data"].get("sessions") or {}).items():
+                add(label, sid if kind == "opencode" or str(sid).startswith(("ses_", "mcp_")) else mcp_session_id(sid))
+        for label, sids in (self.run_info.get("row_ids") or {}).items():
+            for sid in sids:
+                add(label, sid)
+        by_name = {str(r["name"]).lower(): r["session_id"] for r in self.db.get("sessions") or ()}
+        for e in self.of("registered"):
+            sid = e["data"].get("session_id")
+            if sid is None and e["data"].get("name"):
+                # A hookless MCP mint: the harness never learns the fresh id,
+                # but the name it was told leads to the row (if it still exists).
+                sid = by_name.get(str(e["data"]["name"]).lower())
+            add(e.get("session"), sid)
+        for e in self.of("sample"):
+            for label, row in (e["data"].get("sessions") or {}).items():
+                add(label, row.get("session_id"))
+        for e in self.of("fork"):
+            for key in ("old_host_id", "new_host_id"):
+                if e["data"].get(key):
+                    add(e.get("session"), mcp_session_id(e["data"][key]))
+        self.label_of = {sid: label for label, sids in self.ids.items() for sid in sids}
+
+    def names_of(self, label: str) -> list[str]:
+        """Every assigned name the label went by, in first-seen order."""
+        out: list[str] = []
+        for _, lab, name in self.name_observations():
+            if lab == label and name and name not in out:
+                out.append(name)
+        return out
+
+    def name_observations(self) -> list[tuple[dict, str, Optional[str]]]:
+        """(event, label, name or None when not registered) from samples, registered events and hook lines."""
+        if self._obs is not None:
+            return self._obs
+        out = []
+        for e in self.of("sample", "registered", "hook"):
+            if e["kind"] == "hook":
+                m = HOOK_LINE_RE.match(str(e["data"].get("line") or ""))
+                if m:
+                    out.append((e, e.get("session"), m.group("name")))
+            elif e["kind"] == "registered":
+                out.append((e, e.get("session"), e["data"].get("name")))
+            else:
+                for label, row in (e["data"].get("sessions") or {}).items():
+                    out.append((e, label, row.get("name") if row.get("registered") else None))
+        self._obs = out
+        return out
+
+    def name_at(self, label: str, i: Optional[int] = None) -> Optional[str]:
+        name = None
+        for e, lab, n in self.name_observations():
+            if lab == label and n and (i is None or e["i"] <= i):
+                name = n
+        if name is None and i is None:
+            row = next((r for r in self.db["sessions"] if r["session_id"] in self.ids.get(label, ())), None)
+            name = row["name"] if row else None
+        return name
+
+    def id_names(self) -> dict[str, str]:
+        """chat session id -> a name it went by (db rows win)."""
+        out = {}
+        for label, sids in self.ids.items():
+            names = self.names_of(label)
+            for sid in sids:
+                if names:
+                    out[sid] = names[-1]
+        for e in self.of("registered"):
+            if e["data"].get("session_id") and e["data"].get("name"):
+                out[e["data"]["session_id"]] = e["data"]["name"]
+        for r in self.db["sessions"]:
+            out[r["session_id"]] = r["name"]
+        return out
+
+    def label_for_name(self, name: str) -> Optional[str]:
+        """The label that went by `name` (case-insensitive), None when no one did."""
+        if self._by_name is None:
+            self._by_name = {}
+            for _, label, n in self.name_observations():
+                if n:
+                    self._by_name.setdefault(n.lower(), label)
+        return self._by_name.get(str(name).lower())
+
+    def name_by(self, label: str, t: int) -> Optional[str]:
+        """The last name `label` went by at or before virtual time t (None: no name yet).
+        A session that left keeps its last name here, as for step replies (`name_at`)."""
+        name = None
+        for e, lab, n in self.name_observations():
+            if lab == label and n and e["t"] <= t:
+                name = n
+        return name
+
+    def expand(self, text: Any, at: Any = "end") -> Any:
+        """`{label}` -> the name that session went by at time `at` (`end`: its final
+        name); left as the literal `{label}` when it had none by then. A point
+        expectation at 3m must see the 3m name, not one minted later in the run."""
+        if not isinstance(text, str):
+            return text
+        look = self.name_at if at == "end" else (lambda label: self.name_by(label, int(at)))
+        return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", lambda m: look(m.group(1)) or m.group(0), text)
+
+    # -- tool calls -----------------------------------------------------------
+
+    def _index_calls(self) -> None:
+        self.calls: list[Call] = []
+        pending: dict[tuple, list[Call]] = {}
+        for e in self.of("tool-call", "tool-result"):
+            key = (e.get("proc"), e.get("session"), short_tool(e["data"].get("tool")))
+            if e["kind"] == "tool-call":
+                c = Call(e.get("proc"), e.get("session"), key[2], dict(e["data"].get("args") or {}), e, None)
+                pending.setdefault(key, []).append(c)
+                self.calls.append(c)
+            elif pending.get(key):
+                pending[key].pop(0).result = e
+            else:
+                self.calls.append(Call(e.get("proc"), e.get("session"), key[2], {}, None, e))
+        self.calls.sort(key=lambda c: c.i)
+
+    def calls_of(self, tool: str, session: Optional[str] = None, ok: Optional[bool] = None) -> list[Call]:
+        return [c for c in self.calls if c.tool == tool and (session is None or c.session == session)
+                and (ok is None or (c.result is not None and c.ok == ok))]
+
+    def new_mail(self, label: str, i0: float, i1: float) -> int:
+        """Messages accepted for `label` between history positions i0 and i1 (sends and broadcasts)."""
+        n = 0
+        for c in self.calls:
+            if not (i0 < c.i < i1) or not c.ok or c.tool not in ("send", "broadcast"):
+                continue
+            if c.tool == "send":
+                m = re.match(r"^Message sent to (\S+) \(", c.text)
+                to = m.group(1) if m else str(c.args.get("to", ""))
+                n += (self.label_for_name(to) or self.label_of.get(to)) == label
+            else:
+                m = re.match(r"^Broadcast sent to \d+ sessions?: (.*?)\.(?: Skipped|$)", c.text)
+                names = [x.strip() for x in (m.group(1).split(",") if m else [])]
+                n += any(self.label_for_name(x) == label for x in names)
+        return n
+
+    def leaves(self, label: Optional[str] = None) -> list[dict]:
+        """Ok leaves: an unregister result, or a delete / exit step (the harness records no
+        result for those, so a synthetic `leave` event stands at the end of the step's time)."""
+        if self._leaves is None:
+            out = [e for e in self.of("tool-result") if e["data"].get("ok") and
+                   (short_tool(e["data"].get("tool")) in LEAVE_ACTIONS or self.step_action(e) in LEAVE_ACTIONS)]
+            dropped = {e["data"].get("step") for e in self.of("step-dropped")}
+            for idx, step in enumerate(self.steps):
+                if step.action in ("delete", "exit") and idx not in dropped:
+                    who = step.args.session
+                    # The step ran somewhere inside its time's dispatches: stand before them all
+                    # (P7 then leaves same-time observations unjudged).
+                    pos = next((e["i"] for e in self.history if e["t"] >= step.at), len(self.history)) - 0.5
+                    if self._registered_before(who, step.at):
+                        out.append({"i": pos, "t": step.at, "dispatch": None, "proc": None, "session": who,
+                                    "kind": "leave", "data": {"step": idx, "action": step.action}})
+            self._leaves = sorted(out, key=lambda e: e["i"])
+        return [e for e in self._leaves if label is None or e.get("session") == label]
+
+    def vanishings(self) -> Iterator[tuple[str, dict, dict, dict]]:
+        """`(label, prev, sample, row)` for each session that went from registered in
+        sample `prev` to not registered in `sample` with no leave or fork in between:
+        the only way out of the directory that leaves no event is prune (R26)."""
+        last: dict[str, dict] = {}
+        for s in self.of("sample"):
+            for label, row in (s["data"].get("sessions") or {}).items():
+                if row.get("registered"):
+                    last[label] = s
+                elif label in last:
+                    prev = last.pop(label)
+                    between = self.leaves(label) + self.of("fork", session=label)
+                    if not any(prev["i"] < x["i"] < s["i"] for x in between):
+                        yield label, prev, s, row
+
+    def _registered_before(self, label: str, t: int) -> bool:
+        """Was the label's last name observation before time t a registered one (or none at all)?"""
+        last = [n for e, lab, n in self.name_observations() if lab == label and e["t"] < t]
+        return not last or last[-1] is not None
+
+    def explicit_registers(self, label: Optional[str] = None) -> list[dict]:
+        out = [c.result for c in self.calls_of("register", label, ok=True)]
+        out += [e for e in self.of("registered", session=label) if e["data"].get("how") == "explicit"]
+        return sorted(out, key=lambda e: e["i"])
+
+    # -- time -----------------------------------------------------------------
+
+    def _epoch(self) -> Optional[int]:
+        """Wall ms of virtual time 0: given, or bounded from samples' last_seen."""
+        for src in (self.run_info, *(e["data"] for e in self.of("run-start"))):
+            if src.get("epoch_ms") is not None:
+                return int(src["epoch_ms"])
+        best = None
+        for e in self.of("sample"):
+            for row in (e["data"].get("sessions") or {}).values():
+                ms = iso_to_ms(row.get("last_seen"))
+                if ms is not None:
+                    best = ms - e["t"] if best is None else max(best, ms - e["t"])
+        return best
+
+    def vt(self, iso: Any) -> Optional[int]:
+        """Virtual time of a stored ISO stamp (None when unknown)."""
+        ms = iso_to_ms(iso)
+        return None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
+
+
+def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:
+    """The final database's tables as lists of dicts (empty when absent)."""
+    out: dict[str, list[dict[str, Any]]] = {"sessions": [], "messages": [], "pruned": [], "tombstones": []}
+    if db_path is None or not Path(db_path).exists():
+        return out
+    conn = sqlite3.connect(str(db_path))
+    conn.row_factory = sqlite3.Row
+    try:
+        for key, table in (("sessions", "chat_sessions"), ("messages", "chat_messages"),
+                           ("pruned", "chat_pruned"), ("tombstones", "chat_leave_tombstones")):
+            try:
+                out[key] = [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]
+            except sqlite3.Error:
+                pass
+    finally:
+        conn.close()
+    return out

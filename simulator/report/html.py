@@ -1,0 +1,201 @@
+"""The run report: one self-contained HTML page per scenario run, plus its data.
+
+`write_run_report(result, out_dir)` writes
+
+- `history.jsonl` — a byte copy of the run's merged history (or the in-memory
+  history serialised the same way when the file is gone);
+- `summary.json`  — `RunResult.summary_json()`;
+- `index.html`    — header, verdict table, witness legend and the timeline as
+  a sequence diagram (`report_svg`). Inline CSS and inline SVG only: no
+  script, no font or stylesheet fetched, so the file can be attached to a CI
+  run and opened offline years later.
+
+The pytest plugin calls this when a scenario fails (or when asked to).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from simulator.report.lanes import fmt_span, fmt_t, witness_matcher
+from simulator.report.svg import C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS, render_timeline
+from simulator.result import RunResult
+
+SLICE_AROUND = 3  # history events shown on either side of each witness in the text slice
+
+CSS = """
+body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;margin:0;color:#1f2328;background:#fff;font-size:13px}
+header{padding:14px 20px 8px;border-bottom:1px solid #d0d7de}
+h1{font-size:19px;margin:0 0 6px}
+h2{font-size:14px;margin:14px 0 6px}
+.pill{display:inline-block;padding:1px 10px;border-radius:10px;color:#fff;font-weight:bold;font-size:13px;vertical-align:2px}
+.pill.ok{background:#1a7f37}.pill.bad{background:#cf222e}
+.meta{color:#57606a}.meta b{color:#1f2328}
+section{padding:0 20px}
+table.v{border-collapse:collapse;margin:4px 0 6px;max-width:1300px}
+table.v td,table.v th{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+table.v th{background:#f6f8fa}
+tr.fail td{background:#ffebe9}tr.not-reached td{background:#fff8c5}
+td.st{font-weight:bold;white-space:nowrap}
+tr.fail td.st{color:#cf222e}tr.not-reached td.st{color:#9a6700}tr.pass td.st{color:#1a7f37}
+a.wl{color:#fff;background:#e5000b;border-radius:3px;padding:0 4px;text-decoration:none;font-weight:bold;font-size:11px;margin-right:3px}
+.key{color:#57606a;margin:4px 0 8px}.key span{margin-right:14px;white-space:nowrap}
+.sw{display:inline-block;width:14px;height:9px;margin-right:4px;vertical-align:0}
+.scroll{overflow:auto;max-height:88vh;border-top:1px solid #d0d7de;border-bottom:1px solid #d0d7de}
+.sticky{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid #d0d7de;width:max-content}
+svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif}
+svg .lb{font-size:10.5px;fill:#1f2328}svg .sm{font-size:9.5px}svg .muted{fill:#6e7781}
+svg .bad{fill:#8b1a1a;font-weight:bold}svg .stale{fill:#9a6700;font-weight:bold}svg .msg{fill:#1f6fd1;font-weight:bold}svg .wake{fill:#6b2fd6}
+svg .tm{font-size:10.5px;fill:#57606a;font-family:"DejaVu Sans Mono",monospace}
+svg .ln{font-size:12px;font-weight:bold;fill:#1f2328}svg .gn{font-size:12px;font-weight:bold;fill:#24292f}
+svg .wb{font-size:10px;font-weight:bold;fill:#fff}
+svg .grp{fill:#eaeef2;stroke:#d0d7de}
+svg .grid{stroke:#eef1f4;stroke-width:1}
+svg .ll-dead{stroke:#d0d7de;stroke-width:1;stroke-dasharray:3 4}
+svg .ll-proc{stroke:#57606a;stroke-width:2.5}svg .ll-ses{stroke:#8c959f;stroke-width:1.5}
+svg .phase{stroke:#8c959f;stroke-dasharray:8 4}
+svg .brk{fill:#fbf7ec}svg .brkl{stroke:#d4a72c;stroke-dasharray:2 3}svg .brkt{fill:#7d5a00;font-style:italic}
+svg g.ev:hover .lb{font-weight:bold}
+pre.slice{font-family:"DejaVu Sans Mono",monospace;font-size:11.5px;background:#f6f8fa;padding:8px;overflow:auto;max-width:1350px}
+pre.slice b{color:#cf222e}
+.err{color:#cf222e;font-weight:bold}
+"""
+
+
+def _e(s: Any) -> str:
+    return escape(str(s), quote=True)
+
+
+def _event_line(e: dict[str, Any], long_run: bool) -> str:
+    where = (e.get("proc") or "orchestrator") + (f"/{e['session']}" if e.get("session") else "")
+    data = json.dumps(e.get("data") or {}, sort_keys=True, ensure_ascii=False, default=str)
+    if len(data) > 160:
+        data = data[:159] + "…"
+    return f"#{e.get('i', '?'):<5} {fmt_t(int(e.get('t', 0)), long_run):>10}  {where:<22} {e.get('kind', ''):<15} {data}"
+
+
+def render_html(result: RunResult) -> str:
+    """The whole report page as one string."""
+    history = result.history
+    end_t = max(result.virtual_ms, max((int(e.get("t", 0)) for e in history), default=0))
+    head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t)
+    long_run = layout.end_t >= 3_600_000
+    match = witness_matcher(history)
+    ok = result.ok
+    out: list[str] = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(result.scenario)} seed={result.seed} — {'ok' if ok else 'FAILED'}</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<header>",
+        f'<h1>{_e(result.scenario)} <span class="pill {"ok" if ok else "bad"}">{"ok" if ok else "FAILED"}</span></h1>',
+        f'<div class="meta">seed <b>{result.seed}</b> · virtual time <b>{fmt_span(layout.end_t)}</b> · '
+        f"dispatches <b>{result.dispatches}</b> · wall <b>{result.wall_s:.2f} s</b> · events <b>{len(history)}</b> · "
+        f"run dir <code>{_e(result.run_dir)}</code></div>",
+    ]
+    if result.error:
+        out.append(f'<div class="err">engine error: {_e(result.error)}</div>')
+    out.append("</header>")
+
+    # Verdicts: failures first, then not-reached, then the rest in their own order.
+    order = {"fail": 0, "not-reached": 1, "pass": 2, "skipped": 3}
+    out.append('<section><h2>Verdicts</h2><table class="v"><tr><th>check</th><th>title</th><th>status</th>'
+               "<th>rules</th><th>message</th><th>witness</th></tr>")
+    for v in sorted(result.verdicts, key=lambda v: order.get(v.status, 4)):
+        links = []
+        for w in v.witness if not v.ok else []:
+            n = match(w)
+            if n is not None and n in layout.witness:
+                links.append(f'<a class="wl" href="#w{layout.witness[n]}">W{layout.witness[n]}</a>')
+        out.append(f'<tr class="{_e(v.status)}"><td><b>{_e(v.check)}</b></td><td>{_e(v.title)}</td>'
+                   f'<td class="st">{_e(v.status)}</td><td>{_e(" ".join(v.rules))}</td>'
+                   f"<td>{_e(v.message)}</td><td>{''.join(links)}</td></tr>")
+    out.append("</table></section>")
+
+    checks: dict[int, list[str]] = {}
+    loose: list[tuple[str, Any]] = []  # witnesses that are not history events (db rows, notes)
+    for v in result.verdicts:
+        for w in v.witness if not v.ok else []:
+            n = match(w)
+            if n is not None:
+                checks.setdefault(n, []).append(v.check)
+            else:
+                loose.append((v.check, w))
+    if layout.witness or loose:
+        out.append('<section><h2>Witness events (outlined in red on the timeline)</h2>'
+                   '<table class="v"><tr><th>#</th><th>breaks</th><th>time</th><th>where</th><th>kind</th><th>data</th></tr>')
+        for n, w in sorted(layout.witness.items(), key=lambda kv: kv[1]):
+            e = history[n]
+            where = (e.get("proc") or "orchestrator") + (f"/{e['session']}" if e.get("session") else "")
+            data = json.dumps(e.get("data") or {}, sort_keys=True, ensure_ascii=False, default=str)
+            out.append(f'<tr><td><a class="wl" href="#w{w}">W{w}</a></td><td>{_e(", ".join(dict.fromkeys(checks.get(n, []))))}</td>'
+                       f'<td>{fmt_t(int(e.get("t", 0)), long_run)}</td><td>{_e(where)}</td><td>{_e(e.get("kind"))}</td>'
+                       f"<td><code>{_e(data[:200])}</code></td></tr>")
+        for check, w in loose[:20]:
+            data = json.dumps(w, sort_keys=True, ensure_ascii=False, default=str)
+            what = next(iter(w), "value") if isinstance(w, dict) and len(w) == 1 else "not an event"
+            out.append(f'<tr><td>—</td><td>{_e(check)}</td><td></td><td></td><td>{_e(what)}</td>'
+                       f"<td><code>{_e(data[:200])}</code></td></tr>")
+        out.append("</table></section>")
+
+    out.append(
+        '<section><div class="key">'
+        f'<span><svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{C_MSG}" stroke-width="2"/></svg> message (send)</span>'
+        f'<span><svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{C_MSG}" stroke-width="2" stroke-dasharray="6 3"/></svg> broadcast</span>'
+        f'<span><svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{C_WAKE}" stroke-width="2" stroke-dasharray="4 2"/></svg> wake prompt (poller → session)</span>'
+        f'<span><i class="sw" style="background:{C_FRESH}"></i>heartbeat fresh</span>'
+        f'<span><i class="sw" style="background:{C_STALE}"></i>stale</span>'
+        f'<span><i class="sw" style="background:{C_UNREG}"></i>not registered</span>'
+        f'<span><i class="sw" style="background:{C_BUSY}"></i>busy/compacting</span>'
+        '<span><i class="sw" style="background:#dde6f5"></i>machine asleep</span>'
+        f'<span><i class="sw" style="border:2px solid {C_WITNESS};height:6px"></i>witness</span>'
+        "<span>solid lifeline = process alive, dashed = not running · hover for details</span>"
+        "</div></section>")
+    out.append(f'<div class="scroll"><div class="sticky">{head_svg}</div>{body_svg}</div>')
+
+    notes = []
+    if layout.omitted:
+        kinds = ", ".join(f"{k} ×{c}" for k, c in sorted(layout.omitted.items()))
+        notes.append(f"{sum(layout.omitted.values())} rows not drawn to keep the page readable ({_e(kinds)}); "
+                     "see history.jsonl.")
+    if notes:
+        out.append("<section><p>" + "<br>".join(notes) + "</p></section>")
+    if layout.witness:
+        lines: list[str] = []
+        shown: set[int] = set()
+        for n in sorted(layout.witness)[:40]:
+            lo, hi = max(0, n - SLICE_AROUND), min(len(history), n + SLICE_AROUND + 1)
+            if lines and lo > max(shown) + 1:
+                lines.append("   ⋮")
+            for k in range(lo, hi):
+                if k in shown:
+                    continue
+                shown.add(k)
+                line = _e(_event_line(history[k], long_run))
+                lines.append(f"<b>W{layout.witness[k]:<3}{line}</b>" if k in layout.witness else f"    {line}")
+        out.append('<section><details open><summary><b>History around the witnesses</b></summary>'
+                   f'<pre class="slice">{chr(10).join(lines)}</pre></details></section>')
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def write_run_report(result: RunResult, out_dir: Path) -> Path:
+    """Write history.jsonl, summary.json and index.html into `out_dir`; return the index.html path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hist_out = out_dir / "history.jsonl"
+    src = Path(result.history_path) if result.history_path else None
+    if src is not None and src.is_file():
+        if src.resolve() != hist_out.resolve():
+            shutil.copyfile(src, hist_out)
+    else:
+        with open(hist_out, "w", encoding="utf-8", newline="\n") as fh:
+            for e in result.history:
+                fh.write(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str) + "\n")
+    (out_dir / "summary.json").write_text(result.summary_json() + "\n", encoding="utf-8")
+    index = out_dir / "index.html"
+    index.write_text(render_html(result), encoding="utf-8")
+    return index

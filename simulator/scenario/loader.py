@@ -1,0 +1,348 @@
+"""Load a YAML scenario file into a `spec.Scenario`, with file:line errors.
+
+The file is composed with PyYAML's node API (SafeLoader) so every key keeps
+its line and column; the data is built from the same nodes and validated by
+the pydantic model; every pydantic error is then turned back into a
+`ScenarioError` that reads
+
+    FILE:LINE: <key path>: <problem> — <what to write instead>
+
+A file holds exactly ONE scenario. A leading `---` is fine, a second
+document is an error (D-loader-1 in docs/decisions/authoring.md): one file per
+scenario keeps node ids, reports and `lint` output one-to-one with files.
+
+After the model validates, `simulator.scenario.validate` runs the cross-reference
+checks (labels, time order, fault targets) with the same positions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from simulator.scenario.errors import (  # re-exported: the loader is where authors meet them
+    BadValueError, CrossReferenceError, KeyPath, MissingFieldError, ScenarioError, ScenarioErrors,
+    ScenarioSyntaxError, UnknownKeyError, format_key_path, raise_errors,
+)
+from simulator.scenario.model import Scenario
+
+__all__ = [
+    "BadValueError", "CrossReferenceError", "KeyPath", "LoadedScenario", "MissingFieldError", "Positions",
+    "ScenarioError", "ScenarioErrors", "ScenarioSyntaxError", "UnknownKeyError", "format_key_path",
+    "load_file", "load_scenario", "parse_scenario", "raise_errors",
+]
+
+SCHEMA_HEADER = "# yaml-language-server: $schema="
+
+
+# ---------------------------------------------------------------------------
+# Positions
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Positions:
+    """Key path -> 1-based (line, column), for values and for the keys that name them."""
+
+    values: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+
+    def line_of(self, path: KeyPath) -> tuple[int, int]:
+        """The key's line when the path ends in a key, else its value's; the nearest ancestor if absent."""
+        path = tuple(path)
+        while path:
+            if path in self.keys:
+                return self.keys[path]
+            if path in self.values:
+                return self.values[path]
+            path = path[:-1]
+        return self.values.get((), (1, 1))
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _walk(node: yaml.Node, path: KeyPath, pos: Positions, file: str, errors: list[ScenarioError]) -> None:
+    pos.values[path] = _mark(node)
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            line = _mark(key_node)[0]
+            if key in seen:
+                errors.append(ScenarioSyntaxError(
+                    f"duplicate key `{key}` (first at line {seen[key]})", file=file, line=line,
+                    key_path=path + (key,), hint="keep one; YAML would silently drop the first"))
+                continue
+            seen[key] = line
+            pos.keys[path + (key,)] = _mark(key_node)
+            _walk(value_node, path + (key,), pos, file, errors)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, path + (index,), pos, file, errors)
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedScenario:
+    """A validated scenario with where it came from (for cross-reference checks and reports)."""
+
+    spec: Scenario
+    file: str
+    positions: Positions
+    data: dict[str, Any]
+
+
+def display_path(path: Path | str) -> str:
+    """The path as messages show it: relative to the working directory when under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_scenario(path: Path | str, *, display: Optional[str] = None, cross_check: bool = True) -> Scenario:
+    """Read, validate and cross-check one scenario file; raise ScenarioError (or a group) if it is wrong."""
+    return load_file(path, display=display, cross_check=cross_check).spec
+
+
+def load_file(path: Path | str, *, display: Optional[str] = None, cross_check: bool = True) -> LoadedScenario:
+    """Like `load_scenario`, keeping the positions and raw data."""
+    file = display or display_path(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioSyntaxError(f"cannot read the file ({exc})", file=file, hint="give a readable UTF-8 .yaml file") from None
+    return parse_scenario(text, file=file, cross_check=cross_check)
+
+
+def parse_scenario(text: str, *, file: str = "<scenario>", cross_check: bool = True) -> LoadedScenario:
+    """Parse YAML text holding one scenario; see the module docstring for the error format."""
+    root = _compose(text, file)
+    pos = Positions()
+    errors: list[ScenarioError] = []
+    _walk(root, (), pos, file, errors)
+    raise_errors(errors)
+    data = yaml.SafeLoader("").construct_document(root)
+    if not isinstance(data, dict):
+        raise ScenarioSyntaxError(f"the file holds a {type(data).__name__}, not a scenario", file=file, line=_mark(root)[0],
+                                  hint="write a mapping with name, duration, processes and steps")
+    try:
+        spec = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise_errors(convert_errors(exc, data, pos, file))
+        raise  # unreachable: a ValidationError always has at least one error
+    loaded = LoadedScenario(spec=spec, file=file, positions=pos, data=data)
+    if cross_check:
+        from simulator.scenario.validate import check  # late import: validate imports this module's errors
+
+        raise_errors(check(loaded))
+    return loaded
+
+
+def _compose(text: str, file: str) -> yaml.Node:
+    try:
+        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise ScenarioSyntaxError(f"YAML syntax: {problem}", file=file, line=mark.line + 1 if mark else None,
+                                  hint="check the indentation and the `key: value` form of this line and the one above; "
+                                       "quote values that contain `: ` or start with a special character") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioSyntaxError(f"YAML syntax: {exc}", file=file, hint="fix the YAML") from None
+    docs = [d for d in docs if d is not None]
+    if not docs:
+        raise ScenarioSyntaxError("the file holds no scenario", file=file, line=1,
+                                  hint="write name, duration, processes and steps (`python -m simulator new NAME` scaffolds one)")
+    if len(docs) > 1:
+        raise ScenarioSyntaxError("a second YAML document (`---`) in the file", file=file, line=_mark(docs[1])[0],
+                                  hint="write one scenario per file")
+    return docs[0]
+
+
+# ---------------------------------------------------------------------------
+# pydantic errors -> ScenarioError
+# ---------------------------------------------------------------------------
+
+
+def _unwrap(tp: Any) -> Any:
+    """The model or list type inside Annotated/Optional/Union wrappers."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            richer = [a for a in args if _is_model(_unwrap(a)) or typing.get_origin(_unwrap(a)) is list]
+            tp = (richer or args)[0]
+        else:
+            return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:
+    return {(info.alias or name): info for name, info in model.model_fields.items()}
+
+
+def _resolve(path: KeyPath) -> tuple[Optional[type[BaseModel]], Any]:
+    """(model owning the last key, its FieldInfo) for a key path, or (None, None)."""
+    tp: Any = Scenario
+    owner, info = None, None
+    for part in path:
+        tp = _unwrap(tp)
+        if isinstance(part, int):
+            if typing.get_origin(tp) is not list:
+                return None, None
+            tp = typing.get_args(tp)[0]
+            owner, info = None, None
+        else:
+            if not _is_model(tp) or part not in _fields_by_key(tp):
+                return None, None
+            owner, info = tp, _fields_by_key(tp)[part]
+            tp = info.annotation
+    return owner, info
+
+
+def _model_at(path: KeyPath) -> Optional[type[BaseModel]]:
+    if not path:
+        return Scenario
+    owner, info = _resolve(path)
+    if info is None:
+        # a list item: resolve the list then take its item type
+        if path and isinstance(path[-1], int):
+            _, list_info = _resolve(path[:-1])
+            if list_info is not None:
+                item = _unwrap(list_info.annotation)
+                if typing.get_origin(item) is list:
+                    tp = _unwrap(typing.get_args(item)[0])
+                    return tp if _is_model(tp) else None
+        return None
+    tp = _unwrap(info.annotation)
+    return tp if _is_model(tp) else None
+
+
+def _normalize(loc: tuple, data: Any, missing: bool) -> tuple[KeyPath, bool]:
+    """Map a pydantic loc onto the YAML's own keys, dropping union branch tags."""
+    path: list[Union[str, int]] = []
+    cur, union = data, False
+    for part in loc:
+        if isinstance(cur, dict) and part in cur:
+            path.append(part)
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            path.append(part)
+            cur = cur[part]
+        elif isinstance(cur, dict) and missing and part == loc[-1]:
+            path.append(part)
+        elif isinstance(part, str) and (not isinstance(cur, dict) or "[" in part or part in ("int", "str", "bool")):
+            union = union or "[" in part or part in ("int", "str", "bool")
+            if not isinstance(cur, (dict, list)):
+                break  # a value rewritten by a before-validator (a bare agent kind): stop at the key
+        else:
+            break
+    return tuple(path), union
+
+
+_LABEL_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
+_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+
+
+def _value_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioError:
+    kind, msg, value = err["type"], err["msg"], err.get("input")
+    line = pos.line_of(path)[0]
+    _, info = _resolve(path)
+    desc = (info.description or "").rstrip(".") if info is not None else ""
+    if kind == "value_error":
+        text = msg.removeprefix("Value error, ")
+        problem, _, hint = text.partition(" — ")
+        return BadValueError(problem, file=file, line=line, key_path=path, hint=hint)
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", err.get("ctx", {}).get("expected", ""))
+        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+        listing = ", ".join(choices)
+        hint = f"did you mean `{close[0]}`? (one of: {listing})" if close else f"write one of: {listing}"
+        return BadValueError(f"{value!r} is not allowed here", file=file, line=line, key_path=path, hint=hint)
+    if kind == "string_pattern_mismatch":
+        pattern = err.get("ctx", {}).get("pattern", "")
+        if pattern == _NAME_PATTERN:
+            hint = "write kebab-case: lowercase letters, digits and dashes (e.g. rename-collision)"
+        elif pattern == _LABEL_PATTERN:
+            hint = "write a label: a letter, then letters, digits, `_` or `-` (e.g. alice, h1)"
+        else:
+            hint = f"write a value matching {pattern}"
+        return BadValueError(f"{value!r} has the wrong form", file=file, line=line, key_path=path, hint=hint)
+    if kind == "too_short":
+        return BadValueError("the list is empty", file=file, line=line, key_path=path,
+                             hint=f"write at least one item ({desc})" if desc else "write at least one item")
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return BadValueError(f"expected a mapping, got {value!r}", file=file, line=line, key_path=path,
+                             hint="write `key: value` lines indented under it" + (f" ({desc})" if desc else ""))
+    if kind == "list_type":
+        return BadValueError(f"expected a list, got {value!r}", file=file, line=line, key_path=path,
+                             hint="write `- item` lines indented under it" + (f" ({desc})" if desc else ""))
+    problem = msg[0].lower() + msg[1:] + f", got {value!r}"
+    ctx = err.get("ctx") or {}
+    if kind == "greater_than_equal":
+        hint = f"write {ctx.get('ge')} or more"
+    else:
+        hint = f"the field takes: {desc[0].lower() + desc[1:]}" if desc else "see docs/authoring-scenarios.md"
+    return BadValueError(problem, file=file, line=line, key_path=path, hint=hint)
+
+
+def convert_errors(exc: ValidationError, data: dict, pos: Positions, file: str) -> list[ScenarioError]:
+    """Every pydantic error as a ScenarioError, one per key path, in file order."""
+    entries = []
+    for err in exc.errors():
+        path, union = _normalize(err["loc"], data, err["type"] == "missing")
+        entries.append((path, union, err))
+    # A value that fits no branch of a union yields one error per branch: keep the
+    # deepest ones (a bad item inside the list branch), merge the rest into one.
+    union_paths = [p for p, u, _ in entries if u]
+    entries = [(p, u, e) for p, u, e in entries if not (u and any(len(q) > len(p) and q[:len(p)] == p for q in union_paths))]
+    out: dict[KeyPath, ScenarioError] = {}
+    for path, union, err in entries:
+        if path in out:
+            if union:  # several branches failed at the same spot: say what the field takes
+                _, info = _resolve(path)
+                desc = (info.description or "").rstrip(".") if info is not None else "see the schema"
+                out[path] = BadValueError(f"{err.get('input')!r} is not allowed here", file=file,
+                                          line=pos.line_of(path)[0], key_path=path, hint=f"write {desc[0].lower() + desc[1:]}")
+            continue
+        out[path] = _one_error(err, path, file, pos)
+    return sorted(out.values(), key=lambda e: (e.line or 0, format_key_path(e.key_path)))
+
+
+def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioError:
+    kind = err["type"]
+    if kind == "extra_forbidden" and path:
+        key = str(path[-1])
+        model = _model_at(path[:-1])
+        allowed = list(_fields_by_key(model)) if model else []
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`?" if close else f"write one of: {', '.join(allowed)}"
+        return UnknownKeyError(f"unknown key `{key}`", file=file, line=pos.line_of(path)[0], key_path=path, hint=hint)
+    if kind == "missing" and path:
+        key = str(path[-1])
+        _, info = _resolve(path)
+        desc = (info.description or "").rstrip(".") if info is not None else ""
+        return MissingFieldError(f"missing required field `{key}`", file=file, line=pos.line_of(path[:-1])[0],
+                                 key_path=path, hint=f"add `{key}:`, {desc[0].lower() + desc[1:]}" if desc else f"add `{key}:`")
+    return _value_error(err, path, file, pos)

@@ -1,0 +1,255 @@
+"""Cross-reference checks that run after the model validates.
+
+The pydantic model checks each field on its own; these checks need the whole
+scenario: labels used in steps and expectations must be declared, labels are
+unique, steps are in time order and inside `duration`, faults only target
+what they can act on, a step `expect:` sits only on a step that leaves a reply
+(D-validate-2), and each point expectation's body holds only the keys its
+kind reads, with values of the right type (D-validate-3), and a `hook_line`
+names a hook its session's host runs (D-validate-4), and a `resume`'s
+`argv` is a non-empty list of strings whose only placeholder is `{id}`
+(D-validate-5). Each error points at the offending key with file:line, in the same `FILE:LINE: key path: problem — fix` shape as the loader.
+
+`check_spec` runs the same checks on a Scenario built in Python (no file, no
+lines), so the API refuses the same mistakes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any, Optional
+
+from simulator.scenario.loader import (
+    BadValueError, CrossReferenceError, KeyPath, LoadedScenario, Positions, ScenarioError, UnknownKeyError,
+)
+from simulator.scenario.model import (
+    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration, hook_line_host_problems,
+)
+
+# Argument fields (YAML keys) that name a session or a process, per step action.
+SESSION_KEYS = ("session", "from", "to")
+PROCESS_KEYS = ("process", "into")
+CRASHABLE_KINDS = ("opencode", "cursor")
+HOOK_KINDS = ("claude-code", "cursor")  # hosts whose `prompt` prints a hook line (a step reply)
+
+
+class _Checker:
+    def __init__(self, spec: Scenario, positions: Optional[Positions], file: str) -> None:
+        self.spec, self.positions, self.file = spec, positions, file
+        self.errors: list[ScenarioError] = []
+        self.procs = {p.id: p for p in spec.processes}
+        self.session_proc = spec.session_labels()
+
+    def error(self, path: KeyPath, problem: str, hint: str, cls: type[ScenarioError] = CrossReferenceError) -> None:
+        line = self.positions.line_of(path)[0] if self.positions else None
+        self.errors.append(cls(problem, file=self.file, line=line, key_path=path, hint=hint))
+
+    def _suggest(self, label: str, defined: list[str], what: str) -> str:
+        close = difflib.get_close_matches(label, defined, n=1, cutoff=0.6)
+        listing = ", ".join(defined) if defined else "none yet: declare one under processes"
+        return f"did you mean `{close[0]}`? (defined {what}: {listing})" if close else f"write one of the defined {what}: {listing}"
+
+    def session_ref(self, path: KeyPath, label: Any) -> None:
+        if isinstance(label, str) and label not in self.session_proc:
+            self.error(path, f"undefined session `{label}`", self._suggest(label, list(self.session_proc), "sessions"))
+
+    def process_ref(self, path: KeyPath, label: Any) -> bool:
+        if isinstance(label, str) and label not in self.procs:
+            self.error(path, f"undefined process `{label}`", self._suggest(label, list(self.procs), "processes"))
+            return False
+        return True
+
+    # -- declarations ------------------------------------------------------
+
+    def declarations(self) -> None:
+        seen_proc: dict[str, int] = {}
+        seen_sess: dict[str, str] = {}
+        for i, proc in enumerate(self.spec.processes):
+            if proc.id in seen_proc:
+                self.error(("processes", i, "id"), f"duplicate process label `{proc.id}` (also processes[{seen_proc[proc.id]}])",
+                           "give every process its own label")
+            seen_proc.setdefault(proc.id, i)
+            for j, sess in enumerate(proc.sessions):
+                if sess.id in seen_sess:
+                    self.error(("processes", i, "sessions", j, "id"),
+                               f"duplicate session label `{sess.id}` (also in process {seen_sess[sess.id]})",
+                               "give every session its own label, across all processes")
+                seen_sess.setdefault(sess.id, proc.id)
+            own = [s.id for s in proc.sessions]
+            for j, sess in enumerate(proc.sessions):
+                if sess.parent is None:
+                    continue
+                path = ("processes", i, "sessions", j, "parent")
+                if sess.parent == sess.id:
+                    self.error(path, f"session `{sess.id}` is its own parent", "name another session of the same process")
+                elif sess.parent not in own:
+                    where = f"a session of process {self.session_proc[sess.parent]}" if sess.parent in self.session_proc else "undefined"
+                    self.error(path, f"parent `{sess.parent}` is {where}, not a session of process {proc.id}",
+                               f"a parent must be hosted by the same process: write one of {', '.join(o for o in own if o != sess.id) or '(none: add it)'}")
+
+    # -- steps ---------------------------------------------------------------
+
+    def steps(self) -> None:
+        prev_at: Optional[int] = None
+        names: dict[str, int] = {}
+        for i, step in enumerate(self.spec.steps):
+            base: KeyPath = ("steps", i)
+            if prev_at is not None and step.at < prev_at:
+                prev_line = self.positions.line_of(("steps", i - 1, "at"))[0] if self.positions else None
+                at_prev = f"{format_duration(prev_at)}" + (f", line {prev_line}" if prev_line else "")
+                self.error(base + ("at",), f"step at {format_duration(step.at)} comes before the previous step ({at_prev})",
+                           "list steps in time order (equal times are fine)")
+            prev_at = step.at if prev_at is None else max(prev_at, step.at)
+            if step.at > self.spec.duration:
+                self.error(base + ("at",), f"step at {format_duration(step.at)} is after the scenario's duration ({format_duration(self.spec.duration)})",
+                           "raise `duration` or move the step earlier")
+            if step.name is not None:
+                if step.name in names:
+                    self.error(base + ("name",), f"duplicate step name `{step.name}` (also steps[{names[step.name]}])", "give every named step its own name")
+                names.setdefault(step.name, i)
+            self.step_refs(base, step)
+            if step.expect is not None:
+                self.step_expect(base, step)
+
+    def step_refs(self, base: KeyPath, step: Step) -> None:
+        action, args = step.action, step.args
+        if not hasattr(args, "model_dump"):
+            return  # cli_list / cli_tail take free-form options, no labels
+        fields = args.model_dump(by_alias=True)
+        path = base + (action,)
+        for key in SESSION_KEYS:
+            self.session_ref(path + (key,), fields.get(key))
+        for key in PROCESS_KEYS:
+            self.process_ref(path + (key,), fields.get(key))
+        if action in ("resume", "restart", "start"):
+            key = "into" if action == "restart" else "process"
+            self.never_started(path + (key,), fields[key], action)
+        if action == "resume":
+            self.resume_args(path, step)
+        if action == "restart" and fields["process"] in self.procs and self.procs[fields["process"]].kind != "opencode":
+            self.error(path + ("process",), f"restart of `{fields['process']}`, a {self.procs[fields['process']].kind} process",
+                       "restart models the opencode daemon: name an opencode process (use `kill` for other kinds)")
+        if action == "fork" and fields["session"] in self.session_proc:
+            kind = self.procs[self.session_proc[fields["session"]]].kind
+            if kind != "claude-code":
+                self.error(path + ("session",), f"fork of `{fields['session']}`, a session of a {kind} process",
+                           "fork models a Claude Code session-id fork: name a session of a claude-code process")
+        if action == "crash" and fields["process"] in self.procs:
+            kind = self.procs[fields["process"]].kind
+            if kind not in CRASHABLE_KINDS:
+                self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
+                           "crash points run inside opencode or cursor processes: use `kill` for a claude-code host")
+
+    def resume_args(self, path: KeyPath, step: Step) -> None:
+        """`argv`: a non-empty list of strings whose only placeholder is `{id}`,
+        instead of (not with) `how`; `listing`: declared session labels (D-validate-5)."""
+        args = step.args
+        for j, label in enumerate(args.listing or ()):
+            self.session_ref(path + ("listing", j), label)
+        argv = args.argv
+        if argv is None:
+            return
+        form = "write the command line as a list of strings, e.g. [opencode, \"--session={id}\"]"
+        if not isinstance(argv, list):
+            self.error(path + ("argv",), f"{argv!r} is not a list of arguments", form, BadValueError)
+            return
+        if not argv:
+            self.error(path + ("argv",), "an empty command line", "write at least the program: [opencode, ...] "
+                       "(or drop `argv` for the default `opencode -s <id>` / `opencode -c`)", BadValueError)
+        if "how" in args.model_fields_set:
+            self.error(path + ("how",), "`how` and `argv` both given; `argv` is the whole command line",
+                       "drop `how` (write the flag in `argv`, e.g. [opencode, -c])")
+        for j, item in enumerate(argv):
+            where = path + ("argv", j)
+            if isinstance(item, dict) and len(item) == 1 and next(iter(item.values())) is None:
+                # YAML read an unquoted `{id}` as a mapping.
+                key = next(iter(item))
+                self.error(where, f"`{{{key}}}` unquoted is a YAML mapping, not text", f'quote it: "{{{key}}}"', BadValueError)
+            elif not isinstance(item, str):
+                self.error(where, f"{item!r} is not a string", "write each argument as a string (quote numbers)", BadValueError)
+            else:
+                for word in re.findall(r"\{[^{}]*\}", item):
+                    if word != ARGV_PLACEHOLDER:
+                        self.error(where, f"unknown placeholder `{word}` in `{item}`",
+                                   f"`{ARGV_PLACEHOLDER}` (the resumed session's id) is the only placeholder", BadValueError)
+
+    def step_expect(self, base: KeyPath, step: Step) -> None:
+        """A step `expect:` needs a reply to judge: a tool result, or the hook
+        line a prompt prints on an MCP host. Anything else would fail every run
+        with "no reply recorded", so it is refused here instead."""
+        action = step.action
+        if action in REPLY_ACTIONS:
+            return
+        if action in HOOK_REPLY_ACTIONS:
+            proc = self.procs.get(self.session_proc.get(step.args.session, ""))
+            if proc is None or proc.kind in HOOK_KINDS:
+                return  # an undefined session is reported on its own
+            self.error(base + ("expect",), f"`expect:` on a prompt to `{step.args.session}`, a session of an opencode process, "
+                       "which prints no hook line to check",
+                       "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
+                       "`registered: {session: ...}`), or prompt a claude-code or cursor session")
+            return
+        what = f"a `{action}` fault" if step.is_fault else f"a `{action}` step"
+        self.error(base + ("expect",), f"`expect:` on {what}, which produces no reply to check",
+                   "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
+                   f"`registered: {{session: ...}}`); only {', '.join(REPLY_ACTIONS)} steps and prompts "
+                   "on claude-code or cursor sessions have a reply")
+
+    def never_started(self, path: KeyPath, label: str, action: str) -> None:
+        proc = self.procs.get(label)
+        if proc is None:
+            return  # already reported as undefined
+        if proc.start != "never":
+            self.error(path, f"{action} target `{label}` is not declared `start: never` (it starts at {format_duration(proc.start) if proc.start else '0s'})",
+                       f"add `start: never` to process {label}: the {action} step is what starts it")
+        elif action != "start" and proc.kind != "opencode":
+            self.error(path, f"{action} target `{label}` is a {proc.kind} process",
+                       f"a {action} starts a new opencode process: declare {label} with `kind: opencode`")
+
+    # -- expectations --------------------------------------------------------
+
+    def expectations(self) -> None:
+        for i, exp in enumerate(self.spec.expect):
+            kind = exp.kind
+            body = getattr(exp, kind) or {}
+            path: KeyPath = ("expect", i, kind)
+            # The bodies are free-form dicts in the model: their keys and value types are checked here.
+            for sub, problem, hint in expectation_body_problems(kind, body):
+                self.error(path + sub, problem, hint, UnknownKeyError if problem.startswith("unknown key") else BadValueError)
+            if not isinstance(body, dict):
+                continue
+            if "session" not in body:
+                self.error(path, f"the `{kind}` expectation names no session", f"add `session: <label>` under `{kind}`")
+            else:
+                self.session_ref(path + ("session",), body["session"])
+                if kind == "hook_line":
+                    self.hook_line_host(path, body)
+            for key in ("active", "stale"):
+                labels = body.get(key)
+                for j, label in enumerate(labels if isinstance(labels, list) else []):
+                    self.session_ref(path + (key, j), label)
+
+
+    def hook_line_host(self, path: KeyPath, body: dict) -> None:
+        """A `hook_line` must be able to match: its session's host prints hook lines, and
+        `hook:` names one its host runs (a typo would make `absent` / `count: 0` pass vacuously)."""
+        proc = self.procs.get(self.session_proc.get(body["session"], "")) if isinstance(body["session"], str) else None
+        for sub, problem, hint in hook_line_host_problems(proc.kind if proc else None, body):
+            self.error(path + sub, problem, hint)
+
+
+def check(loaded: LoadedScenario) -> list[ScenarioError]:
+    """Every cross-reference error of a loaded scenario, in file order."""
+    return check_spec(loaded.spec, positions=loaded.positions, file=loaded.file)
+
+
+def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: str = "<scenario>") -> list[ScenarioError]:
+    """The same checks on a Scenario from anywhere (lines only when positions are given)."""
+    checker = _Checker(spec, positions, file)
+    checker.declarations()
+    checker.steps()
+    checker.expectations()
+    for i, row in enumerate(spec.legacy):  # a legacy row's owner must be a declared session
+        checker.session_ref(("legacy", i, "session"), row.session)
+    return sorted(checker.errors, key=lambda e: e.line or 0)

@@ -1,0 +1,389 @@
+"""Every property can fail: a deliberately broken store or poller, run through the real simulator.
+
+Each test builds a small Python-level scenario (tests/scenario_builders.py)
+and runs it twice through `run_scenario` (real forked harnesses, the real
+WAL database, the real checkers): once with the real thatch_core classes,
+where the property must pass and the whole run must be clean, and once with
+a broken subclass injected through `overrides`, where that property, by
+name, must fail with a witness. The pair is the proof: the same world, the
+same seed, and the only difference is the break.
+
+The broken classes live here on purpose: each is the smallest believable bug
+that the property exists to catch, named after what it does wrong.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scenario_builders import (act, claude_code, crash_at_stamp_then_resume, crash_between_two_batches, explain,
+                               opencode, run, scenario, send, session, two_tabs)
+from simulator.scenario.model import PROPERTY_IDS
+from thatch_core import clock
+from thatch_core.db import immediate
+from thatch_core.names import NAME_POOL, format_name, render_participant
+from thatch_core.poller import ChatPoller
+from thatch_core.staleness import is_stale
+from thatch_core.store import ChatStore
+from thatch_core.store_guard import marks
+from thatch_core.types import BroadcastResult
+
+PROVEN: dict[str, str] = {}  # P-id -> the test that breaks it (checked by test_every_property_is_broken_once)
+
+
+def proves(pid: str):
+    def deco(fn):
+        PROVEN.setdefault(pid, fn.__name__)
+        return fn
+    return deco
+
+
+def assert_break(pid: str, spec, tmp_path, why: str, **broken):
+    """Run `spec` clean (must pass `pid` and be ok overall), then with `broken`
+    (must fail `pid` with a witness whose message mentions `why`)."""
+    good = run(spec, tmp_path / "real")
+    assert good.ok, explain(good, pid)
+    assert good.verdict(pid).status == "pass", explain(good, pid)
+    bad = run(spec, tmp_path / "broken", **broken)
+    assert bad.error is None, explain(bad, pid)
+    v = bad.verdict(pid)
+    assert v.status == "fail", explain(bad, pid)
+    assert v.witness, f"{pid} failed without a witness: {v.message}"
+    assert why in v.message, f"{pid} failed for another reason: {v.message}"
+    return good, bad
+
+
+# ---------------------------------------------------------------------------
+# Broken pollers
+# ---------------------------------------------------------------------------
+
+class EveryoneHostedPoller(ChatPoller):
+    """Delivers to every registered session, hosted here or not, gate always open (breaks R25)."""
+
+    def __init__(self, store, **kw):
+        kw["hosted_sessions"] = lambda: [row.session_id for row in store.list_sessions()]
+        kw["can_deliver"] = lambda session_id: True
+        super().__init__(store, **kw)
+
+
+class UncappedPoller(ChatPoller):
+    """Ignores the rate cap (breaks R22)."""
+
+    def __init__(self, store, **kw):
+        super().__init__(store, **{**kw, "max_nudges_per_hour": 10**6})
+
+
+class StampFirstPoller(ChatPoller):
+    """Stamps every batch delivered, then prompts (breaks R21/R23: a crash
+    after the stamps and before the prompts loses the wake for 15 minutes)."""
+
+    def deliver_pending(self):
+        hosted = list(self._hosted())
+        if not hosted:
+            return
+        pending = self.store.pending_notifications(hosted, clock.iso_minutes_ago(self.renudge_minutes))
+        batches: dict[str, list] = {}
+        for row in pending:
+            if row.to_session in hosted:
+                batches.setdefault(row.to_session, []).append(row)
+        batches = {r: rows for r, rows in batches.items() if self._can_deliver(r) and self._nudge_budget(r) > 0}
+        for rows in batches.values():
+            self.store.mark_delivered([x.id for x in rows])
+        for recipient, rows in batches.items():
+            senders = list(dict.fromkeys(render_participant(x.from_name, x.from_session) for x in rows))
+            self._deliver(recipient, senders, len(rows))
+            self._record_nudge(recipient)
+
+
+# ---------------------------------------------------------------------------
+# Broken stores
+# ---------------------------------------------------------------------------
+
+class DeadHeartbeatStore(ChatStore):
+    """The poller's heartbeat writes nothing (breaks R13/R14)."""
+
+    def heartbeat(self, session_ids):
+        return None
+
+
+class DoubleSendStore(ChatStore):
+    """Every accepted send is inserted twice (breaks R9's one row per send)."""
+
+    def send(self, from_session, to_name_or_id, body):
+        res = super().send(from_session, to_name_or_id, body)
+        if res.ok:
+            super().send(from_session, to_name_or_id, body)
+        return res
+
+
+class UnstampedReadStore(ChatStore):
+    """chat_read returns the mail but leaves it unread (breaks R10)."""
+
+    def read(self, session_id):
+        items = super().read(session_id)
+        if items:
+            with immediate(self.conn):
+                self.conn.execute(f"UPDATE chat_messages SET read_at = NULL WHERE id IN ({marks(len(items))})",
+                                  [i.id for i in items])
+        return items
+
+
+class ReusedNamesStore(ChatStore):
+    """Mints the lowest free number of one base: a leaver's name is reissued (breaks R2)."""
+
+    def _draw(self):
+        taken = {r[0].lower() for r in self.conn.execute("SELECT name FROM chat_sessions")}
+        n = 1
+        while format_name(NAME_POOL[0], n).lower() in taken:
+            n += 1
+        return format_name(NAME_POOL[0], n)
+
+
+class NoTombstoneStore(ChatStore):
+    """A leave deletes the row but writes no tombstone (breaks R7)."""
+
+    def unregister(self, session_id):
+        with immediate(self.conn):
+            return self.conn.execute("DELETE FROM chat_sessions WHERE session_id = ?", (session_id,)).rowcount > 0
+
+
+class StaleBroadcastStore(ChatStore):
+    """A broadcast that also mails the stale opencode rows it should skip (breaks R12/R35)."""
+
+    def broadcast(self, from_session, body):
+        res = super().broadcast(from_session, body)
+        if not res.ok or not res.skipped:
+            return res
+        recipients, ids = list(res.recipients), list(res.message_ids)
+        with immediate(self.conn):
+            for name in res.skipped:
+                row = self._by_name(name)
+                cur = self.conn.execute(
+                    "INSERT INTO chat_messages (from_session, to_session, body, created_at, via_broadcast)"
+                    " VALUES (?, ?, ?, ?, 1)", (from_session, row.session_id, body.strip(), clock.iso()))
+                recipients.append(name)
+                ids.append(cur.lastrowid)
+        return BroadcastResult(ok=True, recipients=tuple(recipients), message_ids=tuple(ids))
+
+
+class PiecemealBroadcastStore(ChatStore):
+    """A broadcast that commits one row at a time: not all-or-nothing (breaks R12)."""
+
+    def broadcast(self, from_session, body):
+        recipients, ids = [], []
+        for row in self.list_sessions():
+            if row.session_id == from_session or (row.host_kind == "opencode" and is_stale(row)):
+                continue
+            with immediate(self.conn):
+                cur = self.conn.execute(
+                    "INSERT INTO chat_messages (from_session, to_session, body, created_at, via_broadcast)"
+                    " VALUES (?, ?, ?, ?, 1)", (from_session, row.session_id, body.strip(), clock.iso()))
+            recipients.append(row.name)
+            ids.append(cur.lastrowid)
+        return BroadcastResult(ok=True, recipients=tuple(recipients), message_ids=tuple(ids))
+
+
+class MailDroppingContinuationStore(ChatStore):
+    """Continuation moves the name and the pid anchors but leaves the mail behind (breaks R33)."""
+
+    def continue_session(self, old_id, new_id):
+        if not (old_id and new_id) or old_id == new_id:
+            return False
+        c = self.conn
+        with immediate(c):
+            if c.execute("SELECT 1 FROM chat_sessions WHERE session_id = ?", (old_id,)).fetchone() is None \
+                    or c.execute("SELECT 1 FROM chat_sessions WHERE session_id = ?", (new_id,)).fetchone():
+                return False
+            c.execute("UPDATE chat_sessions SET session_id = ?, last_seen = ? WHERE session_id = ?",
+                      (new_id, clock.iso(), old_id))
+            c.execute("UPDATE chat_host_pids SET session_id = ? WHERE session_id = ?", (new_id, old_id))
+        return True
+
+
+# ---------------------------------------------------------------------------
+# One test (or more) per property
+# ---------------------------------------------------------------------------
+
+@proves("P1")
+@pytest.mark.rules("R25", "R18", "R15")
+def test_p1_fails_when_a_poller_prompts_sessions_it_does_not_host(tmp_path):
+    """P1 single-deliverer (R25, R18, R15): bob's daemon restarts with a 1-minute
+    rehost grace and bob stays silent, so the new daemon stops hosting him while
+    its server still has his tab. A poller that delivers to every registered
+    session wakes him anyway: a wake with hosted=false."""
+    spec = scenario("p1-non-host-wake", [
+        opencode("h1", session("alice")),
+        opencode("h2", session("bob", "silent")),
+        opencode("h2b", start="never"),
+    ], [
+        send("30s", "alice", "bob", "before the restart"),
+        act("1m", "restart", process="h2", into="h2b", grace="1m"),
+        send("4m", "alice", "bob", "after the grace"),
+    ], duration="6m", drain="1m")
+    good, bad = assert_break("P1", spec, tmp_path, "non-host", poller=EveryoneHostedPoller)
+    assert [w["proc"] for w in good.events("wake", session="bob")] == ["h2"]
+    assert any(w["proc"] == "h2b" and not w["data"]["hosted"] for w in bad.events("wake", session="bob"))
+
+
+@proves("P2")
+@pytest.mark.rules("R22")
+def test_p2_fails_when_the_poller_ignores_the_rate_cap(tmp_path):
+    """P2 rate-cap (R22): alice mails silent bob every minute for 8 minutes; the
+    real poller stops at 6 wakes in the hour, an uncapped one sends a 7th."""
+    spec = two_tabs("p2-uncapped", [send(f"{k}m", "alice", "bob", f"note {k}") for k in range(1, 9)],
+                    bob_agent="silent", duration="10m", drain="1m")
+    good, bad = assert_break("P2", spec, tmp_path, "cap 6", poller=UncappedPoller)
+    assert len(good.events("wake", session="bob")) == 6
+    assert len(bad.events("wake", session="bob")) == 8
+
+
+@proves("P3")
+@pytest.mark.rules("R18", "R21", "R23", "R5")
+def test_p3_fails_when_the_poller_stamps_before_prompting(tmp_path):
+    """P3 at-least-once (R18, R21, R23, R5): h2 hosts bob and carol and dies just
+    before its second delivered stamp; both are resumed with `-s`. The real
+    poller woke both before the crash and carol (unstamped) is re-nudged by her
+    new process. A stamp-before-prompt poller stamped bob's batch and died
+    before prompting anyone: bob's mail waits past the end with no wake."""
+    spec = crash_between_two_batches()
+    good, bad = assert_break("P3", spec, tmp_path, "no wake came after it", poller=StampFirstPoller)
+    carol = [w["proc"] for w in good.events("wake", session="carol")]
+    assert carol == ["h2", "h2-carol"], carol  # woken, crash before the stamp, re-nudged
+    assert good.verdict("reach:re-nudge").status == "pass"
+    assert not bad.events("wake", session="bob")
+
+
+@pytest.mark.rules("R5", "R21", "R23")
+def test_p3_crash_between_wake_and_stamp_then_resume_renudges(tmp_path):
+    """P3 at-least-once (R5, R21, R23): the Python twin of
+    scenarios/delivery/crash-between-wake-and-stamp.yaml (two opencode
+    harnesses, a crash between wake and stamp, a `-s` resume). bob's history
+    shows the wake by the dead process and the re-nudge by the resumed one."""
+    r = run(crash_at_stamp_then_resume(), tmp_path)
+    assert r.ok, explain(r, "P3")
+    assert r.verdict("P3").status == "pass"
+    wakes = r.events("wake", session="bob")
+    assert [w["proc"] for w in wakes] == ["h2", "h2-resumed"]
+    crash = r.events("crash")[0]
+    assert crash["data"]["point"] == "delivered-stamp" and wakes[0]["i"] < crash["i"] < wakes[1]["i"]
+    assert wakes[1]["data"]["count"] == 1  # the same batch, woken again
+
+
+@pytest.mark.rules("R21", "R23")
+def test_p3_one_recipient_stamp_first_is_caught_by_the_reach_claim(tmp_path):
+    """P3 at-least-once (R21, R23), why the P3 pair above needs two recipients:
+    with one batch, a kill just before the stamp statement lands before both
+    acts of a stamp-before-prompt poller, so nothing is lost and P3 has nothing
+    to object to. The scenario's `reaches: [re-nudge]` claim is what fails there."""
+    r = run(crash_at_stamp_then_resume(), tmp_path, poller=StampFirstPoller)
+    assert not r.ok
+    assert r.verdict("reach:re-nudge").status == "not-reached", explain(r, "reach:re-nudge")
+    assert [w["proc"] for w in r.events("wake", session="bob")] == ["h2-resumed"]
+
+
+@proves("P4")
+@pytest.mark.rules("R13", "R14")
+def test_p4_fails_when_the_heartbeat_writes_nothing(tmp_path):
+    """P4 liveness (R13, R14): two live harnesses and no steps; with a heartbeat
+    that writes nothing, their sessions sample stale a minute after joining."""
+    assert_break("P4", two_tabs("p4-dead-heartbeat", duration="3m"), tmp_path,
+                             "stale", store=DeadHeartbeatStore)
+
+
+@proves("P5")
+@pytest.mark.rules("R9", "R10")
+def test_p5_fails_when_a_send_is_stored_twice(tmp_path):
+    """P5 no-loss (R9, R10): one accepted chat_send must be one row; a store
+    that inserts it twice fails P5."""
+    spec = two_tabs("p5-double-send", [send("30s", "alice", "bob", "one"), act("1m", "read", session="bob")],
+                    drain="1m")
+    assert_break("P5", spec, tmp_path, "stored 2 times", store=DoubleSendStore)
+
+
+@pytest.mark.rules("R10")
+def test_p5_fails_when_a_read_does_not_stamp(tmp_path):
+    """P5 no-loss (R10): chat_read stamps exactly what it returned; a read that
+    leaves the mail unread hands bob the same message twice."""
+    spec = two_tabs("p5-unstamped-read", [send("30s", "alice", "bob", "one"), act("1m", "read", session="bob")],
+                    drain="1m")
+    assert_break("P5", spec, tmp_path, "read 2 times", store=UnstampedReadStore)
+
+
+@proves("P6")
+@pytest.mark.rules("R2", "R6")
+def test_p6_fails_when_a_leavers_name_is_reissued(tmp_path):
+    """P6 names (R2, R6): alice leaves and registers again explicitly; she must
+    get a fresh name. A store minting the lowest free number gives hers back."""
+    spec = two_tabs("p6-reissued-name", [act("30s", "unregister", session="alice"),
+                                         act("1m", "register", session="alice")])
+    good, bad = assert_break("P6", spec, tmp_path, "came back under its old name", store=ReusedNamesStore)
+    names = [e["data"]["name"] for e in good.events("registered", session="alice")]
+    assert len(names) == 2 and names[0] != names[1]
+
+
+@proves("P7")
+@pytest.mark.rules("R7", "R1")
+def test_p7_fails_when_a_leave_writes_no_tombstone(tmp_path):
+    """P7 tombstones (R7, R1): alice leaves, then the user types into her tab;
+    auto-registration must not bring her back. Without a tombstone it does."""
+    spec = two_tabs("p7-no-tombstone", [act("30s", "unregister", session="alice"),
+                                        act("1m", "prompt", session="alice", text="carry on")])
+    assert_break("P7", spec, tmp_path, "without an explicit chat_register", store=NoTombstoneStore)
+
+
+@proves("P8")
+@pytest.mark.rules("R12", "R35", "R14")
+def test_p8_fails_when_a_broadcast_mails_stale_sessions(tmp_path):
+    """P8 broadcast (R12, R35, R14): carol's harness is killed, so her opencode
+    row is stale when alice broadcasts; she must be skipped. A broadcast that
+    mails her anyway fails P8."""
+    spec = scenario("p8-stale-recipient", [
+        opencode("h1", session("alice")), opencode("h2", session("bob")), opencode("h3", session("carol")),
+    ], [act("20s", "kill", process="h3"), {"at": "150s", "broadcast": {"from": "alice", "body": "all hands"}}],
+        duration="3m")
+    good, bad = assert_break("P8", spec, tmp_path, "stale opencode session carol", store=StaleBroadcastStore)
+    assert "Skipped 1 stale" in next(e for e in good.events("tool-result", session="alice"))["data"]["text"]
+
+
+@pytest.mark.rules("R12")
+def test_p8_fails_when_a_broadcast_is_not_atomic(tmp_path):
+    """P8 broadcast (R12): alice's harness dies at the second insert of her
+    broadcast; all-or-nothing leaves zero rows, a row-by-row commit leaves one."""
+    spec = scenario("p8-piecemeal", [
+        opencode("h1", session("alice")), opencode("h2", session("bob")), opencode("h3", session("carol")),
+    ], [act("30s", "crash", process="h1", before="broadcast-insert"),
+        {"at": "40s", "broadcast": {"from": "alice", "body": "all hands"}}])
+    assert_break("P8", spec, tmp_path, "cut by a crash left 1 rows", store=PiecemealBroadcastStore)
+
+
+@proves("P9")
+@pytest.mark.rules("R33")
+def test_p9_fails_when_continuation_leaves_the_mail_behind(tmp_path):
+    """P9 continuation (R33): carol (Claude Code) has mail, then her session id
+    forks; the adoption must carry her name and her mail to the new id. One
+    that moves only the name leaves the mail addressed to the old id."""
+    spec = scenario("p9-mail-left-behind", [
+        opencode("h1", session("alice")), claude_code("c1", session("carol")),
+    ], [send("20s", "alice", "carol", "before the fork"), act("40s", "fork", session="carol"),
+        act("1m", "prompt", session="carol", text="where were we?")])
+    assert_break("P9", spec, tmp_path, "pre-fork id", store=MailDroppingContinuationStore)
+
+
+@proves("P10")
+@pytest.mark.rules("R22")
+def test_p10_fails_when_ping_pong_is_uncapped(tmp_path):
+    """P10 ping-pong-bounded (R22): two ping-pong agents answer every message;
+    the cap stops them at 6 wakes each per hour, an uncapped poller lets them
+    loop (7 wakes within seconds of virtual time)."""
+    pp = {"kind": "ping-pong", "turn": "2s"}
+    spec = scenario("p10-uncapped", [
+        opencode("h1", session("alice", pp), poll_interval="10s"),
+        opencode("h2", session("bob", pp), poll_interval="10s"),
+    ], [send("10s", "alice", "bob", "serve")], duration="1m", drain="10s")
+    good, bad = assert_break("P10", spec, tmp_path, "ping-pong", poller=UncappedPoller)
+    assert len(good.events("wake")) <= 12
+
+
+def test_every_property_is_broken_once():
+    """Every P-id has a failure test here (the issue's "prove each property can fail")."""
+    assert sorted(PROVEN, key=lambda p: int(p[1:])) == list(PROPERTY_IDS)

@@ -1,0 +1,151 @@
+"""A hand-built failing run, in the documented history format, for the report.
+
+Used by tests/test_reporting.py and scripts/screenshot_report.py so the report
+can be developed and checked without the engine. The story (about 9 virtual
+minutes): h1 hosts alice, h2 hosts bob, c1 (Claude Code) hosts carol. alice
+writes to bob; h2's poller wakes bob, then a crash point between the wake and
+the `delivered_at` stamp kills h2. h2 is resumed with `-s bob`, the machine
+sleeps for two minutes, carol's host session id forks and carol broadcasts.
+The resumed h2 never wakes bob again, so P3 (at-least-once) fails with the
+send, the lost-stamp wake and the crash as witnesses.
+`long_example` stretches the same shape over 24 virtual hours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from simulator.result import RunResult, Verdict
+
+ALICE, BOB, CAROL = "ba-sil-00001", "ko-ri-00001", "mi-ta-00001"
+
+
+class _Hist:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.dispatch = 0
+
+    def ev(self, t: int, proc: str, kind: str, session: Optional[str] = None, /, **data: Any) -> dict[str, Any]:
+        e = {"i": len(self.events), "t": t, "dispatch": self.dispatch, "proc": proc, "session": session,
+             "kind": kind, "data": data}
+        self.events.append(e)
+        self.dispatch += 1
+        return e
+
+    def sample(self, t: int, stale: dict[str, bool], registered=("alice", "bob", "carol")) -> None:
+        names = {"alice": ALICE, "bob": BOB, "carol": CAROL}
+        kinds = {"alice": "opencode", "bob": "opencode", "carol": "mcp"}
+        ids = {"alice": "ses_a1", "bob": "ses_b1", "carol": "mcp_3f2a9c1b0d4e"}
+        self.ev(t, "orchestrator", "sample", sessions={
+            s: {"registered": s in registered, "name": names[s], "last_seen": t - 1000, "stale": stale.get(s, False),
+                "host_kind": kinds[s], "session_id": ids[s]} for s in ("alice", "bob", "carol")})
+
+
+def _story(h: _Hist, base: int, first: bool, crash: bool) -> tuple[list[dict], int]:
+    """One round of the story starting at `base`; returns (witnesses, end time)."""
+    o = "orchestrator"
+    if first:
+        h.ev(base, o, "run-start", scenario="renudge-after-crash", seed=7, dispatch_mode="serial")
+        h.ev(base, o, "phase", phase="script")
+        h.ev(base, o, "process-start", target="h1", proc_kind="opencode", incarnation=0, sessions={"alice": "ses_a1"})
+        h.ev(base, o, "process-start", target="h2", proc_kind="opencode", incarnation=0, sessions={"bob": "ses_b1"})
+        h.ev(base, o, "process-start", target="c1", proc_kind="claude-code", incarnation=0,
+             sessions={"carol": "0b4c6f1e-7d2a-4c1b-9a55-1d2e3f4a5b6c"})
+        h.ev(base + 10, "h1", "user-prompt", "alice", text="please coordinate with bob on the schema")
+        h.ev(base + 10, "h1", "registered", "alice", session_id="ses_a1", name=ALICE, how="auto")
+        h.ev(base + 20, "h2", "registered", "bob", session_id="ses_b1", name=BOB, how="auto")
+        h.ev(base + 30, "c1", "registered", "carol", session_id="mcp_3f2a9c1b0d4e", name=CAROL, how="hook")
+    h.sample(base + 1000, {})
+    if crash:
+        h.ev(base + 2000, o, "fault", fault="crash", step=2, args={"process": "h2", "before": "before-delivered-stamp"})
+    h.ev(base + 5000, "h2", "status", "bob", status="busy", compacting=False)
+    h.ev(base + 12000, "h1", "tool-call", "alice", tool="thatch_chat_send", args={"to": BOB, "body": "schema v2 is ready"})
+    send = h.ev(base + 12000, "h1", "tool-result", "alice", tool="thatch_chat_send", ok=True,
+                text=f"Sent to {BOB} (active).")
+    h.ev(base + 25000, "h2", "status", "bob", status="idle", compacting=False)
+    h.ev(base + 30000, "h2", "poll", hosted=["bob"])
+    h.sample(base + 30000, {})
+    wake = h.ev(base + 30000, "h2", "wake", "bob", senders=[ALICE], count=1, hosted=True,
+                text=f"You have 1 unread chat message from {ALICE}. Use chat_read.")
+    wit = [send, wake]
+    t = base + 30000
+    if crash:
+        h.ev(t, o, "fault-fired", fault="crash", step=2,
+             detail={"point": "before-delivered-stamp", "sql": "UPDATE chat_messages SET delivered_at"})
+        wit.append(h.ev(t, "h2", "crash", None, point="before-delivered-stamp",
+                        sql="UPDATE chat_messages SET delivered_at"))
+        h.ev(t, o, "process-exit", target="h2", reason="crashed")
+        for k in range(1, 4):
+            h.sample(t + k * 30000, {"bob": k >= 3})
+        t += 100000
+        h.ev(t, o, "fault", fault="resume", step=3, args={"process": "h2", "how": "-s", "session": "bob"})
+        h.ev(t, o, "process-start", target="h2", proc_kind="opencode", incarnation=1, sessions={"bob": "ses_b1"},
+             resumed="bob", how="-s")
+        h.ev(t + 200, "h2", "registered", "bob", session_id="ses_b1", name=BOB, how="-s")
+    h.sample(t + 30000, {})
+    h.ev(t + 40000, o, "sleep-start", until=t + 160000)
+    h.ev(t + 40000, o, "fault-fired", fault="sleep", step=4, detail="all processes stop")
+    h.sample(t + 160000, {"alice": True, "bob": True})
+    h.ev(t + 160000, o, "sleep-end")
+    h.sample(t + 165000, {})
+    h.ev(t + 170000, "c1", "fork", "carol", old_host_id="0b4c6f1e", new_host_id="5e9d0c3a-1f2b-4e6d-8a7b-0c1d2e3f4a5b")
+    h.ev(t + 180000, "c1", "tool-call", "carol", tool="thatch_chat_broadcast", args={"body": "deploy at 5"})
+    h.ev(t + 180000, "c1", "tool-result", "carol", tool="thatch_chat_broadcast", ok=True,
+         text="Broadcast to 2 sessions.")
+    h.ev(t + 185000, "h1", "poll", hosted=["alice"])
+    h.ev(t + 185000, "h1", "wake", "alice", senders=[CAROL], count=1, hosted=True, text="...")
+    h.ev(t + 190000, "h1", "tool-result", "alice", tool="thatch_chat_read", ok=True, text="1 message")
+    h.ev(t + 200000, "h1", "tool-call", "alice", tool="thatch_chat_send", args={"to": CAROL, "body": "ack"})
+    h.ev(t + 200000, "h1", "tool-result", "alice", tool="thatch_chat_send", ok=True, text=f"Sent to {CAROL}.")
+    h.sample(t + 210000, {})
+    return wit, t + 210000
+
+
+def _result(h: _Hist, wit: list[dict], end: int, run_dir: Path, scenario: str) -> RunResult:
+    o = "orchestrator"
+    h.ev(end, o, "phase", phase="drain")
+    for k in range(1, 7):
+        h.sample(end + k * 30000, {})
+    end += 6 * 30000
+    h.ev(end, o, "expectation", "bob", index=0, kind="wakes", ok=None, detail={"wakes": 1})
+    h.ev(end, o, "process-exit", target="h1", reason="end")
+    h.ev(end, o, "process-exit", target="h2", reason="end")
+    h.ev(end, o, "process-exit", target="c1", reason="end")
+    h.ev(end, o, "phase", phase="end")
+    h.ev(end, o, "run-end")
+    verdicts = [
+        Verdict("P1", "single-deliverer", "pass", rules=("R25",)),
+        Verdict("P3", "at-least-once", "fail",
+                f"the batch from {ALICE} to bob lost its delivered_at stamp to a crash at "
+                "before-delivered-stamp but was never woken again (last wake at 0:30).",
+                rules=("R18", "R21", "R23"), witness=wit),
+        Verdict("P4", "liveness", "pass", rules=("R14", "R15")),
+        Verdict("reach:re-nudge", "re-nudge after the crash", "not-reached",
+                "no second wake for bob was seen", witness=[]),
+        Verdict("expect#0", "wakes", "fail", "bob: expected 2 wakes, saw 1"),
+        Verdict("fault#2", "crash before-delivered-stamp", "pass"),
+    ]
+    run_dir = Path(run_dir)
+    return RunResult(scenario=scenario, seed=7, run_dir=run_dir, db_path=run_dir / "thatch.db",
+                     history_path=run_dir / "history.jsonl", history=h.events, verdicts=verdicts,
+                     wall_s=1.23, virtual_ms=end, dispatches=h.dispatch)
+
+
+def example_result(run_dir: Path) -> RunResult:
+    h = _Hist()
+    wit, end = _story(h, 0, True, True)
+    return _result(h, wit, end, run_dir, "renudge-after-crash")
+
+
+def long_example(run_dir: Path, hours: int = 24) -> RunResult:
+    """The story once, then repeated quiet rounds (samples every 30 s) for `hours`."""
+    h = _Hist()
+    wit, end = _story(h, 0, True, True)
+    t = end
+    while t < hours * 3_600_000:
+        t = _story(h, t + 15 * 60_000, False, False)[1]
+        for k in range(1, 20):
+            h.sample(t + k * 30000, {})
+        t += 20 * 30000
+    return _result(h, wit, t, run_dir, "long-quiet-day")

@@ -1,0 +1,235 @@
+"""Faults: crash points (named and by SQL), kill, sleep, lock, resume, restart, fork."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_harness import TinyHarness
+from simulator import Scenario, run_scenario
+from simulator.child.crash_points import NAMED_POINTS, CrashPoints, normalize_sql
+
+TINY = {"harness": TinyHarness}
+
+
+def fire_point(store, conn, point: str, action, nth=None) -> bool:
+    """Arm `point` on `conn` and run `action`; True when the point fired.
+
+    The kill is swapped for a note: SQLite swallows exceptions raised in a
+    trace callback, so the statement still runs here (in a harness it never
+    does: the process is gone).
+    """
+    cp = CrashPoints()
+    fired = []
+    cp._kill = lambda: fired.append(True)
+    cp.install(conn)
+    cp.arm(point=point, nth=nth)
+    try:
+        action()
+    finally:
+        cp.disarm()
+    return bool(fired)
+
+
+def two_registered(store):
+    a = store.register("ses_a", title="a work")
+    b = store.register("ses_b", title="b work")
+    return a, b
+
+
+@pytest.mark.parametrize("point, action", [
+    ("heartbeat", lambda s: s.heartbeat(["ses_a"])),
+    ("register-insert", lambda s: s.register("ses_c", title="c work")),
+    ("unregister", lambda s: s.unregister("ses_a")),
+    ("read-stamp", lambda s: s.read("ses_b")),
+    ("delivered-stamp", lambda s: s.mark_delivered([1])),
+    ("broadcast-insert", lambda s: s.broadcast("ses_a", "all hands")),
+])
+def test_named_points_match_the_real_store_statements(store, conn, point, action):
+    two_registered(store)
+    store.send("ses_a", "ses_b", "hello")
+    store.register("ses_d", title="d work")  # a third member: a broadcast makes two inserts
+    fired = fire_point(store, conn, point, lambda: action(store))
+    assert fired, f"{point} never matched a statement of its store call"
+
+
+def test_named_points_do_not_fire_on_look_alikes(store, conn):
+    two_registered(store)
+    # chat_status touches last_seen by session_id = ?, not the poller's IN (...) batch
+    assert fire_point(store, conn, "heartbeat", lambda: store.status("ses_a")) is False
+    # a plain send is one insert: the broadcast point waits for the 2nd
+    assert fire_point(store, conn, "broadcast-insert", lambda: store.send("ses_a", "ses_b", "x")) is False
+    assert fire_point(store, conn, "broadcast-insert", lambda: store.send("ses_a", "ses_b", "x"), nth=1) is True
+
+
+def test_arm_refuses_bad_requests():
+    cp = CrashPoints()
+    with pytest.raises(ValueError, match=r"^unknown crash point 'nope'; known: delivered-stamp, "):
+        cp.arm(point="nope")
+    with pytest.raises(ValueError, match="exactly one of"):
+        cp.arm(point="heartbeat", sql="update")
+    assert set(NAMED_POINTS) == {"delivered-stamp", "read-stamp", "broadcast-insert", "register-insert",
+                                 "unregister", "heartbeat"}
+    assert normalize_sql("  UPDATE  chat_sessions\n SET x ") == "update chat_sessions set x"
+
+
+def scenario(steps, **extra) -> Scenario:
+    return Scenario.model_validate({
+        "name": "faults", "duration": "4m", "drain": "1m", "seed": 5,
+        "processes": [
+            {"id": "h1", "project": "alpha", "sessions": [{"id": "alice"}]},
+            {"id": "h2", "project": "alpha", "sessions": [{"id": "bob"}]},
+            {"id": "h3", "project": "alpha", "start": "never"},
+            {"id": "cc", "kind": "claude-code", "sessions": [{"id": "carol"}]},
+        ],
+        "steps": steps, **extra,
+    })
+
+
+def kinds(r, proc="orchestrator"):
+    return [e["kind"] for e in r.history if e["proc"] == proc]
+
+
+def test_kill_is_recorded_and_unhosts_the_sessions(tmp_path):
+    r = run_scenario(scenario([{"at": "45s", "kill": {"process": "h2"}}]), run_dir=tmp_path, overrides=TINY, check=False)
+    fault = r.history[[e["kind"] for e in r.history].index("fault")]
+    assert fault["t"] == 45_000 and fault["data"] == {"fault": "kill", "step": 0, "args": {"process": "h2"}}
+    exits = [e["data"] for e in r.events("process-exit")]
+    assert {"target": "h2", "reason": "killed"} in exits
+    assert r.events("fault-fired")[0]["data"]["step"] == 0
+    assert max(e["t"] for e in r.events("poll") if e["proc"] == "h2") == 30_000
+    assert r.verdict("fault#0").status == "pass"
+
+
+def test_crash_point_fires_on_the_next_matching_statement(tmp_path):
+    r = run_scenario(scenario([{"at": "45s", "crash": {"process": "h2", "before": "heartbeat"}}]),
+                     run_dir=tmp_path, overrides=TINY, check=False)
+    assert r.error is None
+    crash = r.events("crash")
+    assert len(crash) == 1 and crash[0]["proc"] == "h2" and crash[0]["t"] == 60_000
+    assert crash[0]["data"]["point"] == "heartbeat" and crash[0]["data"]["sql"].startswith("update chat_sessions")
+    assert {"target": "h2", "reason": "crashed"} in [e["data"] for e in r.events("process-exit")]
+    fired = r.events("fault-fired")
+    assert fired[0]["data"]["detail"]["point"] == "heartbeat" and fired[0]["t"] == 60_000
+    assert not [e for e in r.events("poll") if e["proc"] == "h2" and e["t"] >= 60_000]  # died before its poll event
+    assert r.verdict("fault#0").status == "pass"
+
+
+def test_crash_by_sql_substring_and_nth(tmp_path):
+    steps = [{"at": "10s", "crash": {"process": "h1", "sql": "UPDATE chat_sessions SET last_seen", "nth": 2}}]
+    r = run_scenario(scenario(steps), run_dir=tmp_path, overrides=TINY, check=False)
+    assert [(e["proc"], e["t"]) for e in r.events("crash")] == [("h1", 60_000)]
+
+
+def test_a_crash_point_that_never_fires_is_not_reached(tmp_path):
+    steps = [{"at": "10s", "crash": {"process": "h1", "before": "read-stamp"}}]
+    r = run_scenario(scenario(steps), run_dir=tmp_path, overrides=TINY, check=False)
+    assert r.events("fault-not-fired")[0]["data"] == {"fault": "crash", "step": 0}
+    v = r.verdict("fault#0")
+    assert v.status == "not-reached" and "step 0 (crash at 10s) never took effect" in v.message
+    assert not r.ok
+
+
+def test_sleep_drops_polls_then_every_process_catches_up(tmp_path):
+    steps = [{"at": "40s", "sleep": {"for": "2m"}}, {"at": "1m", "status": {"session": "alice"}}]
+    r = run_scenario(scenario(steps), run_dir=tmp_path, overrides=TINY, check=False)
+    polls = [(e["t"], e["proc"]) for e in r.events("poll")]
+    assert not [p for p in polls if 40_000 <= p[0] < 160_000]
+    assert [p for p in polls if p[0] == 160_000] == [(160_000, "h1"), (160_000, "h2")]
+    assert (190_000, "h1") in polls  # the timers beat on from the wake
+    assert [e["t"] for e in r.events("tool-call")] == [160_000]  # the scripted step waited for the wake
+    assert [(e["kind"], e["t"]) for e in r.history if e["kind"] in ("sleep-start", "sleep-end")] == [
+        ("sleep-start", 40_000), ("sleep-end", 160_000)]
+    assert r.events("sleep-start")[0]["data"] == {"until": 160_000}
+    assert [e["t"] for e in r.events("sample") if e["t"] >= 30_000][:3] == [30_000, 180_000, 210_000]
+    assert r.verdict("fault#0").status == "pass"
+
+
+def test_lock_fires_when_a_store_call_meets_it(tmp_path):
+    steps = [{"at": "20s", "lock": {"for": "15s"}}]
+    r = run_scenario(scenario(steps), run_dir=tmp_path, overrides=TINY, check=False)
+    assert [e["proc"] for e in r.events("store-error")] == ["h1", "h2"]
+    fired = r.events("fault-fired")
+    assert fired[0]["t"] == 35_000 and fired[0]["data"]["detail"] == {"store_errors": 2}
+    assert r.events("poll")[-1]["t"] == 300_000  # the writers recovered after the release
+
+
+def test_a_lock_nobody_meets_is_not_reached(tmp_path):
+    r = run_scenario(scenario([{"at": "31s", "lock": {"for": "10s"}}]), run_dir=tmp_path, overrides=TINY, check=False)
+    assert r.verdict("fault#0").status == "not-reached"
+
+
+def test_resume_starts_the_never_process_with_the_session(tmp_path):
+    steps = [{"at": "30s", "kill": {"process": "h2"}},
+             {"at": "50s", "resume": {"session": "bob", "process": "h3", "how": "-s"}}]
+    r = run_scenario(scenario(steps), run_dir=tmp_path, overrides=TINY, check=False)
+    start = [e for e in r.events("process-start") if e["data"]["target"] == "h3"][0]
+    bob = start["data"]["sessions"]["bob"]
+    assert start["t"] == 50_000 and start["data"]["resumed"] == "bob" and start["data"]["how"] == "-s"
+    clock = [e for e in r.events("clock") if e["proc"] == "h3"][0]["data"]
+    assert clock["startup"] == ["-s", bob] and clock["resumed"] == "bob"
+    assert {e["proc"] for e in r.events("poll") if e["t"] > 60_000} == {"h1", "h3"}
+    assert r.verdict("fault#1").status == "pass"
+
+
+def test_restart_rehosts_the_old_daemons_sessions(tmp_path):
+    steps = [{"at": "50s", "restart": {"process": "h2", "into": "h3", "grace": "1h"}}]
+    r = run_scenario(scenario(steps), run_dir=tmp_path, overrides=TINY, check=False)
+    assert {"target": "h2", "reason": "restart"} in [e["data"] for e in r.events("process-exit")]
+    start = [e for e in r.events("process-start") if e["data"]["target"] == "h3"][0]
+    assert start["data"]["rehost_of"] == "h2" and start["data"]["sessions"] == {}
+    assert [e for e in r.events("clock") if e["proc"] == "h3"][0]["data"]["rehosted"] == ["bob"]
+    assert [e["data"]["hosted"] for e in r.events("poll") if e["proc"] == "h3"][0] == ["bob"]
+
+
+def test_fork_sends_a_fresh_host_id_to_the_claude_code_process(tmp_path):
+    r = run_scenario(scenario([{"at": "20s", "fork": {"session": "carol"}}]), run_dir=tmp_path, overrides=TINY, check=False)
+    fork = r.events("fork")[0]
+    assert fork["proc"] == "cc" and fork["data"]["new_host_id"] != fork["data"]["old_host_id"]
+    assert r.events("fault-fired")[0]["data"]["detail"]["new_host_id"] == fork["data"]["new_host_id"]
+
+
+@pytest.mark.rules("R23")
+def test_every_fault_kind_fires_with_the_real_harnesses(tmp_path):
+    """Each fault kind takes effect with the real harnesses; the crash between the
+    wake prompt and the delivered stamp re-nudges the same mail after the resume (R23)."""
+    pytest.importorskip("simulator.harness.claude_code")
+    spec = Scenario.model_validate({
+        "name": "real-faults", "duration": "8m", "drain": "2m", "seed": 3,
+        "processes": [
+            {"id": "h1", "project": "alpha", "sessions": [{"id": "alice"}]},
+            {"id": "h2", "project": "alpha", "sessions": [{"id": "bob", "agent": "reader"}]},
+            {"id": "h3", "project": "alpha", "start": "never"},
+            {"id": "h4", "project": "alpha", "start": "never"},
+            {"id": "cc", "kind": "claude-code", "project": "alpha", "sessions": [{"id": "carol"}]},
+        ],
+        "steps": [
+            {"at": "10s", "crash": {"process": "h2", "before": "delivered-stamp"}},
+            {"at": "30s", "send": {"from": "alice", "to": "bob", "body": "hi"}},
+            {"at": "2m", "resume": {"session": "bob", "process": "h3"}},
+            {"at": "3m", "restart": {"process": "h3", "into": "h4"}},
+            {"at": "265s", "lock": {"for": "10s"}},
+            {"at": "5m", "fork": {"session": "carol"}},
+            {"at": "6m", "sleep": {"for": "1m"}},
+            {"at": "7m", "kill": {"process": "h1"}},
+        ],
+    })
+    r = run_scenario(spec, run_dir=tmp_path, check=False)
+    assert r.error is None, r.error
+    assert [v.status for v in r.verdicts] == ["pass"] * 7, [v.message for v in r.verdicts]
+    crash = r.events("crash")[0]
+    assert crash["proc"] == "h2" and crash["data"]["point"] == "delivered-stamp"
+    wake_then_crash = [e["kind"] for e in r.history if e["proc"] == "h2"][-2:]
+    assert wake_then_crash == ["wake", "crash"]  # the prompt landed, the stamp never ran
+    assert [e["data"]["reason"] for e in r.events("process-exit")] == ["crashed", "restart", "killed", "end", "end"]
+    # at-least-once: the resumed process wakes bob again for the same mail
+    assert [e["proc"] for e in r.events("wake", session="bob")][:2] == ["h2", "h3"]
+
+
+def test_snapshot_and_adopt_hand_armed_points_to_another_registry():
+    """A forked hook/MCP child adopts its host's armed crash points through the public pair."""
+    host, child = CrashPoints(), CrashPoints()
+    host.arm(point="read-stamp", step=3)
+    child.adopt(host.snapshot())
+    assert child.armed and [a.step for a in child.snapshot()] == [3]
+    child.adopt([])
+    assert not child.armed

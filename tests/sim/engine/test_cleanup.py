@@ -1,0 +1,139 @@
+"""No orphans: whatever ends a run (a harness error, a dead child, the wall guard), no child survives."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import multiprocess
+import pytest
+
+from engine_harness import TinyHarness
+from simulator import Scenario, run_scenario
+from simulator.engine.orchestrator import SimulationTimeout
+from simulator.protocol import FollowUp
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    """(pid, state) of every process whose parent is `pid`, from /proc (zombies included)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            out.append((int(entry.name), fields[0]))
+    return out
+
+
+def process_state(pid: int):
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
+def scenario(**extra) -> Scenario:
+    return Scenario.model_validate({
+        "name": "cleanup", "duration": "5m", "drain": "1m",
+        "processes": [
+            {"id": "h1", "sessions": [{"id": "alice"}]},
+            {"id": "h2", "sessions": [{"id": "bob"}]},
+            {"id": "h3", "start": "never"},
+        ],
+        **extra,
+    })
+
+
+def failing_at(op: str, t: int = 45_000):
+    def ups(start_t):
+        return [FollowUp(t, op, None, {})] if start_t == 0 else []
+    return ups
+
+
+@pytest.fixture(autouse=True)
+def no_children_left():
+    yield
+    assert children_of(os.getpid()) == []
+    assert multiprocess.active_children() == []
+
+
+def test_a_harness_exception_ends_the_run_with_an_error_and_no_orphans(tmp_path):
+    r = run_scenario(scenario(), run_dir=tmp_path, overrides={"harness": TinyHarness, "followups": failing_at("boom")},
+                     check=False)
+    assert r.error is not None and "the tiny harness was told to fail" in r.error
+    assert "h1 failed on boom at t=45000" in r.error
+    assert not r.ok
+    assert r.history[-1]["kind"] == "run-end"
+    assert {e["data"]["target"] for e in r.events("process-exit")} == {"h1", "h2"}
+
+
+def test_a_child_that_dies_on_its_own_is_an_engine_error(tmp_path):
+    r = run_scenario(scenario(), run_dir=tmp_path, overrides={"harness": TinyHarness, "followups": failing_at("die")},
+                     check=False)
+    assert r.error is not None
+    assert r.error.startswith("process h1 died unexpectedly (exit code 3) during die to h1 at t=45000")
+
+
+def test_the_wall_guard_kills_everything_and_names_where_it_stopped(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(SimulationTimeout) as info:
+        # 3 s: far more than reaching the hang takes even on a loaded 2-core
+        # machine, so the guard always fires at the hang, not before it.
+        run_scenario(scenario(), run_dir=tmp_path, wall_timeout_s=3.0,
+                     overrides={"harness": TinyHarness, "followups": failing_at("hang")}, check=False)
+    assert time.monotonic() - started < 15
+    assert str(info.value) == ("scenario 'cleanup' (seed 0) exceeded its wall-clock budget of 3s at virtual time "
+                               "45s (45000 ms); last dispatch #8: hang to h1 at t=45000")
+    # the partial history is still merged for the post-mortem
+    assert (tmp_path / "history.jsonl").read_text().splitlines()[-1].find('"partial":true') > 0
+
+
+def test_graceful_end_stops_every_child(tmp_path):
+    spec = scenario(steps=[{"at": "1m", "start": {"process": "h3"}}, {"at": "2m", "kill": {"process": "h2"}}])
+    r = run_scenario(spec, run_dir=tmp_path, overrides={"harness": TinyHarness}, check=False)
+    assert r.error is None
+    assert [(e["data"]["target"], e["data"]["reason"]) for e in r.events("process-exit")] == [
+        ("h2", "killed"), ("h1", "end"), ("h3", "end")]
+
+
+def test_harness_processes_die_with_a_killed_orchestrator(tmp_path):
+    """The orchestrator itself is SIGKILLed (no finally runs): PR_SET_PDEATHSIG takes its children down."""
+    spec = scenario()
+    pidfile = tmp_path / "harness.pid"
+
+    class PidHarness(TinyHarness):
+        def handle(self, cmd):
+            if cmd.op == "start":
+                pidfile.write_text(str(os.getpid()))
+            if cmd.op == "poll":
+                time.sleep(60)  # the orchestrator is killed meanwhile
+            return super().handle(cmd)
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            run_scenario(spec, run_dir=tmp_path / "run", overrides={"harness": PidHarness}, check=False)
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 30  # generous: a loaded machine forks slowly
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    harness_pid = int(pidfile.read_text())
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if process_state(harness_pid) in (None, "Z", "X"):  # gone, or dead and waiting for init to reap it
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(harness_pid, signal.SIGKILL)
+        pytest.fail("a harness process outlived its orchestrator")

@@ -1,0 +1,138 @@
+"""The engine's speed shortcuts keep behaviour: each one against the slow path it replaced.
+
+- the pipe's tagged-tuple messages and direct frames (simulator/protocol.py);
+- the child's direct freezer move and memoized fake `time.time` (simulator/child/worker.py);
+- the recorder's one prebuilt JSON encoder (simulator/history.py);
+- the hosted-set file written only when its bytes change (thatch_core/rehost.py);
+- `save_coverage` never importing coverage just to learn nothing measures us.
+The end-to-end guard (byte-identical history.jsonl before and after) is
+tests/test_orchestrator.py's determinism check plus the scenario library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import multiprocess
+import pytest
+
+from simulator import clock
+from simulator.history import _dumps
+from simulator.protocol import Command, FollowUp, Reply, decode, encode, recv_msg, send_msg
+from thatch_core.rehost import HOSTED_STATE_FILE, HostedSet
+import repo
+
+
+ROOT = repo.ROOT
+
+MESSAGES = [
+    Command(3, 40, "act", "s1", {"action": "send", "to": "bob", "step": 2}),
+    Command(0, 0, "stop"),
+    Reply(7),
+    Reply(7, ok=False, followups=(FollowUp(9, "turn-end", "s1", {"cause": "wake"}),), result={"ok": True, "text": "é"},
+          error="refused", fatal=True, crashes=({"point": "heartbeat", "session": None},)),
+    ("a", "plain", "tuple"), (), "held", None, {"x": 1},
+]
+
+
+@pytest.mark.parametrize("msg", MESSAGES, ids=range(len(MESSAGES)))
+def test_messages_round_trip_with_their_types(msg):
+    """Commands, replies (with follow-ups) and any other object decode to an equal value of the same type."""
+    back = decode(encode(msg))
+    assert back == msg and type(back) is type(msg)
+    for a, b in zip(getattr(msg, "followups", ()), getattr(back, "followups", ())):
+        assert type(a) is type(b)
+
+
+def test_frames_interoperate_with_multiprocess_connections():
+    """send_msg/recv_msg speak multiprocess's frame format both ways, big payloads
+    included; a closed peer is EOFError, a closed handle OSError."""
+    a, b = multiprocess.Pipe()
+    big = Command(1, 2, "act", "s", {"body": "y" * 40_000})
+    for msg in (MESSAGES[0], MESSAGES[3], big):
+        send_msg(a, msg)
+        assert recv_msg(b) == msg
+        a.send_bytes(encode(msg))
+        assert recv_msg(b) == msg
+        send_msg(a, msg)
+        assert decode(b.recv_bytes()) == msg
+    a.close()
+    with pytest.raises(EOFError):
+        recv_msg(b)
+    b.close()
+    with pytest.raises(OSError):
+        recv_msg(b)
+
+
+def test_direct_freezer_move_and_memoized_time_match_freezegun():
+    """The worker's move (time_to_freeze set directly) and its memoized
+    time.time give exactly what freezegun's move_to and fake_time give."""
+    from freezegun import api as fz
+    from freezegun import freeze_time
+
+    from simulator.child.worker import _memoize_fake_time, _mover
+
+    freezer = freeze_time(clock.START_INSTANT, tick=False)
+    frozen = freezer.start()
+    try:
+        move = _mover(frozen)
+        assert move.__name__ == "move"  # the fast path, not the move_to fallback
+        _memoize_fake_time()
+        assert time.time is not fz.fake_time
+        for t in (0, 1, 999, 30_000, 3 * 86_400_000 + 7, 5):
+            move(t)
+            fast = (time.time(), time.time(), datetime.now(timezone.utc), frozen.time_to_freeze)
+            frozen.move_to(clock.instant(0))
+            frozen.move_to(clock.instant(t))
+            slow = (fz.fake_time(), time.time(), datetime.now(timezone.utc), frozen.time_to_freeze)
+            assert fast == slow
+            assert type(frozen.time_to_freeze) is type(clock.START_INSTANT)
+    finally:
+        freezer.stop()
+    assert abs(time.time() - fz.real_time()) < 5  # stop() restores the real clock
+
+
+def test_recorder_encoder_is_json_dumps_with_the_same_options():
+    """One prebuilt encoder: byte for byte json.dumps(sort_keys, compact, ensure_ascii=False, default=str)."""
+    event = {"t": 1, "dispatch": 2, "proc": "h1", "inc": 0, "session": None, "kind": "wake",
+             "data": {"text": "héllo\u2028\"x\"", "n": [1.5, None, True], "z": {"b": 1, "a": Path("/p")}}, "seq": 5}
+    assert _dumps(event) == json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@pytest.mark.rules("R15")
+def test_hosted_set_file_is_rewritten_only_when_its_bytes_change(tmp_path):
+    """R15: the persisted hosted set always matches the set in memory, but a
+    persist that would write the same bytes over the file this set wrote is
+    skipped; a file replaced or removed by someone else is written again."""
+    hs = HostedSet(tmp_path, 60_000, log=lambda m: None)
+    path = tmp_path / HOSTED_STATE_FILE
+    hs.touch("ses_a", 1000)
+    first = os.stat(path).st_ino
+    hs.touch("ses_a", 1000)   # same activity: same bytes
+    hs.persist()
+    assert os.stat(path).st_ino == first
+    hs.touch("ses_a", 2000)   # new activity: new bytes
+    assert os.stat(path).st_ino != first
+    assert json.loads(path.read_text())["sessions"]["ses_a"]["last_activity_ms"] == 2000
+    path.write_text("{}")     # another writer
+    hs.persist()
+    assert json.loads(path.read_text())["sessions"]["ses_a"]["last_activity_ms"] == 2000
+    path.unlink()
+    hs.persist()
+    assert json.loads(path.read_text())["sessions"] == {"ses_a": {"last_activity_ms": 2000, "rehost_until_ms": None}}
+
+
+def test_save_coverage_does_not_import_coverage():
+    """Without coverage loaded nothing measures the process: save_coverage
+    returns without importing the package (it cost every child ~30 ms)."""
+    code = ("import sys; pre = 'coverage' in sys.modules; from simulator.child.hygiene import save_coverage; "
+            "save_coverage(); print(pre or 'coverage' not in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"

@@ -1,0 +1,116 @@
+"""The fake Cursor workspace driven in-process: hooks and MCP in one process."""
+
+from __future__ import annotations
+
+import pytest
+
+from harnesskit import Driver, make_ctx, session_info
+from simulator.protocol import OP_FORK, OP_POLL, OP_START, OP_TURN_END
+from thatch_core.constants import CURSOR_FOLLOWUP_CAP
+from thatch_core.db import open_db
+from thatch_core.mcp import mcp_session_id
+
+A = "0b7c2f4e-1111-4aaa-8aaa-00000000000a"
+B = "0b7c2f4e-2222-4bbb-8bbb-00000000000b"
+
+
+@pytest.fixture
+def workspace(tmp_path, frozen_sim):
+    made = []
+
+    def make(alice="reader", bob="reader"):
+        ctx = make_ctx(tmp_path, "ws", "cursor", [session_info("alice", A, agent=alice),
+                                                  session_info("bob", B, agent=bob)])
+        d = Driver(ctx, tmp_path / "run", frozen_sim)
+        made.append(d)
+        d.send(OP_START, 0)
+        d.run_until(1_000)  # both first prompts, at start
+        return d
+
+    yield make
+    for d in made:
+        d.close()
+
+
+def hooks(d, session, hook):
+    return [e["data"] for e in d.events("hook", session) if e["data"]["hook"] == hook]
+
+
+@pytest.mark.rules("R31", "R36")
+def test_prompt_hook_registers_the_mcp_id_and_prints_the_name(workspace, tmp_path):
+    """R31, R36: the prompt hook ensure-registers mcp_<sha256(id)[:12]> and
+    prints the name and unread count; tools then pass that name as `as`."""
+    d = workspace()
+    line = hooks(d, "alice", "UserPromptSubmit")[0]["line"]
+    name = d.events("registered", "alice")[0]["data"]["name"]
+    assert line.startswith(f"thatch chat: you are {name} (0 unread)")
+    conn = open_db(tmp_path / "thatch.db")
+    try:
+        assert conn.execute("SELECT name FROM chat_sessions WHERE session_id = ?",
+                            (mcp_session_id(A),)).fetchone() == (name,)
+    finally:
+        conn.close()
+    d.act(2_000, "status", "alice")
+    call = d.events("tool-call", "alice")[-1]["data"]
+    assert call["args"] == {"as": name}
+    assert d.events("tool-result", "alice")[-1]["data"]["text"].startswith(f"Registered as {name}")
+
+
+@pytest.mark.rules("R36")
+def test_stop_hook_follow_up_starts_a_turn_where_the_agent_reads(workspace):
+    """R36: unread mail at turn end auto-submits a pointer-only follow-up; the
+    agent reads in that follow-up turn; the next stop finds nothing."""
+    d = workspace()
+    d.act(2_000, "send", "bob", to="alice", body="secret body")
+    d.run_until(30_000)
+    stops = hooks(d, "alice", "stop")
+    assert stops[0]["decision"] == "followup" and "secret body" not in stops[0]["line"]
+    assert "1 unread message" in stops[0]["line"]
+    causes = [e["data"]["cause"] for e in d.events("turn-start", "alice")]
+    assert causes == ["user", "followup"]
+    d.run_until(60_000)
+    assert [s["decision"] for s in hooks(d, "alice", "stop")] == ["followup", None]
+    reads = [e for e in d.events("tool-result", "alice") if e["data"]["tool"] == "thatch_chat_read"]
+    assert len(reads) == 1 and "secret body" in reads[0]["data"]["text"]
+
+
+@pytest.mark.rules("R36")
+def test_follow_ups_stop_at_the_cap_for_a_silent_agent(workspace):
+    """R36: a silent agent never reads, so the follow-up chain is bounded by
+    the consecutive follow-up cap; a new user prompt starts a fresh chain."""
+    d = workspace(alice="silent")
+    d.act(2_000, "send", "bob", to="alice", body="read me")
+    d.run_until(500_000)
+    decisions = [s["decision"] for s in hooks(d, "alice", "stop")]
+    assert decisions == ["followup"] * CURSOR_FOLLOWUP_CAP + [None]
+    d.act(600_000, "prompt", "alice", text="again")
+    d.run_until(700_000)
+    assert hooks(d, "alice", "stop")[-2]["decision"] == "followup"
+
+
+@pytest.mark.rules("R36")
+def test_aborted_turn_is_never_continued(workspace):
+    """R36: an aborted turn gets no follow-up even with mail unread."""
+    d = workspace()
+    d.act(2_000, "send", "bob", to="alice", body="x")
+    d.agenda.clear()
+    d.send(OP_TURN_END, 20_000, "alice", cause="user", status="aborted")
+    assert hooks(d, "alice", "stop")[-1]["decision"] is None
+    assert [e["data"]["cause"] for e in d.events("turn-start", "alice")] == ["user"]
+
+
+@pytest.mark.rules("R32")
+def test_cursor_identity_is_the_claimed_as(workspace):
+    """R32: Cursor keeps the claimed-`as` path (one workspace process: no pid
+    anchor), so a call claiming another session's name acts as it."""
+    d = workspace()
+    bob = d.events("registered", "bob")[0]["data"]["name"]
+    d.act(2_000, "status", "alice", **{})
+    reply = d.harness.tool("alice", "thatch_chat_status", {"as": bob})
+    assert reply.text.startswith(f"Registered as {bob}")
+
+
+def test_cursor_has_no_poller_and_no_fork(workspace):
+    d = workspace()
+    assert not d.send(OP_POLL, 30_000).ok
+    assert not d.send(OP_FORK, 30_000, "alice", new_host_id="x").ok
