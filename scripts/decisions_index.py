@@ -43,7 +43,7 @@ def main() -> None:
     lines = [
         "# Decisions",
         "",
-        "Every choice the seeds (`../shared/seeds/`) and the design leave open, with",
+        "Every choice the design and its sources (`docs/rules.md`) leave open, with",
         "the reason, lives in one file per area under `docs/decisions/`. This page",
         "is their index (regenerate it with `python scripts/decisions_index.py`).",
         "",

@@ -13,11 +13,17 @@ Invariants:
   instant is a constant, so the same scenario always runs on the same dates
   (byte-identical histories depend on it).
 - the clock never reads real time: wall time is the wall guard's business.
+
+`parse_iso_ms` reads a stored timestamp back into epoch ms (the samplers
+judge staleness from it).
 """
 
 from __future__ import annotations
 
+import calendar
+import time
 from datetime import datetime, timedelta, timezone
+from typing import Any, Optional
 
 # A Monday morning, fixed forever: stored timestamps in a run are then a pure
 # function of the scenario and the seed.
@@ -38,6 +44,35 @@ def epoch_ms(t_ms: int) -> int:
 def virtual_ms(epoch: int) -> int:
     """The inverse of `epoch_ms`: virtual ms of an epoch-ms wall reading."""
     return epoch - START_EPOCH_MS
+
+
+# The stored timestamp format (`2026-01-05T09:00:00Z`, second resolution, UTC).
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_iso_ms(text: Any) -> Optional[int]:
+    """Epoch ms of a stored timestamp, or None when it is not one.
+
+    The canonical `...Z` form, or anything `datetime.fromisoformat` reads
+    (naive = UTC): a hand-edited row may hold either, or nothing readable.
+    """
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        return calendar.timegm(time.strptime(text, ISO_FORMAT)) * 1000
+    except ValueError:
+        pass
+    stripped = text.strip()
+    if stripped.endswith(("Z", "z")):
+        stripped = stripped[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(stripped)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int((moment - _EPOCH).total_seconds() * 1000)
 
 
 class VirtualClock:

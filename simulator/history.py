@@ -30,8 +30,14 @@ MERGED_NAME = "history.jsonl"
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _dumps(obj: Any) -> str:
+def encode_event(obj: Any) -> str:
+    """One history line, without its newline: keys sorted, compact, non-ASCII kept."""
     return _ENCODER.encode(obj)
+
+
+def process_file(run_dir: os.PathLike | str, proc: str, incarnation: int) -> Path:
+    """Where one process incarnation's events are written."""
+    return Path(run_dir) / HISTORY_DIR / f"{proc}.{incarnation}.jsonl"
 
 
 class Recorder:
@@ -55,7 +61,7 @@ class Recorder:
 
     @classmethod
     def for_process(cls, run_dir: os.PathLike | str, proc: str, incarnation: int = 0) -> "Recorder":
-        return cls(Path(run_dir) / HISTORY_DIR / f"{proc}.{incarnation}.jsonl", proc, incarnation=incarnation)
+        return cls(process_file(run_dir, proc, incarnation), proc, incarnation=incarnation)
 
     def current(self, dispatch: int, t: int) -> None:
         """The dispatch being served and its virtual time; stamps every later event."""
@@ -73,7 +79,7 @@ class Recorder:
             "data": data,
             "seq": self._seq,
         }
-        line = (_dumps(event) + "\n").encode("utf-8")
+        line = (encode_event(event) + "\n").encode("utf-8")
         if self._fd is None:
             raise RuntimeError(f"recorder for {self.proc} is closed")
         # One write per line: O_APPEND makes it atomic against other writers
@@ -156,10 +162,15 @@ def merge(run_dir: os.PathLike | str, proc_order: Optional[Iterable[str]] = None
     out = run_dir / MERGED_NAME
     with open(out, "w", encoding="utf-8", newline="\n") as fh:
         for e in merged:
-            fh.write(_dumps(e) + "\n")
+            fh.write(encode_event(e) + "\n")
     return merged
 
 
 def load(path: os.PathLike | str) -> list[dict[str, Any]]:
     """Read a merged `history.jsonl` back."""
     return read_events(path)
+
+
+def event_place(event: dict[str, Any], unknown: str = ORCHESTRATOR) -> str:
+    """Where an event happened, `proc/session` or just `proc` (`unknown` when it names no process)."""
+    return (event.get("proc") or unknown) + (f"/{event['session']}" if event.get("session") else "")

@@ -1,11 +1,21 @@
-"""The spec matrix: which scenarios and tests name each design rule (R1..R36).
+"""The spec matrix: each design rule of docs/rules.md with the scenarios and tests that name it.
+
+The rule book is docs/rules.md: one `### R<n>` heading per rule (its link
+target, `docs/rules.md#r<n>`) with the rule's text on the first non-blank
+line under it. The ids the gate knows are the ones a reader can look up
+there, so the book, not a range in code, says which rules exist.
 
 A scenario names rules in its `rules:` list. A test names them with
 `@pytest.mark.rules("R9", ...)` (on the function, its class, or a module
 `pytestmark`) or in the docstring of a test function, a Test class or the
 module; a range like `R18-R23` in a docstring names every rule in it. Tests
-are read with `ast`, never imported, so a broken test file cannot hide its
-coverage and the matrix costs nothing to build.
+(`test_*.py` and `*_test.py` anywhere under tests/) are read with `ast`, never
+imported, so a broken test file cannot hide its coverage and the matrix
+costs nothing to build.
+
+`matrix --check` fails when the book defines no rule, when a rule of the book
+is named by nothing, when a scenario or test names an id the book does not
+define, or when the book defines an id twice.
 """
 
 from __future__ import annotations
@@ -18,9 +28,18 @@ from typing import Iterable, Optional
 
 import yaml
 
-RULE_IDS = tuple(f"R{i}" for i in range(1, 37))
-_RULE = re.compile(r"\bR(3[0-6]|[12]\d|[1-9])\b")
-_RANGE = re.compile(r"\bR(3[0-6]|[12]\d|[1-9])\s*(?:-|–|\.\.)\s*R(3[0-6]|[12]\d|[1-9])\b")
+RULE_BOOK = "docs/rules.md"
+# The checkout this simulator belongs to: its rule book serves a root that has none.
+_HOME = Path(__file__).resolve().parent.parent
+_DEFINITION = re.compile(r"^#{2,6}[ \t]+(R[1-9]\d*)[ \t]*$")
+_HEADING = re.compile(r"^#{1,6}\s")
+_RULE = re.compile(r"\bR([1-9]\d*)\b")
+_RANGE = re.compile(r"\bR([1-9]\d*)\s*(?:-|–|\.\.)\s*R([1-9]\d*)\b")
+SUMMARY_WIDTH = 76
+
+
+def _number(rule_id: str) -> int:
+    return int(rule_id[1:])
 
 
 def rules_in_text(text: Optional[str]) -> list[str]:
@@ -34,34 +53,134 @@ def rules_in_text(text: Optional[str]) -> list[str]:
     return [f"R{n}" for n in sorted(found)]
 
 
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the book: its id and its one-line text."""
+
+    id: str
+    text: str
+
+    @property
+    def link(self) -> str:
+        return f"{RULE_BOOK}#{self.id.lower()}"
+
+    def summary(self, width: int = SUMMARY_WIDTH) -> str:
+        """The text, cut to `width` characters with an ellipsis when longer."""
+        if len(self.text) <= width:
+            return self.text
+        return self.text[: width - 1].rstrip() + "…"
+
+
+def parse_rules(text: str) -> list[Rule]:
+    """Every `### R<n>` definition of a rule book, in book order (repeats kept)."""
+    rules: list[Rule] = []
+    pending: Optional[str] = None
+    for line in text.splitlines():
+        definition = _DEFINITION.match(line)
+        if definition or _HEADING.match(line):
+            if pending:
+                rules.append(Rule(pending, ""))
+            pending = definition.group(1) if definition else None
+        elif pending and line.strip():
+            rules.append(Rule(pending, line.strip()))
+            pending = None
+    if pending:
+        rules.append(Rule(pending, ""))
+    return rules
+
+
+def find_rule_book(root: Path) -> Optional[Path]:
+    """root's docs/rules.md, else the one of the checkout this simulator lives in."""
+    for base in (root, _HOME):
+        path = base / RULE_BOOK
+        if path.is_file():
+            return path
+    return None
+
+
 @dataclass
 class Matrix:
-    """rule -> the scenarios and tests that name it."""
+    """rule -> the scenarios and tests that name it, against the rule book's definitions."""
 
-    scenarios: dict[str, list[str]] = field(default_factory=lambda: {r: [] for r in RULE_IDS})
-    tests: dict[str, list[str]] = field(default_factory=lambda: {r: [] for r in RULE_IDS})
+    definitions: list[Rule] = field(default_factory=list)
+    book: Optional[Path] = None
+    scenarios: dict[str, list[str]] = field(default_factory=dict)
+    tests: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rules: dict[str, Rule] = {}
+        for rule in self.definitions:
+            self.rules.setdefault(rule.id, rule)
+            self.scenarios.setdefault(rule.id, [])
+            self.tests.setdefault(rule.id, [])
 
     def add(self, kind: str, rules: Iterable[str], ref: str) -> None:
         table = self.scenarios if kind == "scenario" else self.tests
         for rule in rules:
-            if rule in table and ref not in table[rule]:
-                table[rule].append(ref)
+            refs = table.setdefault(rule, [])
+            if ref not in refs:
+                refs.append(ref)
+
+    def refs(self, rule: str) -> list[str]:
+        return self.scenarios.get(rule, []) + self.tests.get(rule, [])
 
     def uncovered(self) -> list[str]:
-        """Rules that no scenario and no test names."""
-        return [r for r in RULE_IDS if not self.scenarios[r] and not self.tests[r]]
+        """Rules of the book that no scenario and no test names."""
+        return [r for r in self.rules if not self.refs(r)]
+
+    def undefined(self) -> list[str]:
+        """Ids a scenario or test names that the book does not define."""
+        named = {r for r in (*self.scenarios, *self.tests) if self.refs(r)}
+        return sorted(named - set(self.rules), key=_number)
+
+    def duplicates(self) -> list[str]:
+        """Ids the book defines more than once (a link could reach only one)."""
+        ids = [rule.id for rule in self.definitions]
+        return sorted({i for i in ids if ids.count(i) > 1}, key=_number)
+
+    def problems(self) -> list[str]:
+        """Why the gate fails, one line each; empty when it passes."""
+        out = []
+        if not self.rules:
+            out.append(f"no rules: {RULE_BOOK} " + ("defines none" if self.book else "not found"))
+        if self.uncovered():
+            out.append("named by nothing: " + ", ".join(self.uncovered()))
+        if self.undefined():
+            out.append(f"named but not defined in {RULE_BOOK}: " + ", ".join(self.undefined()))
+        if self.duplicates():
+            out.append(f"defined more than once in {RULE_BOOK}: " + ", ".join(self.duplicates()))
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+    def _rule_lines(self, rule_id: str) -> list[str]:
+        n_scenarios, n_tests = len(self.scenarios.get(rule_id, [])), len(self.tests.get(rule_id, []))
+        counts = f"{rule_id:<4} {n_scenarios:>2} scenarios {n_tests:>3} tests"
+        rule = self.rules.get(rule_id)
+        if rule is None:
+            lines = [f"{counts}   <- NOT DEFINED in {RULE_BOOK}"]
+        else:
+            lines = [f"{counts}   {rule.link}" + ("   <- NOT COVERED" if not self.refs(rule_id) else ""),
+                     f"     {rule.summary()}"]
+        return lines + [f"       {ref}" for ref in self.refs(rule_id)]
 
     def format(self) -> str:
-        lines = []
-        for rule in RULE_IDS:
-            refs = self.scenarios[rule] + self.tests[rule]
-            lines.append(f"{rule:<4} {len(self.scenarios[rule]):>2} scenarios {len(self.tests[rule]):>3} tests"
-                         + ("   <- NOT COVERED" if not refs else ""))
-            lines += [f"       {ref}" for ref in refs]
-        missing = self.uncovered()
-        lines.append(f"{len(RULE_IDS) - len(missing)}/{len(RULE_IDS)} rules covered"
-                     + (f"; missing: {', '.join(missing)}" if missing else ""))
-        return "\n".join(lines)
+        lines = [f"rules: {self.book}" if self.book else f"rules: no {RULE_BOOK} found"]
+        for rule_id in [*self.rules, *self.undefined()]:
+            lines += self._rule_lines(rule_id)
+        missing, undefined = self.uncovered(), self.undefined()
+        summary = f"{len(self.rules) - len(missing)}/{len(self.rules)} rules covered"
+        if missing:
+            summary += f"; missing: {', '.join(missing)}"
+        if undefined:
+            summary += f"; named but not defined in {RULE_BOOK}: {', '.join(undefined)}"
+        if self.duplicates():
+            summary += f"; defined more than once: {', '.join(self.duplicates())}"
+        if not self.rules:
+            summary += f"; no rules in {RULE_BOOK}"
+        return "\n".join(lines + [summary])
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -105,32 +224,40 @@ def _test_file_refs(path: Path, root: Path) -> list[tuple[list[str], str]]:
             module_rules += _marker_rules([stmt.value])
     refs = [(module_rules, rel)] if module_rules else []
 
-    def visit(body: list[ast.stmt], prefix: str, inherited: list[str]) -> None:
+    def visit(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
             if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
                 own = _marker_rules(node.decorator_list) + rules_in_text(ast.get_docstring(node))
                 if own:
                     refs.append((own, f"{rel}::{prefix}{node.name}"))
-                visit(node.body, f"{prefix}{node.name}::", inherited + own)
+                visit(node.body, f"{prefix}{node.name}::")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
                 own = _marker_rules(node.decorator_list) + rules_in_text(ast.get_docstring(node))
                 if own:
                     refs.append((own, f"{rel}::{prefix}{node.name}"))
 
-    visit(tree.body, "", module_rules)
+    visit(tree.body, "")
     return refs
 
 
+def _is_test_file(path: Path) -> bool:
+    return path.name.startswith("test_") or path.name.endswith("_test.py")
+
+
 def scan_tests(matrix: Matrix, root: Path, test_dir: str = "tests") -> None:
-    for path in sorted((root / test_dir).glob("*.py")):
-        for rules, ref in _test_file_refs(path, root):
-            matrix.add("test", rules, ref)
+    """Add the rules every test module under tests/ (at any depth) names."""
+    for path in sorted((root / test_dir).rglob("*.py")):
+        if _is_test_file(path):
+            for rules, ref in _test_file_refs(path, root):
+                matrix.add("test", rules, ref)
 
 
 def build_matrix(root: Path | str = ".") -> Matrix:
-    """The matrix of a repository checkout (scenarios/ and tests/ under root)."""
+    """The matrix of a repository checkout: its rule book, scenarios/ and tests/ under root."""
     root = Path(root)
-    matrix = Matrix()
+    book = find_rule_book(root)
+    definitions = parse_rules(book.read_text(encoding="utf-8")) if book else []
+    matrix = Matrix(definitions, Path(_rel(book, root)) if book else None)
     scan_scenarios(matrix, root)
     scan_tests(matrix, root)
     return matrix

@@ -43,6 +43,8 @@ OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: sav
 
 @dataclass(frozen=True)
 class Command:
+    """One unit of work for a harness process, at virtual time `t`, in dispatch `dispatch`."""
+
     dispatch: int
     t: int
     op: str
@@ -52,12 +54,13 @@ class Command:
 
 @dataclass(frozen=True)
 class FollowUp:
-    """An agenda entry the harness asks for, at absolute virtual time `at`."""
+    """An agenda entry the harness asks for, at absolute virtual time `at`: the
+    command it becomes then (`Harness.later` states every field)."""
 
     at: int
     op: str
-    session: Optional[str] = None
-    args: dict[str, Any] = field(default_factory=dict)
+    session: Optional[str]
+    args: dict[str, Any]
 
 
 @dataclass(frozen=True)

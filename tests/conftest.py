@@ -24,7 +24,7 @@ def conn(db_path):
     """An open connection to ``db_path`` (schema created), closed afterwards.
 
     Tests that fork must not use this fixture: no connection may be open in
-    a process when it forks (shared/pitfalls.md).
+    a process when it forks (docs/pitfalls.md).
     """
     c = open_db(db_path)
     yield c

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import time
 
+from thatch_core.db import open_db
+from thatch_core.store import ChatStore
+
 from simulator.child.crash_points import crash_points
 from simulator.protocol import OP_ACT, OP_FORK, OP_POLL, OP_START, FollowUp, Reply
 
@@ -25,8 +28,6 @@ class TinyHarness:
     def handle(self, cmd):
         op = cmd.op
         if op == OP_START:
-            from thatch_core.db import open_db
-            from thatch_core.store import ChatStore
             self.conn = crash_points().install(open_db(self.ctx.db_path, busy_timeout_ms=self.ctx.busy_timeout_ms))
             self.store = ChatStore(self.conn, rng=self.ctx.rng())
             for label, info in sorted(self.ctx.sessions.items()):

@@ -4,18 +4,18 @@ The engine forks a process per harness; a harness test drives the same
 object in-process instead (opencode, cursor) with a real temp-dir database, a
 real `Recorder` and one freezegun freezer moved per command, exactly as the
 worker does. Claude Code tests run the host in a forked child (see
-tests/test_harness_claude_code.py) so its hooks and MCP server are real
+tests/sim/harness/test_claude_code.py) so its hooks and MCP server are real
 grandchildren with real parent pids.
 """
 
 from __future__ import annotations
 
 import itertools
-import random
 from pathlib import Path
 from typing import Any, Optional
 
 from simulator import clock
+from simulator.harness import make_harness
 from simulator.history import Recorder, read_events
 from simulator.protocol import OP_ACT, Command, HarnessContext, SessionInfo
 from simulator.scenario.model import Session
@@ -59,8 +59,6 @@ class Driver:
     _dispatch = itertools.count(1)
 
     def __init__(self, ctx: HarnessContext, run_dir: Path, frozen) -> None:
-        from simulator.harness import make_harness
-
         self.ctx = ctx
         self.frozen = frozen
         self.recorder = Recorder.for_process(run_dir, ctx.label, ctx.incarnation)
@@ -107,7 +105,3 @@ class Driver:
         self.harness.close()
         self.recorder.close()
 
-
-def seeded_ids(prefix: str, n: int, seed: int = 1) -> list[str]:
-    rng = random.Random(seed)
-    return [prefix + "".join(rng.choice("0123456789abcdef") for _ in range(16)) for _ in range(n)]

@@ -1,6 +1,6 @@
 """A hand-built failing run, in the documented history format, for the report.
 
-Used by tests/test_reporting.py and scripts/screenshot_report.py so the report
+Used by tests/sim/report/ and scripts/screenshot_report.py so the report
 can be developed and checked without the engine. The story (about 9 virtual
 minutes): h1 hosts alice, h2 hosts bob, c1 (Claude Code) hosts carol. alice
 writes to bob; h2's poller wakes bob, then a crash point between the wake and

@@ -31,6 +31,8 @@ from datetime import datetime
 
 from thatch_core import clock, staleness
 from thatch_core.constants import CLI_STALE_DAYS_DEFAULT, STALE_MS, TAIL_DEFAULT_LIMIT
+from thatch_core.db import StoreError, open_db
+from thatch_core.store import ChatStore
 
 DAY_MS = 86_400_000
 HEADER = ("NAME", "SEEN", "PROJECT", "LOC", "TOPIC")
@@ -231,9 +233,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _open_store(path: str):
-    from thatch_core.db import open_db
-    from thatch_core.store import ChatStore
-
     conn = open_db(path)
     return conn, ChatStore(conn)
 
@@ -255,8 +254,6 @@ def main(argv=None, *, out=None) -> int:
             filter_tail_rows([], **filters)
         except (re.error, ValueError) as exc:
             p.error(f"tail: bad filter: {exc}")
-    from thatch_core.db import StoreError
-
     try:
         conn, store = _open_store(args.db)
     except StoreError as exc:

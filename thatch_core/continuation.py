@@ -31,6 +31,7 @@ from pathlib import Path
 
 from thatch_core import clock
 from thatch_core.constants import CONTINUATION_MAX_HOPS
+from thatch_core.ids import mcp_session_id
 
 CONTINUED_IN_TYPE = "system"
 CONTINUED_IN_SUBTYPE = "continued_in"
@@ -40,13 +41,6 @@ DEFAULT_TAIL_BYTES = 65_536
 # Cheap byte-level prefilter: most transcript lines are model turns, and
 # json-decoding every one of them would dominate the scan.
 _MARKER = CONTINUED_IN_SUBTYPE.encode()
-
-
-def _mcp_id(host_session_id: str) -> str:
-    # Imported lazily: mcp.py imports this module for the hook path.
-    from thatch_core.mcp import mcp_session_id
-
-    return mcp_session_id(host_session_id)
 
 
 def continued_in_record(old_host_session_id: str, new_host_session_id: str,
@@ -171,7 +165,7 @@ def resolve_registered_predecessor(store, new_host_session_id: str, transcript_p
         old = preds.get(current)
         if old is None or old in seen:  # chain ends, or a corrupt cycle
             return None
-        candidate = _mcp_id(old)
+        candidate = mcp_session_id(old)
         if _known(store, candidate):
             return candidate
         seen.add(old)
@@ -187,7 +181,7 @@ def adopt_continuation(store, new_host_session_id: str, transcript_path, *,
     found (the caller then registers the id fresh)."""
     if not isinstance(new_host_session_id, str) or not new_host_session_id:
         return False
-    new_mcp = _mcp_id(new_host_session_id)
+    new_mcp = mcp_session_id(new_host_session_id)
     if _known(store, new_mcp):
         return False
     old_mcp = resolve_registered_predecessor(store, new_host_session_id, transcript_path,

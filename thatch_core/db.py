@@ -1,7 +1,7 @@
 """The shared SQLite file: connection setup, schema, migrations, transactions.
 
 Every opencode process on the machine (and every hook / MCP server) opens the
-same WAL database. Three habits keep that safe (see shared/pitfalls.md):
+same WAL database. Three habits keep that safe (see docs/pitfalls.md):
 
 - ``isolation_level=None`` and explicit ``BEGIN IMMEDIATE`` for every
   read-modify-write: a deferred ``BEGIN`` that reads then writes fails with

@@ -19,7 +19,6 @@ feature prints nothing and reminds of nothing (R29).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import re
@@ -30,9 +29,9 @@ from thatch_core import clock
 from thatch_core.constants import CURSOR_FOLLOWUP_CAP, RENUDGE_MINUTES
 from thatch_core.continuation import adopt_continuation
 from thatch_core.db import StoreError
+from thatch_core.ids import MCP_PREFIX, mcp_session_id  # mcp_session_id: public here too (docs/api-contract.md)
 from thatch_core.names import render_participant
-
-MCP_PREFIX = "mcp_"
+from thatch_core.tools import ChatTools, ToolReply
 
 UNKNOWN_CLAIM = ('No registered session named "{name}". Call thatch_chat_register without "as" '
                  "for a fresh identity.")
@@ -45,11 +44,6 @@ HOOK_LINE_RE = re.compile(r"^thatch chat: you are (?P<name>\S+) \((?P<unread>\d+
 # Larger than any stored ISO stamp: used as the "delivered before" cutoff when
 # every unread row counts, whatever its delivery stamp.
 _ANY_DELIVERY = "9999-12-31T23:59:59Z"
-
-
-def mcp_session_id(host_session_id: str) -> str:
-    """The stable chat session id of an MCP-host conversation (R31)."""
-    return MCP_PREFIX + hashlib.sha256(host_session_id.encode("utf-8")).hexdigest()[:12]
 
 
 def chat_settings(config) -> tuple[bool, bool]:
@@ -167,8 +161,6 @@ class McpChatServer:
     def __init__(self, store, config_source, *, host: str = "claude-code", ppid: int | None = None,
                  env=None, rng: random.Random | None = None, project: str | None = None,
                  directory: str | None = None):
-        from thatch_core.tools import ChatTools
-
         if host not in ("claude-code", "cursor"):
             raise ValueError(f'unknown MCP host {host!r}: expected "claude-code" or "cursor"')
         self.store = store
@@ -206,8 +198,6 @@ class McpChatServer:
         return replace(reply, echo=None) if reply.echo is not None else reply
 
     def _call(self, tool, args):
-        from thatch_core.tools import ToolReply
-
         if not _enabled(self._config_source):
             return self.tools.call(tool, {}, identity=None)  # the [disabled] reply
         if not isinstance(tool, str):

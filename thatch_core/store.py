@@ -167,7 +167,7 @@ class ChatStore(UpkeepMixin):
 
     def _draw(self) -> str:
         base = self.rng.choice(NAME_POOL)
-        # RETURNING rows must be fetched before COMMIT (pitfalls.md).
+        # RETURNING rows must be fetched before COMMIT (docs/pitfalls.md).
         counter = self.conn.execute(
             "INSERT INTO chat_name_counters (base, counter) VALUES (?, 1) "
             "ON CONFLICT(base) DO UPDATE SET counter = counter + 1 RETURNING counter",

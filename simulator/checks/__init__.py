@@ -1,0 +1,31 @@
+"""Judging one run from its history (JSONL events) and its final SQLite database.
+
+`check_all` is the one entry: the properties P1-P10 (registered by the
+delivery, liveness, messages and identity modules), the reach claims, the
+point and step-reply expectations, and one verdict per fault step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from simulator.checks import delivery, identity, liveness, messages  # noqa: F401 - importing registers P1-P10
+from simulator.checks.expectations import check_expectations
+from simulator.checks.faults import fault_verdicts
+from simulator.checks.reach import check_reaches
+from simulator.checks.registry import check_properties
+from simulator.checks.view import RunView
+from simulator.result import Verdict
+from simulator.scenario.model import Scenario
+
+
+def check_all(spec: Scenario, history: list[dict[str, Any]], db_path: Union[str, Path, None],
+              run_info: Optional[dict] = None) -> list[Verdict]:
+    """Every verdict of a run: properties, reach claims, expectations, faults."""
+    view = RunView(spec, history, db_path, run_info)
+    return (check_properties(spec, view) + check_reaches(spec, view)
+            + check_expectations(spec, view) + fault_verdicts(spec, view.history))
+
+
+__all__ = ["check_all"]

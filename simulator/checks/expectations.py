@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 from simulator.checks.view import RunView, brief
 from simulator.result import Verdict
-from simulator.scenario.model import expectation_body_problems, format_duration, hook_line_host_problems
+from simulator.scenario.model import (ReplyExpectation, Scenario, Step, expectation_body_problems, format_duration,
+                                      hook_line_host_problems)
 
 
 PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
@@ -213,16 +214,16 @@ def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optiona
     return (f"{label} has {n} unread at {at}, want {want}" if want else None), [m if "kind" in m else {"db_row": m} for m in mine[-3:]]
 
 
-def _host_kind(spec: Any, view: RunView, label: Any) -> Optional[str]:
+def _host_kind(spec: Scenario, view: RunView, label: Any) -> Optional[str]:
     """The kind of the process the scenario declares for `label` (None when undeclared)."""
-    labels = spec.session_labels() if hasattr(spec, "session_labels") else {}
+    labels = spec.session_labels()
     proc = labels.get(label) if isinstance(label, str) else None
     return view.proc_kind.get(proc) if proc else None
 
 
-def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
+def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
     out = []
-    for index, exp in enumerate(getattr(spec, "expect", []) or []):
+    for index, exp in enumerate(spec.expect):
         kind, arg, at = exp.kind, getattr(exp, exp.kind), exp.at
         title = f"{kind} of {arg.get('session') if isinstance(arg, dict) else arg} at {_when(at)}"
         try:
@@ -257,7 +258,7 @@ def check_expectations(spec: Any, view: RunView) -> list[Verdict]:
 # -- step reply expectations (`steps[i].expect`) ---------------------------------
 
 
-def _step_reply(view: RunView, idx: int, step: Any) -> Optional[dict]:
+def _step_reply(view: RunView, idx: int, step: Step) -> Optional[dict]:
     """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
     carry `data.step`), or for a `prompt` step the hook line it printed."""
     results = [e for e in view.of("tool-result") if e["data"].get("step") == idx]
@@ -278,7 +279,7 @@ def _expand_at(view: RunView, text: Any, i: int) -> Any:
                   lambda m: view.name_at(m.group(1), i) or view.name_at(m.group(1)) or m.group(0), text)
 
 
-def _reply_problem(view: RunView, exp: Any, ev: dict) -> Optional[str]:
+def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[str]:
     data = ev["data"]
     text = str(data.get("text") if ev["kind"] == "tool-result" else data.get("line") or "")
     ok = bool(data.get("ok")) if ev["kind"] == "tool-result" else True
@@ -296,13 +297,13 @@ def _reply_problem(view: RunView, exp: Any, ev: dict) -> Optional[str]:
     return None
 
 
-def check_step_replies(spec: Any, view: RunView) -> list[Verdict]:
+def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:
     """One verdict `step#<index>` per step with an `expect:`: its recorded reply
     must satisfy it; a step that left no reply (dropped, its process dead, an
     action with no reply) fails, never passes vacuously."""
     out = []
-    for idx, step in enumerate(getattr(spec, "steps", []) or []):
-        exp = getattr(step, "expect", None)
+    for idx, step in enumerate(spec.steps):
+        exp = step.expect
         if exp is None:
             continue
         title = f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"

@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional
 
-from simulator.checks.view import HOUR_MS, RunView, brief
+from simulator.checks.view import RunView, brief
+from simulator.checks.wakes import wakes_by_incarnation
+from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
 from simulator.result import Verdict
+from simulator.scenario.model import Scenario
 
 Witness = Optional[list[dict[str, Any]]]
 REACHES: dict[str, tuple[str, Callable[[RunView], Witness]]] = {}
@@ -49,7 +52,6 @@ def _renudge(view: RunView) -> Witness:
 
 @reach("rate-cap", "a session woken 6 times within an hour by one process while its mail stayed unread", rules=("R22",))
 def _rate_cap(view: RunView) -> Witness:
-    from simulator.checks.properties import MAX_WAKES_PER_HOUR, wakes_by_incarnation
     for (_, _, label), ws in wakes_by_incarnation(view).items():
         for k in range(len(ws) - MAX_WAKES_PER_HOUR + 1):
             window = ws[k:k + MAX_WAKES_PER_HOUR]
@@ -202,10 +204,10 @@ def _cursor_followup(view: RunView) -> Witness:
     return next(([h] for h in view.of("hook") if h["data"].get("hook") == "stop" and "followup" in _decision(h).replace("_", "").replace("-", "")), None)
 
 
-def check_reaches(spec: Any, view: RunView) -> list[Verdict]:
+def check_reaches(spec: Scenario, view: RunView) -> list[Verdict]:
     """One verdict per claim in spec.reaches: pass with its witness, or not-reached."""
     out = []
-    for name in getattr(spec, "reaches", []) or []:
+    for name in spec.reaches:
         description, fn = REACHES[name]
         wit = fn(view)
         if wit:

@@ -1,12 +1,13 @@
 """A read-only index over one run's history and final database, for the checkers.
 
-Properties (`simulator.checks.properties`), reach claims (`simulator.checks.reach`) and
-point expectations (`simulator.checks.expectations`) all ask the same questions of a
-run: which process incarnation hosted a session when, which chat session ids
-and assigned names a session label went by, which tool call produced which
-result, what the final database holds. `RunView` answers them once, from
-what a user could observe (docs/history.md events and the SQLite file), and
-never from thatch_core internals.
+Properties P1-P10 (`simulator.checks.delivery`, `.liveness`, `.messages`,
+`.identity`), reach claims (`simulator.checks.reach`) and point expectations
+(`simulator.checks.expectations`) all ask the same questions of a run: which
+process incarnation hosted a session when, which chat session ids and assigned
+names a session label went by, which tool call produced which result, what the
+final database holds. `RunView` answers them once, from what a user could
+observe (docs/history.md events and the SQLite file), and never from
+thatch_core internals.
 
 The view is tolerant on purpose: a harness may omit an optional field
 (`step`, `hosted`), and a checker must then judge less, never crash.
@@ -22,13 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
-from thatch_core.mcp import HOOK_LINE_RE, mcp_session_id
+from simulator.design import DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id
+from simulator.scenario.model import Scenario
 
-HOUR_MS = 3_600_000
-RENUDGE_MS = 15 * 60_000
-DEFAULT_POLL_MS = 30_000
-DEFAULT_STALE_MS = 60_000
-DEFAULT_REHOST_GRACE_MS = 86_400_000
 LEAVE_ACTIONS = ("unregister", "delete", "exit")
 
 
@@ -134,11 +131,11 @@ class Call:
 
 
 class RunView:
-    def __init__(self, spec: Any, history: list[dict[str, Any]], db_path: Any, run_info: Optional[dict] = None):
+    def __init__(self, spec: Optional[Scenario], history: list[dict[str, Any]], db_path: Any, run_info: Optional[dict] = None):
         self.spec = spec
         self.run_info = dict(run_info or {})
         self.history = [dict(e, i=e.get("i", n)) for n, e in enumerate(history)]
-        self.stale_ms = int(self.run_info.get("stale_ms", DEFAULT_STALE_MS))
+        self.stale_ms = int(self.run_info.get("stale_ms", STALE_MS))
         self.by_kind: dict[str, list[dict]] = {}
         for e in self.history:
             self.by_kind.setdefault(e["kind"], []).append(e)

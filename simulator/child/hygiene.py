@@ -1,8 +1,8 @@
 """What every forked child of the simulator does first and last.
 
 Harness workers, the lock holder and the Claude Code hook and MCP children
-all run the same protocol around their own work (shared/pitfalls of the
-stack, docs/pitfalls.md):
+all run the same protocol around their own work (the stack's traps are in
+docs/pitfalls.md):
 
 - `enter(parent_pid, inherited)`: ask the kernel to SIGKILL us when the
   parent dies (and exit at once if it already did: the fork raced its

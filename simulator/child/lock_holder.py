@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Optional
+
+from multiprocess.connection import Connection
+from multiprocess.context import ForkContext
+from multiprocess.process import BaseProcess
 
 from simulator.child import hygiene
 
 
-def _main(conn, db_path: str, parent_pid: int, inherited: list) -> None:
+def _main(conn: Connection, db_path: str, parent_pid: int, inherited: list[Connection]) -> None:
     hygiene.enter(parent_pid, inherited)
     db = sqlite3.connect(db_path, isolation_level=None, timeout=30)
     try:
@@ -38,12 +42,12 @@ class LockHolder:
     calls `start()`: the holder is a fork like any harness.
     """
 
-    def __init__(self, db_path: Path, ctx: Any, close_in_child: list | None = None) -> None:
+    def __init__(self, db_path: Path, ctx: ForkContext, close_in_child: Optional[list[Connection]] = None) -> None:
         self.db_path = Path(db_path)
-        self._ctx = ctx  # a multiprocess fork context
+        self._ctx = ctx
         self._close = list(close_in_child or [])
-        self.proc = None
-        self.conn = None
+        self.proc: Optional[BaseProcess] = None
+        self.conn: Optional[Connection] = None
 
     def start(self, timeout_s: float = 10.0) -> None:
         parent_end, child_end = self._ctx.Pipe()

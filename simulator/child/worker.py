@@ -19,32 +19,38 @@ the orchestrator stops the run with that error rather than guessing.
 
 from __future__ import annotations
 
+import calendar
+import cProfile
 import dataclasses
 import os
+import time
 import traceback
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn, Optional
+
+from freezegun import api as freezegun_api
+from freezegun import freeze_time
+from multiprocess.connection import Connection
 
 from simulator import clock
 from simulator.child import hygiene
-from simulator.child.crash_points import crash_points
+from simulator.child.crash_points import CrashPoints, crash_points
 from simulator.history import Recorder
-from simulator.protocol import OP_ARM_CRASH, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame
+from simulator.protocol import (
+    OP_ARM_CRASH, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame,
+)
 
-def child_main(conn, ctx: HarnessContext, make_harness: Callable[..., Any], run_dir: str, parent_pid: int,
-               close_in_child: list) -> None:
+
+def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[..., Any], run_dir: str,
+               parent_pid: int, close_in_child: list) -> None:
     """The harness process: `make_harness(ctx, recorder)` builds its harness on OP_START."""
     hygiene.enter(parent_pid, close_in_child)
-    from freezegun import freeze_time
-
     recorder = Recorder.for_process(run_dir, ctx.label, ctx.incarnation)
     points = crash_points()
     points.bind(recorder)
-    freezer = freeze_time(clock.START_INSTANT, tick=False)
-    move_to = _mover(freezer.start())
+    move_to = _mover(freeze_time(clock.START_INSTANT, tick=False).start())
     _memoize_fake_time()
-    harness = None
-    crashes_seen = 0
+    server = _CommandServer(ctx, make_harness, recorder, points)
     profiler = _profiler()
     while True:
         try:
@@ -59,43 +65,73 @@ def child_main(conn, ctx: HarnessContext, make_harness: Callable[..., Any], run_
         move_to(cmd.t)
         recorder.current(cmd.dispatch, cmd.t)
         if cmd.op == OP_STOP:
-            reply = Reply(cmd.dispatch)
-            if harness is not None:
-                try:
-                    harness.close()
-                except Exception:
-                    reply = Reply(cmd.dispatch, ok=False, fatal=True, error=traceback.format_exc())
-            try:
-                _send(conn, reply)
-            except OSError:
-                pass
-            recorder.close()
-            if profiler is not None:
-                profiler.disable()
-                profiler.dump_stats(os.path.join(os.environ["THATCH_SIM_PROFILE"], f"{ctx.label}.{ctx.incarnation}.prof"))
-            hygiene.leave(0)
+            _stop(conn, server.close(cmd), recorder, profiler, ctx)
+        _send(conn, server.answer(cmd))
+
+
+class _CommandServer:
+    """This process's harness (built on OP_START) answering commands, one Reply each."""
+
+    def __init__(self, ctx: HarnessContext, make_harness: Callable[..., Any], recorder: Recorder,
+                 points: CrashPoints) -> None:
+        self.ctx = ctx
+        self.make_harness = make_harness
+        self.recorder = recorder
+        self.points = points
+        self.harness: Any = None
+        self.crashes_seen = 0
+
+    def answer(self, cmd: Command) -> Reply:
+        """The reply to `cmd`; a harness exception is a fatal reply, crash events of its children ride along."""
         try:
-            if cmd.op == OP_ARM_CRASH:
-                args = cmd.args
-                points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"))
-                reply = Reply(cmd.dispatch)
-            elif harness is None and cmd.op != OP_START:
-                reply = Reply(cmd.dispatch, ok=False, fatal=True, error=f"{ctx.label}: {cmd.op} before start")
-            else:
-                if cmd.op == OP_START:
-                    harness = make_harness(ctx, recorder)
-                reply = harness.handle(cmd)
-                if reply is None:
-                    reply = Reply(cmd.dispatch)
-                if cmd.op == OP_START and reply.ok and not recorder.has_emitted("ready"):
-                    recorder.emit("ready")
+            reply = self._serve(cmd)
         except Exception:
             reply = Reply(cmd.dispatch, ok=False, fatal=True,
-                          error=f"{ctx.label} failed on {cmd.op} at t={cmd.t}:\n{traceback.format_exc()}")
-        if len(recorder.crashes) > crashes_seen:
-            reply = dataclasses.replace(reply, crashes=tuple(recorder.crashes[crashes_seen:]))
-            crashes_seen = len(recorder.crashes)
+                          error=f"{self.ctx.label} failed on {cmd.op} at t={cmd.t}:\n{traceback.format_exc()}")
+        crashes = self.recorder.crashes
+        if len(crashes) > self.crashes_seen:
+            reply = dataclasses.replace(reply, crashes=tuple(crashes[self.crashes_seen:]))
+            self.crashes_seen = len(crashes)
+        return reply
+
+    def _serve(self, cmd: Command) -> Reply:
+        if cmd.op == OP_ARM_CRASH:
+            args = cmd.args
+            self.points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"))
+            return Reply(cmd.dispatch)
+        if self.harness is None and cmd.op != OP_START:
+            return Reply(cmd.dispatch, ok=False, fatal=True, error=f"{self.ctx.label}: {cmd.op} before start")
+        if cmd.op == OP_START:
+            self.harness = self.make_harness(self.ctx, self.recorder)
+        reply = self.harness.handle(cmd)
+        if reply is None:
+            reply = Reply(cmd.dispatch)
+        if cmd.op == OP_START and reply.ok and not self.recorder.has_emitted("ready"):
+            self.recorder.emit("ready")
+        return reply
+
+    def close(self, cmd: Command) -> Reply:
+        """OP_STOP: close the harness (if it was built)."""
+        if self.harness is not None:
+            try:
+                self.harness.close()
+            except Exception:
+                return Reply(cmd.dispatch, ok=False, fatal=True, error=traceback.format_exc())
+        return Reply(cmd.dispatch)
+
+
+def _stop(conn: Connection, reply: Reply, recorder: Recorder, profiler: Optional[cProfile.Profile],
+          ctx: HarnessContext) -> NoReturn:
+    """Answer OP_STOP, close the history file, write the profile (if any) and leave."""
+    try:
         _send(conn, reply)
+    except OSError:
+        pass
+    recorder.close()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(os.path.join(os.environ["THATCH_SIM_PROFILE"], f"{ctx.label}.{ctx.incarnation}.prof"))
+    hygiene.leave(0)
 
 
 def _mover(frozen) -> Callable[[int], None]:
@@ -128,17 +164,14 @@ def _memoize_fake_time() -> None:
     factory, the same expression, only remembered while the frozen datetime
     object stays the same. Installed on the `time` module only, and only
     over freezegun's own fake (private freezegun API: a change there only
-    costs speed, see lifecycle._warm_freezegun_cache).
+    costs speed, see engine/preload.py's _warm_freezegun_cache).
     """
-    import calendar
-    import time as time_mod
-
+    fz = freezegun_api
     try:
-        from freezegun import api as fz
         should_use_real, current, real_time = fz._should_use_real_time, fz.get_current_time, fz.real_time
-    except (ImportError, AttributeError):  # pragma: no cover
+    except AttributeError:  # pragma: no cover
         return
-    if time_mod.time is not getattr(fz, "fake_time", None):
+    if time.time is not getattr(fz, "fake_time", None):
         return
     memo: list = [None, 0.0]
 
@@ -150,21 +183,19 @@ def _memoize_fake_time() -> None:
             memo[0], memo[1] = now, calendar.timegm(now.timetuple()) + now.microsecond / 1000000.0
         return memo[1]
 
-    time_mod.time = fake_time
+    time.time = fake_time
 
 
-def _profiler():
+def _profiler() -> Optional[cProfile.Profile]:
     """`THATCH_SIM_PROFILE=<dir>`: profile each harness process (bench/diagnosis only)."""
     if not os.environ.get("THATCH_SIM_PROFILE"):
         return None
-    import cProfile
-
     prof = cProfile.Profile()
     prof.enable()
     return prof
 
 
-def _send(conn, reply: Reply) -> None:
+def _send(conn: Connection, reply: Reply) -> None:
     try:
         data = encode(reply)
     except Exception:  # a result that does not pickle: keep the reply, show the result as text

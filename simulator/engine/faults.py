@@ -1,4 +1,4 @@
-"""Applying a scenario's fault steps (the orchestrator's side of faults.py).
+"""Applying a scenario's fault steps in the orchestrator (the parent's side).
 
 Each fault step is recorded as `fault` when applied and `fault-fired` when it
 took effect (docs/history.md); one that never takes effect is reported as
@@ -20,73 +20,88 @@ took effect (docs/history.md); one that never takes effect is reported as
 - fork: OP_FORK to the Claude Code host with a fresh host id from the rng.
 - lock: a holder process takes the write lock at t and releases it at t+for;
   fired if a store call failed (`store-error`) or had to wait meanwhile.
+
+A new fault kind is its arguments model and key in simulator/scenario/model.py
+(`FAULT_KEYS`) and its handler here in `FAULTS`; what happens inside a child
+(a crash point) is simulator/child/crash_points.py.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Callable, Optional, Protocol
+
+from pydantic import BaseModel
 
 from simulator import clock as vclock
-from simulator.child.lock_holder import LockHolder
-from simulator.protocol import OP_ARM_CRASH, OP_FORK
-from simulator.scenario.model import ARGV_PLACEHOLDER
+from simulator.engine.agenda import Agenda, LockRelease, SleepEnd
+from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
+from simulator.engine.world import World
+from simulator.protocol import OP_ARM_CRASH, OP_FORK, Reply
+from simulator.scenario.model import (
+    ARGV_PLACEHOLDER, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
+)
 
 
-def apply(orch: Any, t: int, idx: int, step: Any) -> None:
-    action, args = step.action, step.args
-    d = orch._next_dispatch()
-    orch._record("fault", fault=action, step=idx, args=args.model_dump(mode="json", by_alias=True))
-    handler = globals()[f"_{action}"]
-    handler(orch, t, idx, d, args)
+class FaultEngine(Protocol):
+    """What a fault step may use of the orchestrator."""
+
+    world: World
+    processes: Processes
+    agenda: Agenda
+    log: DispatchLog
+    hosting: dict[str, str]            # session label -> process label hosting it now
+    session_dir: dict[str, Path]       # session label -> the directory it lives in
+    last_activity: dict[str, int]      # session label -> virtual t of its last command
+    sleep_until: Optional[int]
+
+    def fired(self, idx: int, detail: Any) -> None: ...
+
+    def exchange(self, t: int, d: int, wave: list[ProcessCommand]) -> list[Optional[Reply]]: ...
+
+    def start_process(self, t: int, label: str, launch: Launch = Launch()) -> Live: ...
 
 
-def _alive(orch: Any, label: str):
-    live = orch.live.get(label)
-    return live if live is not None and live.alive else None
+def apply(engine: FaultEngine, t: int, idx: int, action: str, args: BaseModel) -> None:
+    """Record the fault step `idx` (`fault`) in a new dispatch and apply it."""
+    d = engine.log.next_dispatch()
+    engine.log.record("fault", fault=action, step=idx, args=args.model_dump(mode="json", by_alias=True))
+    FAULTS[action](engine, t, idx, d, args)
 
 
-def _kill(orch, t, idx, d, args) -> None:
-    live = _alive(orch, args.process)
+def _kill(engine: FaultEngine, t: int, idx: int, d: int, args: ProcessArg) -> None:
+    live = engine.processes.alive(args.process)
     if live is None:
         return
-    orch._kill(live, "killed")
-    orch._fired(idx, {"target": args.process})
+    engine.processes.kill(live, "killed")
+    engine.fired(idx, {"target": args.process})
 
 
-def _crash(orch, t, idx, d, args) -> None:
-    live = _alive(orch, args.process)
+def _crash(engine: FaultEngine, t: int, idx: int, d: int, args: CrashArgs) -> None:
+    live = engine.processes.alive(args.process)
     if live is None:
         return
     nth = args.nth if "nth" in args.model_fields_set else None  # None: the named point's own default
-    orch._exchange(t, d, [(live, OP_ARM_CRASH, None,
-                           {"point": args.before, "sql": args.sql, "nth": nth, "step": idx})])
+    engine.exchange(t, d, [ProcessCommand(live, OP_ARM_CRASH, None,
+                                          {"point": args.before, "sql": args.sql, "nth": nth, "step": idx})])
 
 
-def _sleep(orch, t, idx, d, args) -> None:
+def _sleep(engine: FaultEngine, t: int, idx: int, d: int, args: SleepArgs) -> None:
     until = t + args.duration
-    orch.sleep_until = until
-    orch._record("sleep-start", until=until)
-    orch._fired(idx, {"until": until})
-    for live in orch.live.values():
+    engine.sleep_until = until
+    engine.log.record("sleep-start", until=until)
+    engine.fired(idx, {"until": until})
+    for live in engine.processes.live.values():
         live.poll_gen += 1  # the timers in the window are lost; the wake restarts them
-    orch._push(until, 0, ("sleep-end", idx))
+    engine.agenda.push(until, SleepEnd(idx))
 
 
-def _resume(orch, t, idx, d, args) -> None:
-    label = args.session
-    sid = orch.world.session_id(label)
-    directory = orch.session_dir.get(label) or orch.world.procs[orch.world.session_proc[label]].directory
-    # The directory listing: the step's own `listing` (labels, any directory:
-    # the author states what opencode finds), else every session that lived here.
-    if args.listing is not None:
-        listed = list(dict.fromkeys(args.listing))
-    else:
-        listed = [other for other, odir in orch.session_dir.items() if odir == directory]
-    dir_sessions = []
-    for other in listed:
-        info = orch.world.session_info(other)
-        dir_sessions.append({"id": info.session_id, "parent_id": info.parent_id, "label": other,
-                             "updated_ms": vclock.epoch_ms(orch.last_activity.get(other, info.spec.start))})
+def _resume(engine: FaultEngine, t: int, idx: int, d: int, args: ResumeArgs) -> None:
+    label, world = args.session, engine.world
+    sid = world.session_id(label)
+    directory = engine.session_dir.get(label) or world.procs[world.session_proc[label]].directory
+    dir_sessions = _directory_listing(engine, args.listing, directory)
     if args.argv is not None:
         # The author's whole command line; `{id}` is the resumed session's id.
         argv, how = [a.replace(ARGV_PLACEHOLDER, sid) for a in args.argv], "argv"
@@ -95,15 +110,31 @@ def _resume(orch, t, idx, d, args) -> None:
         argv, how = None, args.how
         startup = ("-s", sid) if args.how == "-s" else ("-c", None)
     cmdline = argv if argv is not None else (["opencode", "-s", sid] if args.how == "-s" else ["opencode", "-c"])
-    opens = opened_session(cmdline, dir_sessions, orch.world.names_by_label())
-    live = orch._start_process(t, args.process, extra=(label,), directory=directory, startup=startup,
-                               directory_sessions=dir_sessions, resumed=label, how=how, argv=argv,
-                               record={"opens": opens})
+    opens = opened_session(cmdline, dir_sessions, world.names_by_label())
+    live = engine.start_process(t, args.process, Launch(
+        extra=(label,), directory=directory, startup=startup, directory_sessions=dir_sessions,
+        resumed=label, how=how, argv=argv, record={"opens": opens}))
     if live.alive:
         detail = {"target": args.process, "session": label, "how": how}
         if argv is not None:
             detail["argv"] = argv
-        orch._fired(idx, detail)
+        engine.fired(idx, detail)
+
+
+def _directory_listing(engine: FaultEngine, listing: Optional[list[str]], directory: Path) -> list[dict[str, Any]]:
+    """What opencode lists for the directory: the step's own `listing` (labels,
+    any directory: the author states what opencode finds), else every session
+    that lived there."""
+    if listing is not None:
+        listed = list(dict.fromkeys(listing))
+    else:
+        listed = [other for other, odir in engine.session_dir.items() if odir == directory]
+    out = []
+    for other in listed:
+        info = engine.world.session_info(other)
+        out.append({"id": info.session_id, "parent_id": info.parent_id, "label": other,
+                    "updated_ms": vclock.epoch_ms(engine.last_activity.get(other, info.spec.start))})
+    return out
 
 
 def opened_session(argv: list[str], listing: list[dict], ids: dict[str, str]) -> Optional[str]:
@@ -138,34 +169,42 @@ def opened_session(argv: list[str], listing: list[dict], ids: dict[str, str]) ->
     return None
 
 
-def _restart(orch, t, idx, d, args) -> None:
-    old = orch.live.get(args.process)
+def _restart(engine: FaultEngine, t: int, idx: int, d: int, args: RestartArgs) -> None:
+    old = engine.processes.live.get(args.process)
     if old is None:
         return
-    tabs = [s for s, host in orch.hosting.items() if host == args.process]
-    orch._kill(old, "restart")
-    live = orch._start_process(t, args.into, extra=tuple(tabs), directory=old.ctx.directory,
-                               state_dir=old.ctx.state_dir, rehost_grace_ms=args.grace, rehost_of=args.process)
+    tabs = [s for s, host in engine.hosting.items() if host == args.process]
+    engine.processes.kill(old, "restart")
+    live = engine.start_process(t, args.into, Launch(
+        extra=tuple(tabs), directory=old.ctx.directory, state_dir=old.ctx.state_dir,
+        rehost_grace_ms=args.grace, rehost_of=args.process))
     if live.alive:
-        orch._fired(idx, {"target": args.into, "rehost_of": args.process, "sessions": tabs})
+        engine.fired(idx, {"target": args.into, "rehost_of": args.process, "sessions": tabs})
 
 
-def _fork(orch, t, idx, d, args) -> None:
-    host = orch.hosting.get(args.session)
-    live = _alive(orch, host) if host else None
+def _fork(engine: FaultEngine, t: int, idx: int, d: int, args: ForkArgs) -> None:
+    live = engine.processes.alive(engine.hosting.get(args.session))
     if live is None:
         return
-    new_id = orch.world.new_host_id(args.session)
-    replies = orch._exchange(t, d, [(live, OP_FORK, args.session,
-                                     {"session": args.session, "new_host_id": new_id, "step": idx})])
+    new_id = engine.world.new_host_id(args.session)
+    replies = engine.exchange(t, d, [ProcessCommand(live, OP_FORK, args.session,
+                                                    {"session": args.session, "new_host_id": new_id, "step": idx})])
     if replies and replies[0] is not None and replies[0].ok:
-        orch._fired(idx, {"session": args.session, "new_host_id": new_id})
+        engine.fired(idx, {"session": args.session, "new_host_id": new_id})
 
 
-def _lock(orch, t, idx, d, args) -> None:
-    assert not orch._db_open
-    others = [lv.conn for lv in orch.live.values() if lv.alive]
-    holder = LockHolder(orch.world.db_path, orch.mp, close_in_child=others)
-    holder.start()
-    orch.locks[idx] = (holder, d)
-    orch._push(t + args.duration, 0, ("lock-release", idx))
+def _lock(engine: FaultEngine, t: int, idx: int, d: int, args: LockArgs) -> None:
+    engine.processes.hold_lock(idx, d)
+    engine.agenda.push(t + args.duration, LockRelease(idx))
+
+
+# The fault key of a step -> what the orchestrator does for it (scenario.model.FAULT_KEYS lists the keys).
+FAULTS: dict[str, Callable[[FaultEngine, int, int, int, Any], None]] = {
+    "kill": _kill,
+    "crash": _crash,
+    "sleep": _sleep,
+    "resume": _resume,
+    "restart": _restart,
+    "fork": _fork,
+    "lock": _lock,
+}

@@ -1,6 +1,7 @@
-"""Harness process lifecycle for the orchestrator: fork, kill, stop, reap.
+"""The run's forked children, parent side: harness processes and lock holders.
 
-A mixin of `Orchestrator`. Invariants:
+`Processes` forks, kills, stops and reaps them for the orchestrator.
+Invariants:
 - a fork happens only with no SQLite connection open here (asserted);
 - each child gets the parent's ends of the other pipes to close (a pipe end
   held by a sibling would hide EOF);
@@ -17,14 +18,21 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple, Optional
 
 import multiprocess
+from multiprocess.connection import Connection
+from multiprocess.context import ForkContext
+from multiprocess.process import BaseProcess
 
-from simulator.protocol import OP_SAVE_COVERAGE, OP_STOP, Command, HarnessContext, decode, encode
-from simulator.scenario.model import Scenario
+from simulator.child.lock_holder import LockHolder
 from simulator.child.worker import child_main
+from simulator.clock import VirtualClock
+from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine.world import World
 from simulator.harness import make_harness
+from simulator.history import process_file
+from simulator.protocol import OP_SAVE_COVERAGE, OP_STOP, Command, HarnessContext, decode, encode
 
 
 @dataclass
@@ -34,12 +42,12 @@ class Live:
     label: str
     kind: str
     incarnation: int
-    process: Any
-    conn: Any
+    process: BaseProcess
+    conn: Connection
     ctx: HarnessContext
     alive: bool = True
     poll_gen: int = 0
-    _poller: Any = None
+    _poller: Optional[select.poll] = None
 
     def ready(self, timeout_s: float) -> bool:
         """True when a reply (or EOF) is waiting; a select.poll registered once, not a selector per wait."""
@@ -49,16 +57,64 @@ class Live:
         return bool(self._poller.poll(int(timeout_s * 1000)))
 
 
-class ProcessControl:
-    """Forking, killing, stopping and reaping harness processes (mixed into Orchestrator)."""
+@dataclass(frozen=True)
+class Launch:
+    """How one incarnation starts beyond its declaration: a resume, a restart's re-hosting."""
 
-    def _fork(self, ctx: HarnessContext) -> Live:
-        assert not self._db_open, "no SQLite connection may be open in the orchestrator at a fork"
+    extra: tuple[str, ...] = ()                    # sessions it serves besides its own
+    directory: Optional[Path] = None               # default: its declared serving directory
+    state_dir: Optional[Path] = None               # a restart reuses the dead daemon's
+    startup: Optional[tuple[str, Optional[str]]] = None              # ("-s", id) | ("-c", None)
+    directory_sessions: Optional[list[dict[str, Any]]] = None        # what `-c` lists
+    rehost_grace_ms: Optional[int] = None
+    rehost_of: Optional[str] = None                # the dead daemon whose open tabs are `extra`
+    resumed: Optional[str] = None                  # the session a resume step names
+    how: Optional[str] = None                      # "-s" | "-c" | "argv"
+    argv: Optional[list[str]] = None               # the whole command line (resume `argv`)
+    record: Optional[dict[str, Any]] = None        # more facts for `process-start` (a resume's `opens`)
+
+
+class ProcessCommand(NamedTuple):
+    """A command for one live process, before it gets its dispatch number and time."""
+
+    live: Live
+    op: str
+    session: Optional[str]
+    args: dict[str, Any]
+
+
+class Processes:
+    """Harness processes by label (the live incarnation and every one so far) and lock holders by step."""
+
+    def __init__(self, mp: ForkContext, world: World, log: DispatchLog, clock: VirtualClock, *,
+                 stop_grace_s: float, db_open: Callable[[], bool]) -> None:
+        self.mp = mp
+        self.world = world
+        self.log = log
+        self.clock = clock
+        self.stop_grace_s = stop_grace_s
+        self._db_open = db_open
+        self.live: dict[str, Live] = {}
+        self.every: list[Live] = []
+        self.locks: dict[int, tuple[LockHolder, int]] = {}   # step -> (holder, dispatch it took the lock in)
+
+    def alive(self, label: Optional[str]) -> Optional[Live]:
+        """The running incarnation of `label`, if one runs."""
+        live = self.live.get(label) if label else None
+        return live if live is not None and live.alive else None
+
+    def history_file(self, live: Live) -> Path:
+        return process_file(self.world.run_dir, live.label, live.incarnation)
+
+    # -- forks ------------------------------------------------------------------
+
+    def fork(self, ctx: HarnessContext) -> Live:
+        assert not self._db_open(), "no SQLite connection may be open in the orchestrator at a fork"
         parent_end, child_end = self.mp.Pipe()
         others = [lv.conn for lv in self.live.values() if lv.alive] + [h.conn for h, _ in self.locks.values()]
         proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
-                               args=(child_end, ctx, ctx.overrides.get("harness") or make_harness, str(self.run_dir),
-                                     os.getpid(), others))
+                               args=(child_end, ctx, ctx.overrides.get("harness") or make_harness,
+                                     str(self.world.run_dir), os.getpid(), others))
         # Freeze the parent's heap across the fork: the child's cyclic GC then
         # never walks (and so never copy-on-write-faults) the objects it
         # inherited, which made children of a big parent (pytest, a finished
@@ -71,8 +127,39 @@ class ProcessControl:
         child_end.close()
         live = Live(ctx.label, ctx.kind, ctx.incarnation, proc, parent_end, ctx)
         self.live[ctx.label] = live
-        self.all_lives.append(live)
+        self.every.append(live)
         return live
+
+    def hold_lock(self, step: int, dispatch: int) -> None:
+        """Fork a holder that takes the database write lock now (until `release_lock(step)`)."""
+        assert not self._db_open(), "no SQLite connection may be open in the orchestrator at a fork"
+        others = [lv.conn for lv in self.live.values() if lv.alive]
+        holder = LockHolder(self.world.db_path, self.mp, close_in_child=others)
+        holder.start()
+        self.locks[step] = (holder, dispatch)
+
+    def release_lock(self, step: int) -> int:
+        """Release step's lock; returns the dispatch the lock was taken in."""
+        holder, taken_in = self.locks.pop(step)
+        holder.release()
+        return taken_in
+
+    # -- ends -------------------------------------------------------------------
+
+    def kill(self, live: Live, reason: str) -> None:
+        if live.alive:
+            self._save_child_coverage(live)
+            live.process.kill()
+            live.process.join(5.0)
+            live.alive = False
+            live.conn.close()
+            self.log.record("process-exit", target=live.label, reason=reason)
+
+    def lost(self, live: Live) -> None:
+        """Its pipe hit EOF: the process is gone; reap it."""
+        live.process.join(2.0)
+        live.alive = False
+        live.conn.close()
 
     def _save_child_coverage(self, live: Live) -> None:
         """Under coverage, ask the child to save its data before a SIGKILL would lose it (no event recorded)."""
@@ -86,42 +173,32 @@ class ProcessControl:
         except (OSError, EOFError):
             pass
 
-    def _history_file(self, live: Live) -> Path:
-        return self.run_dir / "history" / f"{live.label}.{live.incarnation}.jsonl"
-
-    def _kill(self, live: Live, reason: str) -> None:
-        if live.alive:
-            self._save_child_coverage(live)
-            live.process.kill()
-            live.process.join(5.0)
-            live.alive = False
-            live.conn.close()
-            self._record("process-exit", target=live.label, reason=reason)
-
-    def _shutdown(self) -> None:
-        self._record("phase", phase="end", fresh=True)
-        d = self._next_dispatch()
-        stopping = [lv for lv in self._running()]
+    def stop_all(self, dispatch: int) -> None:
+        """The graceful end: OP_STOP to every running process (one dispatch), reap each, release the locks."""
+        stopping = self._running()
         for live in stopping:
             try:
-                live.conn.send_bytes(encode(Command(d, self.clock.now, OP_STOP)))
+                live.conn.send_bytes(encode(Command(dispatch, self.clock.now, OP_STOP)))
             except (OSError, EOFError):
                 pass
         for live in stopping:
-            deadline = time.monotonic() + self.stop_grace_s
-            while time.monotonic() < deadline:
-                try:
-                    if not live.conn.poll(max(0.0, deadline - time.monotonic())):
-                        break
-                    if decode(live.conn.recv_bytes()).dispatch == d:
-                        break
-                except (EOFError, OSError):
-                    break
+            self._await_stop(live, dispatch)
             self._reap(live, self.stop_grace_s)
-            self._record("process-exit", target=live.label, reason="end")
-        for idx in list(self.locks):
-            holder, _ = self.locks.pop(idx)
-            holder.release()
+            self.log.record("process-exit", target=live.label, reason="end")
+        for step in list(self.locks):
+            self.release_lock(step)
+
+    def _await_stop(self, live: Live, dispatch: int) -> None:
+        """Wait (up to the grace) for the answer to OP_STOP, or EOF."""
+        deadline = time.monotonic() + self.stop_grace_s
+        while time.monotonic() < deadline:
+            try:
+                if not live.conn.poll(max(0.0, deadline - time.monotonic())):
+                    return
+                if decode(live.conn.recv_bytes()).dispatch == dispatch:
+                    return
+            except (EOFError, OSError):
+                return
 
     def _running(self) -> list[Live]:
         order = {label: i for i, label in enumerate(self.world.proc_order())}
@@ -143,12 +220,13 @@ class ProcessControl:
         except OSError:
             pass
 
-    def _kill_all(self) -> None:
-        for live in self.all_lives:
+    def kill_all(self) -> None:
+        """Whatever happened: no child outlives the run."""
+        for live in self.every:
             if live.process.is_alive():
                 live.process.terminate()
         deadline = time.monotonic() + 1.0
-        for live in self.all_lives:
+        for live in self.every:
             live.process.join(max(0.0, deadline - time.monotonic()))
             if live.process.is_alive():
                 live.process.kill()
@@ -160,81 +238,3 @@ class ProcessControl:
                 holder.proc.join(5.0)
         self.locks.clear()
         multiprocess.active_children()  # reaps finished children
-
-
-def preload(spec: Scenario, overrides: dict) -> None:
-    """Import what every child would import on its own before forking it.
-
-    A fork inherits loaded modules for free; a child importing the harness,
-    thatch_core and faker itself paid ~0.1 s each (measured), which dominated
-    short runs with many processes.
-    """
-    import importlib
-
-    # thatch_core's lazily imported modules too: every child imported the
-    # runtime, tools, MCP and prompt modules (and _strptime) on its own.
-    names = ["freezegun", "_strptime"] + [f"thatch_core.{m}" for m in _THATCH_MODULES]
-    if "harness" not in overrides:
-        kinds = {p.kind for p in spec.processes}
-        names += ["simulator.harness", "faker"] + [
-            f"simulator.harness.{k.replace('-', '_')}" for k in sorted(kinds)]
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    if "faker" in names:
-        _warm_faker()
-    _warm_freezegun_cache()
-
-
-_THATCH_MODULES = ("db", "store", "config", "runtime", "poller", "rehost", "tools", "prompts", "osargs",
-                   "mcp", "continuation", "cli", "staleness")
-_faker_warm = False
-
-
-def _warm_faker() -> None:
-    """Build one throwaway Faker here, once per orchestrator process.
-
-    Its provider modules get imported and faker's provider-class lookup
-    (an lru_cache on the Factory) filled, so a child's own `Faker()` costs
-    ~1 ms instead of ~20-40 ms (measured). Building it draws nothing from
-    any random generator: the children's seeded output is unchanged.
-    """
-    global _faker_warm
-    if _faker_warm:
-        return
-    try:
-        from faker import Faker
-
-        Faker()
-    except Exception:  # pragma: no cover - only speed is at stake
-        return
-    _faker_warm = True
-
-
-def _warm_freezegun_cache() -> None:
-    """Fill freezegun's per-module attribute cache here, without freezing anything.
-
-    Every child starts a freezer, which scans all loaded modules for time
-    functions; with the cache inherited through the fork that start costs
-    ~10 ms instead of ~40 ms (measured). Private freezegun API: a change
-    there only costs speed.
-    """
-    import sys
-    import warnings
-
-    try:
-        from freezegun import api as fz
-        warm = fz._get_cached_module_attributes
-    except (ImportError, AttributeError):  # pragma: no cover
-        return
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore")  # dir() of some modules warns; freezegun silences it too
-        for name, module in list(sys.modules.items()):
-            if module is None or getattr(module, "__name__", None) in (None, "datetime", "time"):
-                continue
-            try:
-                warm(module)
-            except Exception:  # pragma: no cover - a module that resists dir()
-                pass

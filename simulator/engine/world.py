@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from simulator.design import mcp_session_id
+from simulator.engine.legacy import write_legacy_db
+from simulator.history import HISTORY_DIR
 from simulator.protocol import HarnessContext, SessionInfo
 from simulator.scenario.model import Process, Scenario, Session
 
@@ -67,7 +70,7 @@ class World:
         self.run_dir = Path(self.run_dir)
         self.rng = random.Random(self.seed)
         self.db_path = self.run_dir / DB_NAME
-        self.history_dir = self.run_dir / "history"
+        self.history_dir = self.run_dir / HISTORY_DIR
         self.transcripts_dir = self.run_dir / "transcripts"
         self.sessions: dict[str, Session] = {}
         self.session_proc: dict[str, str] = {}       # declared home process
@@ -104,7 +107,6 @@ class World:
                 main.mkdir(parents=True, exist_ok=True)
                 (pw.directory / ".git").write_text(f"gitdir: {main}\n")
         # `legacy:` rows: a 002-era database, before any process opens (and migrates) it.
-        from simulator.engine.legacy import write_legacy_db
         write_legacy_db(self)
 
     # -- ids ----------------------------------------------------------------
@@ -129,7 +131,6 @@ class World:
         kind = self.procs[self.session_proc[label]].spec.kind
         if kind == "opencode":
             return list(self.session_ids[label])
-        from thatch_core.mcp import mcp_session_id
         return [mcp_session_id(h) for h in self.session_ids[label]]
 
     # -- contexts -------------------------------------------------------------

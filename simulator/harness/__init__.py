@@ -7,19 +7,24 @@ the end. See base.py for what the kinds share.
 
 from __future__ import annotations
 
+from simulator.harness.base import Harness
+from simulator.harness.claude_code import ClaudeCodeHarness
+from simulator.harness.cursor import CursorHarness
+from simulator.harness.opencode import OpencodeHarness
+from simulator.history import Recorder
 from simulator.protocol import HarnessContext
 
+HARNESSES: dict[str, type[Harness]] = {
+    "opencode": OpencodeHarness, "claude-code": ClaudeCodeHarness, "cursor": CursorHarness,
+}
 
-def make_harness(ctx: HarnessContext, recorder):
+
+def make_harness(ctx: HarnessContext, recorder: Recorder) -> Harness:
     """The harness for `ctx.kind` (opencode, claude-code, cursor)."""
-    if ctx.kind == "opencode":
-        from simulator.harness.opencode import OpencodeHarness as cls
-    elif ctx.kind == "claude-code":
-        from simulator.harness.claude_code import ClaudeCodeHarness as cls
-    elif ctx.kind == "cursor":
-        from simulator.harness.cursor import CursorHarness as cls
-    else:
-        raise ValueError(f"unknown harness kind {ctx.kind!r}: expected opencode, claude-code or cursor")
+    try:
+        cls = HARNESSES[ctx.kind]
+    except KeyError:
+        raise ValueError(f"unknown harness kind {ctx.kind!r}: expected opencode, claude-code or cursor") from None
     return cls(ctx, recorder)
 
 

@@ -17,6 +17,9 @@ What is shared here and what the kinds fill in:
 - the process-level actions every kind does the same way (`config`,
   `cli_list`, `cli_tail`) and faker bodies from the process's one seeded
   generator.
+- the process's own connection and store for kinds that serve the chat
+  in-process (`open_store`), closed last by `close` after the kind's
+  `release`.
 
 Reply expectations are not checked here: the history is the record.
 """
@@ -25,10 +28,16 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any, Callable, Optional
 
+from thatch_core.continuation import predecessor_map
+from thatch_core.db import StoreError
+from thatch_core.mcp import mcp_session_id
+
+from simulator.design import MAX_CONTINUATION_HOPS
 from simulator.harness.agents import Agent, TurnState, make_agent
-from simulator.harness.support import cli_output, first_name, write_config
+from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.model import expand_body
 from simulator.protocol import (
     OP_ACT, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply, SessionInfo,
@@ -66,6 +75,7 @@ class Harness:
         }
         self.closed_sessions: set[str] = set()   # deleted / exited: no more events
         self.names: dict[str, str] = {}          # label -> assigned name as last seen
+        self.conn = None                         # the process's own connection, if it has one
         self.store = None                        # the process's ChatStore, if it has one
         self._last_status: dict[str, tuple[str, bool]] = {}
         self._followups: list[FollowUp] = []
@@ -94,6 +104,9 @@ class Harness:
     @property
     def faker(self):
         if self._faker is None:  # ~0.1 s to build: only when a step needs one
+            # Imported here: importing faker costs ~0.1 s, and the engine imports
+            # this module even for runs that never draw a body (it preloads
+            # faker before forking when a run's harnesses may).
             from faker import Faker
 
             self._faker = Faker()
@@ -261,8 +274,6 @@ class Harness:
             self.sessions[label].session_id if label in self.sessions else None)
         if sid is None:
             raise Refused(f"unknown session label {label!r}")
-        from thatch_core.db import StoreError
-
         try:
             name = self.lookup_name(sid)
         except StoreError:  # a lock that outlived the retries: address by id
@@ -274,22 +285,17 @@ class Harness:
         """The chat session id behind a run session id (MCP hosts hash theirs)."""
         if session_id.startswith("ses_") or session_id.startswith("mcp_"):
             return session_id
-        from thatch_core.mcp import mcp_session_id
-
         return mcp_session_id(session_id)
 
     def name_candidates(self, session_id: str) -> list[str]:
         """Chat ids the run session may be registered under now: itself, its
         mcp id, and the mcp ids of its continued-in successors (R33)."""
-        from thatch_core.continuation import predecessor_map
-        from thatch_core.mcp import mcp_session_id
-
         out = [session_id]
         if not session_id.startswith(("ses_", "mcp_")):
             out.append(mcp_session_id(session_id))
             successor = {old: new for new, old in predecessor_map(self.ctx.transcripts_dir).items()}
             cur, hops = session_id, 0
-            while cur in successor and hops < 10:
+            while cur in successor and hops < MAX_CONTINUATION_HOPS:
                 cur, hops = successor[cur], hops + 1
                 out.append(mcp_session_id(cur))
         return out
@@ -318,8 +324,6 @@ class Harness:
 
     def expand_claim(self, text: str) -> str:
         """`{label}` -> that session's assigned name now (left as is when unknown)."""
-        import re
-
         def name(m):
             label = m.group(1)
             sid = (self.ctx.names_by_label or {}).get(label) or (
@@ -462,8 +466,23 @@ class Harness:
 
     # -- lifecycle ---------------------------------------------------------------
 
+    def open_store(self) -> None:
+        """Open this process's own connection and store (a host that serves the chat in-process)."""
+        self.conn = open_connection(self.ctx)
+        self.store = make_store(self.ctx, self.conn, self.store_rng)
+
     def close(self) -> None:
+        """The end of the process (idempotent): what the kind holds, then its own connection."""
+        if self.closed:
+            return
         self.closed = True
+        self.release()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def release(self) -> None:
+        """What a kind holds besides its connection (opencode: the runtime; Claude Code: MCP children)."""
 
 
 __all__ = ["Harness", "Refused"]

@@ -28,11 +28,16 @@ import os
 import random
 from typing import Any, Optional
 
-from simulator.harness.base import Harness
-from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
-from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
-from simulator.protocol import OP_ACT
 from thatch_core import clock
+from thatch_core.config import ConfigSource
+from thatch_core.continuation import append_continued_in, transcript_path_for
+from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp_session_id
+
+from simulator.design import HOOK_LINE_RE
+from simulator.harness.base import Harness
+from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
+from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
+from simulator.protocol import OP_ACT
 
 CRASHED_TEXT = "MCP server error: the thatch MCP server process exited unexpectedly."
 
@@ -48,9 +53,6 @@ def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
     """Runs in the MCP child after the fork: open the db, build the server."""
 
     def setup():
-        from thatch_core.config import ConfigSource
-        from thatch_core.mcp import McpChatServer
-
         conn = open_connection(ctx)
         store = make_store(ctx, conn, random.Random(store_seed))
         server = McpChatServer(
@@ -103,8 +105,6 @@ class ClaudeCodeHarness(Harness):
     # -- transcripts -------------------------------------------------------------
 
     def transcript_path(self, label: str):
-        from thatch_core.continuation import transcript_path_for
-
         return transcript_path_for(self.ctx.transcripts_dir, self.host_ids[label])
 
     def _append_transcript(self, label: str, record: dict[str, Any]) -> None:
@@ -129,9 +129,6 @@ class ClaudeCodeHarness(Harness):
         return run_in_child(body, recorder=self.recorder, session=label)
 
     def hook_line(self, label: str, hook: str) -> Optional[str]:
-        from thatch_core.config import ConfigSource
-        from thatch_core.mcp import HOOK_LINE_RE, chat_hook_line, mcp_session_id
-
         ctx, host_id, transcript = self.ctx, self.host_ids[label], str(self.transcript_path(label))
 
         def run(store):
@@ -157,9 +154,6 @@ class ClaudeCodeHarness(Harness):
         return line
 
     def stop_hook(self, label: str, active: bool) -> Optional[dict]:
-        from thatch_core.config import ConfigSource
-        from thatch_core.mcp import claude_stop_hook
-
         ctx, host_id = self.ctx, self.host_ids[label]
 
         def run(store):
@@ -243,8 +237,6 @@ class ClaudeCodeHarness(Harness):
         self.finish_turn(label)
 
     def op_fork(self, cmd) -> Any:
-        from thatch_core.continuation import append_continued_in
-
         label = cmd.session or cmd.args.get("session")
         self.sid(label)
         new_id = str(cmd.args["new_host_id"])
@@ -260,10 +252,7 @@ class ClaudeCodeHarness(Harness):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def close(self) -> None:
-        if self.closed:
-            return
-        super().close()
+    def release(self) -> None:
         for server in self.servers.values():
             server.close()
 

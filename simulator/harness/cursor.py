@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from thatch_core.config import ConfigSource
+from thatch_core.mcp import McpChatServer, chat_hook_line, cursor_stop_hook, mcp_session_id
+
+from simulator.design import HOOK_LINE_RE
 from simulator.harness.base import Harness
-from simulator.harness.support import make_store, open_connection, registered_name
+from simulator.harness.support import registered_name
 
 
 class CursorHarness(Harness):
@@ -30,18 +34,13 @@ class CursorHarness(Harness):
 
     def __init__(self, ctx, recorder) -> None:
         super().__init__(ctx, recorder)
-        self.conn = None
         self.server = None
         self.config = None
         self.loop_count: dict[str, int] = {label: 0 for label in self.sessions}
 
     def start(self) -> None:
-        from thatch_core.config import ConfigSource
-        from thatch_core.mcp import McpChatServer
-
         ctx = self.ctx
-        self.conn = open_connection(ctx)
-        self.store = make_store(ctx, self.conn, self.store_rng)
+        self.open_store()
         self.config = ConfigSource(ctx.config_path)
         self.server = McpChatServer(self.store, self.config, host="cursor", rng=self.mint_rng,
                                     project=ctx.project, directory=str(ctx.directory))
@@ -49,8 +48,6 @@ class CursorHarness(Harness):
     # -- hooks -----------------------------------------------------------------
 
     def prompt_hook(self, label: str, hook: str = "UserPromptSubmit") -> Optional[str]:
-        from thatch_core.mcp import HOOK_LINE_RE, chat_hook_line, mcp_session_id
-
         host_id = self.sid(label)
         # No transcript adoption and no pid anchor on Cursor (D-harness-8).
         line = chat_hook_line(self.store, self.config, host_id, project=self.ctx.project,
@@ -63,8 +60,6 @@ class CursorHarness(Harness):
         return line
 
     def stop_hook(self, label: str, status: str) -> Optional[str]:
-        from thatch_core.mcp import cursor_stop_hook
-
         out = cursor_stop_hook(self.store, self.config, self.sid(label), status=status,
                                loop_count=self.loop_count[label])
         message = (out or {}).get("followup_message")
@@ -115,11 +110,3 @@ class CursorHarness(Harness):
             return
         self.loop_count[label] = 0
         self.finish_turn(label)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        super().close()
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None

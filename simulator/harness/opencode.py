@@ -25,9 +25,11 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from simulator.harness.base import Harness, Refused
-from simulator.harness.support import make_store, open_connection
 from thatch_core import clock
+from thatch_core.config import ConfigSource
+from thatch_core.runtime import OpencodeRuntime
+
+from simulator.harness.base import Harness, Refused
 
 _NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
@@ -97,7 +99,6 @@ class OpencodeHarness(Harness):
 
     def __init__(self, ctx, recorder) -> None:
         super().__init__(ctx, recorder)
-        self.conn = None
         self.runtime = None
         self.client = FakeOpencodeClient(self)
         self.inbox: list[tuple[str, list[dict], Optional[str]]] = []
@@ -110,12 +111,8 @@ class OpencodeHarness(Harness):
     # -- start -----------------------------------------------------------------
 
     def start(self) -> None:
-        from thatch_core.config import ConfigSource
-        from thatch_core.runtime import OpencodeRuntime
-
         ctx = self.ctx
-        self.conn = open_connection(ctx)
-        self.store = make_store(ctx, self.conn, self.store_rng)
+        self.open_store()
         for label in self.sessions:
             self.placeholders[label] = f"New session - {clock.iso()}"
         self.pre_titled = {label for label in self.sessions if self.existed_before(label)}
@@ -288,12 +285,6 @@ class OpencodeHarness(Harness):
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def close(self) -> None:
-        if self.closed:
-            return
-        super().close()
+    def release(self) -> None:
         if self.runtime is not None:
             self.runtime.dispose()
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None

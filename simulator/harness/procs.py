@@ -13,7 +13,8 @@ which the anti-spoofing anchor depends on, R32). Both kinds are plain
   the fork (a forked child keeps the frozen time it had at the fork) and
   moves it to the virtual time sent with each request.
 
-Each child dies with its parent (PR_SET_PDEATHSIG). Crash points armed in the
+Each child runs the shared child hygiene (simulator/child/hygiene.py: it dies
+with its parent, closes the parent's end of its pipe). Crash points armed in the
 harness process are copied into the child (a child's registry starts empty),
 and a crash event the child emits is forwarded to the parent, which records
 it: the child's own pipe end is its recorder.
@@ -24,8 +25,11 @@ from __future__ import annotations
 import copy
 import os
 import traceback
-from multiprocess import Pipe
 from typing import Any, Callable, Optional
+
+from freezegun import freeze_time
+from multiprocess import Pipe
+from multiprocess.connection import Connection
 
 from simulator import clock
 from simulator.child import hygiene
@@ -71,13 +75,13 @@ def _sync_arms(mine: dict, keyed: list) -> None:
     crash_points().adopt(list(fresh.values()))
 
 
-def _child_setup(conn, parent_pid: int, arms: list) -> None:
-    hygiene.enter(parent_pid)
+def _child_setup(conn: Connection, parent_end: Connection, parent_pid: int, arms: list) -> None:
+    """The first thing a hook or server child does: the shared child hygiene
+    (closing the parent's end of its own pipe), then the host's crash points."""
+    hygiene.enter(parent_pid, [parent_end])
     points = crash_points()  # a fresh registry in this pid
     points.adopt(arms)  # D-harness-6: the host's armed points, copied
     points.bind(_PipeRecorder(conn))
-
-
 
 
 def _relay(conn, recorder, on_crash: Callable[[], None], session: Optional[str] = None) -> Any:
@@ -120,8 +124,7 @@ def run_in_child(fn: Callable[[], Any], *, recorder=None, session: Optional[str]
     if pid == 0:  # the child (coverage follows it: patch = fork)
         code = 0
         try:
-            parent_end.close()
-            _child_setup(child_end, parent_pid, arms)
+            _child_setup(child_end, parent_end, parent_pid, arms)
             try:
                 child_end.send((_RESULT, fn()))
             except Exception:
@@ -160,17 +163,14 @@ class ServerChild:
         pid = os.fork()
         if pid == 0:  # the child
             try:  # whatever happens, the child never returns into the host's code
-                parent_end.close()
-                self._child_loop(child_end, parent_pid, arms, t)
+                self._child_loop(child_end, parent_end, parent_pid, arms, t)
             finally:
                 hygiene.leave(1)
         child_end.close()
         self.pid, self.conn = pid, parent_end
 
-    def _child_loop(self, conn, parent_pid: int, arms: list, t: int) -> None:
-        _child_setup(conn, parent_pid, arms)
-        from freezegun import freeze_time
-
+    def _child_loop(self, conn: Connection, parent_end: Connection, parent_pid: int, arms: list, t: int) -> None:
+        _child_setup(conn, parent_end, parent_pid, arms)
         frozen = freeze_time(clock.instant(t), tick=False).start()
         try:
             serve, broken = self._setup(), None

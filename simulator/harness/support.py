@@ -6,12 +6,20 @@ never build a Harness) use the same few functions.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import random
 import re
 from typing import Any, Optional
 
+from thatch_core import cli, clock
+from thatch_core.db import open_db
+from thatch_core.store import ChatStore
+
+from simulator.child.crash_points import crash_points
 from simulator.protocol import HarnessContext
+from simulator.scenario.durations import parse_duration
 
 _REGISTERED = re.compile(r"You are registered as ([a-z0-9-]+)")
 
@@ -25,9 +33,6 @@ def registered_name(text: str) -> Optional[str]:
 def open_connection(ctx: HarnessContext):
     """A connection to the run's database with the crash points installed.
     Only ever called inside the process that uses it (never before a fork)."""
-    from simulator.child.crash_points import crash_points
-    from thatch_core.db import open_db
-
     conn = open_db(ctx.db_path, busy_timeout_ms=ctx.busy_timeout_ms)
     crash_points().install(conn)
     return conn
@@ -35,8 +40,6 @@ def open_connection(ctx: HarnessContext):
 
 def make_store(ctx: HarnessContext, conn, rng: random.Random):
     """The ChatStore (or the test's broken variant from ctx.overrides["store"])."""
-    from thatch_core.store import ChatStore
-
     factory = (ctx.overrides or {}).get("store") or ChatStore
     return factory(conn, rng=rng)
 
@@ -64,9 +67,6 @@ def cli_argv(action: str, args: dict[str, Any], db_path, *, t_ms: int = 0) -> li
     """The command line of a `cli_list` / `cli_tail` step, as a user types it.
     `since` / `until` given as a duration mean scenario start + it (the run's
     epoch is now - t_ms); anything else is passed through as ISO text."""
-    from simulator.scenario.model import parse_duration
-    from thatch_core import clock
-
     def when(value) -> str:
         try:
             ms = parse_duration(value)
@@ -97,11 +97,6 @@ def cli_run(argv: list[str]) -> tuple[int, str]:
     """Run `thatch chat ARGV` through the real entry point (cli.main): the exit
     status and what it printed (stdout, then stderr). argparse's usage errors
     exit 2 with their message on stderr, as in a terminal."""
-    import contextlib
-    import io
-
-    from thatch_core import cli
-
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err):
         try:

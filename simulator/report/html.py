@@ -6,22 +6,25 @@
   history serialised the same way when the file is gone);
 - `summary.json`  — `RunResult.summary_json()`;
 - `index.html`    — header, verdict table, witness legend and the timeline as
-  a sequence diagram (`report_svg`). Inline CSS and inline SVG only: no
+  a sequence diagram (`svg`). Inline CSS and inline SVG only: no
   script, no font or stylesheet fetched, so the file can be attached to a CI
   run and opened offline years later.
+
+The page is a column of sections, each drawn by its own function and joined
+by `render_html`.
 
 The pytest plugin calls this when a scenario fails (or when asked to).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
-from simulator.report.lanes import fmt_span, fmt_t, witness_matcher
+from simulator.history import encode_event, event_place
+from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
 from simulator.report.svg import C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS, render_timeline
 from simulator.result import RunResult
 
@@ -71,39 +74,36 @@ def _e(s: Any) -> str:
 
 
 def _event_line(e: dict[str, Any], long_run: bool) -> str:
-    where = (e.get("proc") or "orchestrator") + (f"/{e['session']}" if e.get("session") else "")
-    data = json.dumps(e.get("data") or {}, sort_keys=True, ensure_ascii=False, default=str)
-    if len(data) > 160:
-        data = data[:159] + "…"
-    return f"#{e.get('i', '?'):<5} {fmt_t(int(e.get('t', 0)), long_run):>10}  {where:<22} {e.get('kind', ''):<15} {data}"
+    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(e.get("data") or {}, 160)
+    return f"#{e.get('i', '?'):<5} {t:>10}  {event_place(e):<22} {e.get('kind', ''):<15} {data}"
 
 
-def render_html(result: RunResult) -> str:
-    """The whole report page as one string."""
-    history = result.history
-    end_t = max(result.virtual_ms, max((int(e.get("t", 0)) for e in history), default=0))
-    head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t)
-    long_run = layout.end_t >= 3_600_000
-    match = witness_matcher(history)
-    ok = result.ok
-    out: list[str] = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_e(result.scenario)} seed={result.seed} — {'ok' if ok else 'FAILED'}</title>",
-        f"<style>{CSS}</style></head><body>",
-        "<header>",
-        f'<h1>{_e(result.scenario)} <span class="pill {"ok" if ok else "bad"}">{"ok" if ok else "FAILED"}</span></h1>',
-        f'<div class="meta">seed <b>{result.seed}</b> · virtual time <b>{fmt_span(layout.end_t)}</b> · '
-        f"dispatches <b>{result.dispatches}</b> · wall <b>{result.wall_s:.2f} s</b> · events <b>{len(history)}</b> · "
-        f"run dir <code>{_e(result.run_dir)}</code></div>",
-    ]
+def _page_head(result: RunResult) -> list[str]:
+    verdict = "ok" if result.ok else "FAILED"
+    return ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{_e(result.scenario)} seed={result.seed} — {verdict}</title>",
+            f"<style>{CSS}</style></head><body>"]
+
+
+def _header(result: RunResult, layout: Layout) -> list[str]:
+    """The scenario, its verdict, the run's numbers, and the engine's error when it had one."""
+    pill = '<span class="pill ok">ok</span>' if result.ok else '<span class="pill bad">FAILED</span>'
+    out = ["<header>",
+           f"<h1>{_e(result.scenario)} {pill}</h1>",
+           f'<div class="meta">seed <b>{result.seed}</b> · virtual time <b>{fmt_span(layout.end_t)}</b> · '
+           f"dispatches <b>{result.dispatches}</b> · wall <b>{result.wall_s:.2f} s</b> · "
+           f"events <b>{len(result.history)}</b> · run dir <code>{_e(result.run_dir)}</code></div>"]
     if result.error:
         out.append(f'<div class="err">engine error: {_e(result.error)}</div>')
     out.append("</header>")
+    return out
 
-    # Verdicts: failures first, then not-reached, then the rest in their own order.
+
+def _verdict_table(result: RunResult, layout: Layout, match: Callable[[Any], Optional[int]]) -> list[str]:
+    """Verdicts: failures first, then not-reached, then the rest in their own order."""
     order = {"fail": 0, "not-reached": 1, "pass": 2, "skipped": 3}
-    out.append('<section><h2>Verdicts</h2><table class="v"><tr><th>check</th><th>title</th><th>status</th>'
-               "<th>rules</th><th>message</th><th>witness</th></tr>")
+    out = ['<section><h2>Verdicts</h2><table class="v"><tr><th>check</th><th>title</th><th>status</th>'
+           "<th>rules</th><th>message</th><th>witness</th></tr>"]
     for v in sorted(result.verdicts, key=lambda v: order.get(v.status, 4)):
         links = []
         for w in v.witness if not v.ok else []:
@@ -114,7 +114,11 @@ def render_html(result: RunResult) -> str:
                    f'<td class="st">{_e(v.status)}</td><td>{_e(" ".join(v.rules))}</td>'
                    f"<td>{_e(v.message)}</td><td>{''.join(links)}</td></tr>")
     out.append("</table></section>")
+    return out
 
+
+def _witness_table(result: RunResult, layout: Layout, match: Callable[[Any], Optional[int]]) -> list[str]:
+    """Every witness of a failing verdict: the history events (linked to their outline), then the rest."""
     checks: dict[int, list[str]] = {}
     loose: list[tuple[str, Any]] = []  # witnesses that are not history events (db rows, notes)
     for v in result.verdicts:
@@ -124,61 +128,86 @@ def render_html(result: RunResult) -> str:
                 checks.setdefault(n, []).append(v.check)
             else:
                 loose.append((v.check, w))
-    if layout.witness or loose:
-        out.append('<section><h2>Witness events (outlined in red on the timeline)</h2>'
-                   '<table class="v"><tr><th>#</th><th>breaks</th><th>time</th><th>where</th><th>kind</th><th>data</th></tr>')
-        for n, w in sorted(layout.witness.items(), key=lambda kv: kv[1]):
-            e = history[n]
-            where = (e.get("proc") or "orchestrator") + (f"/{e['session']}" if e.get("session") else "")
-            data = json.dumps(e.get("data") or {}, sort_keys=True, ensure_ascii=False, default=str)
-            out.append(f'<tr><td><a class="wl" href="#w{w}">W{w}</a></td><td>{_e(", ".join(dict.fromkeys(checks.get(n, []))))}</td>'
-                       f'<td>{fmt_t(int(e.get("t", 0)), long_run)}</td><td>{_e(where)}</td><td>{_e(e.get("kind"))}</td>'
-                       f"<td><code>{_e(data[:200])}</code></td></tr>")
-        for check, w in loose[:20]:
-            data = json.dumps(w, sort_keys=True, ensure_ascii=False, default=str)
-            what = next(iter(w), "value") if isinstance(w, dict) and len(w) == 1 else "not an event"
-            out.append(f'<tr><td>—</td><td>{_e(check)}</td><td></td><td></td><td>{_e(what)}</td>'
-                       f"<td><code>{_e(data[:200])}</code></td></tr>")
-        out.append("</table></section>")
+    if not layout.witness and not loose:
+        return []
+    out = ['<section><h2>Witness events (outlined in red on the timeline)</h2>'
+           '<table class="v"><tr><th>#</th><th>breaks</th><th>time</th><th>where</th><th>kind</th><th>data</th></tr>']
+    for n, w in sorted(layout.witness.items(), key=lambda kv: kv[1]):
+        e = result.history[n]
+        data = fmt_data(e.get("data") or {})
+        out.append(f'<tr><td><a class="wl" href="#w{w}">W{w}</a></td>'
+                   f'<td>{_e(", ".join(dict.fromkeys(checks.get(n, []))))}</td>'
+                   f'<td>{fmt_t(int(e.get("t", 0)), layout.long_run)}</td><td>{_e(event_place(e))}</td>'
+                   f'<td>{_e(e.get("kind"))}</td><td><code>{_e(data[:200])}</code></td></tr>')
+    for check, w in loose[:20]:
+        what = next(iter(w), "value") if isinstance(w, dict) and len(w) == 1 else "not an event"
+        out.append(f'<tr><td>—</td><td>{_e(check)}</td><td></td><td></td><td>{_e(what)}</td>'
+                   f"<td><code>{_e(fmt_data(w)[:200])}</code></td></tr>")
+    out.append("</table></section>")
+    return out
 
-    out.append(
-        '<section><div class="key">'
-        f'<span><svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{C_MSG}" stroke-width="2"/></svg> message (send)</span>'
-        f'<span><svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{C_MSG}" stroke-width="2" stroke-dasharray="6 3"/></svg> broadcast</span>'
-        f'<span><svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{C_WAKE}" stroke-width="2" stroke-dasharray="4 2"/></svg> wake prompt (poller → session)</span>'
-        f'<span><i class="sw" style="background:{C_FRESH}"></i>heartbeat fresh</span>'
-        f'<span><i class="sw" style="background:{C_STALE}"></i>stale</span>'
-        f'<span><i class="sw" style="background:{C_UNREG}"></i>not registered</span>'
-        f'<span><i class="sw" style="background:{C_BUSY}"></i>busy/compacting</span>'
-        '<span><i class="sw" style="background:#dde6f5"></i>machine asleep</span>'
-        f'<span><i class="sw" style="border:2px solid {C_WITNESS};height:6px"></i>witness</span>'
-        "<span>solid lifeline = process alive, dashed = not running · hover for details</span>"
-        "</div></section>")
-    out.append(f'<div class="scroll"><div class="sticky">{head_svg}</div>{body_svg}</div>')
 
-    notes = []
-    if layout.omitted:
-        kinds = ", ".join(f"{k} ×{c}" for k, c in sorted(layout.omitted.items()))
-        notes.append(f"{sum(layout.omitted.values())} rows not drawn to keep the page readable ({_e(kinds)}); "
-                     "see history.jsonl.")
-    if notes:
-        out.append("<section><p>" + "<br>".join(notes) + "</p></section>")
-    if layout.witness:
-        lines: list[str] = []
-        shown: set[int] = set()
-        for n in sorted(layout.witness)[:40]:
-            lo, hi = max(0, n - SLICE_AROUND), min(len(history), n + SLICE_AROUND + 1)
-            if lines and lo > max(shown) + 1:
-                lines.append("   ⋮")
-            for k in range(lo, hi):
-                if k in shown:
-                    continue
-                shown.add(k)
-                line = _e(_event_line(history[k], long_run))
-                lines.append(f"<b>W{layout.witness[k]:<3}{line}</b>" if k in layout.witness else f"    {line}")
-        out.append('<section><details open><summary><b>History around the witnesses</b></summary>'
-                   f'<pre class="slice">{chr(10).join(lines)}</pre></details></section>')
-    out.append("</body></html>\n")
+def _line_swatch(color: str, dash: str = "") -> str:
+    d = f' stroke-dasharray="{dash}"' if dash else ""
+    return (f'<svg width="26" height="8"><line x1="0" y1="4" x2="26" y2="4" stroke="{color}" stroke-width="2"{d}/>'
+            "</svg>")
+
+
+def _legend() -> list[str]:
+    """What the diagram's lines, bars and outlines mean."""
+    return ['<section><div class="key">'
+            f"<span>{_line_swatch(C_MSG)} message (send)</span>"
+            f"<span>{_line_swatch(C_MSG, '6 3')} broadcast</span>"
+            f"<span>{_line_swatch(C_WAKE, '4 2')} wake prompt (poller → session)</span>"
+            f'<span><i class="sw" style="background:{C_FRESH}"></i>heartbeat fresh</span>'
+            f'<span><i class="sw" style="background:{C_STALE}"></i>stale</span>'
+            f'<span><i class="sw" style="background:{C_UNREG}"></i>not registered</span>'
+            f'<span><i class="sw" style="background:{C_BUSY}"></i>busy/compacting</span>'
+            '<span><i class="sw" style="background:#dde6f5"></i>machine asleep</span>'
+            f'<span><i class="sw" style="border:2px solid {C_WITNESS};height:6px"></i>witness</span>'
+            "<span>solid lifeline = process alive, dashed = not running · hover for details</span>"
+            "</div></section>"]
+
+
+def _omitted_note(layout: Layout) -> list[str]:
+    """How many rows the cap left out, by kind."""
+    if not layout.omitted:
+        return []
+    kinds = ", ".join(f"{k} ×{c}" for k, c in sorted(layout.omitted.items()))
+    return [f"<section><p>{sum(layout.omitted.values())} rows not drawn to keep the page readable ({_e(kinds)}); "
+            "see history.jsonl.</p></section>"]
+
+
+def _history_slice(history: list[dict[str, Any]], layout: Layout) -> list[str]:
+    """The history lines around each witness (the first 40), witnesses in bold."""
+    if not layout.witness:
+        return []
+    lines: list[str] = []
+    shown: set[int] = set()
+    for n in sorted(layout.witness)[:40]:
+        lo, hi = max(0, n - SLICE_AROUND), min(len(history), n + SLICE_AROUND + 1)
+        if lines and lo > max(shown) + 1:
+            lines.append("   ⋮")
+        for k in range(lo, hi):
+            if k in shown:
+                continue
+            shown.add(k)
+            line = _e(_event_line(history[k], layout.long_run))
+            lines.append(f"<b>W{layout.witness[k]:<3}{line}</b>" if k in layout.witness else f"    {line}")
+    return ['<section><details open><summary><b>History around the witnesses</b></summary>'
+            f'<pre class="slice">{chr(10).join(lines)}</pre></details></section>']
+
+
+def render_html(result: RunResult) -> str:
+    """The whole report page as one string."""
+    history = result.history
+    end_t = max(result.virtual_ms, max((int(e.get("t", 0)) for e in history), default=0))
+    head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t)
+    match = witness_matcher(history)
+    timeline = f'<div class="scroll"><div class="sticky">{head_svg}</div>{body_svg}</div>'
+    out = [*_page_head(result), *_header(result, layout), *_verdict_table(result, layout, match),
+           *_witness_table(result, layout, match), *_legend(), timeline, *_omitted_note(layout),
+           *_history_slice(history, layout), "</body></html>\n"]
     return "\n".join(out)
 
 
@@ -194,7 +223,7 @@ def write_run_report(result: RunResult, out_dir: Path) -> Path:
     else:
         with open(hist_out, "w", encoding="utf-8", newline="\n") as fh:
             for e in result.history:
-                fh.write(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str) + "\n")
+                fh.write(encode_event(e) + "\n")
     (out_dir / "summary.json").write_text(result.summary_json() + "\n", encoding="utf-8")
     index = out_dir / "index.html"
     index.write_text(render_html(result), encoding="utf-8")

@@ -1,9 +1,15 @@
 """Lanes, rows and virtual-time layout for the run report's sequence diagram.
 
 This module only decides *where* things go (which lanes exist, which events
-become rows, the y of every virtual instant); `report_svg` draws them. Kept
-apart so the layout rules (compressing idle stretches, capping rows for long
-runs, resolving message recipients to lanes) can be read without the SVG.
+become rows, the y of every virtual instant); `svg` draws them. Kept apart so
+the layout rules (compressing idle stretches, capping rows for long runs,
+resolving message recipients to lanes) can be read without the SVG. The
+formats of times, spans and payloads the drawing and the page share live here
+too.
+
+`build_layout` runs in passes: a census of processes, sessions and their
+names; lane placement; the choice of rows (with message and fault targets);
+the row cap; and the y of every row along virtual time.
 
 Lanes: the orchestrator, then per process (first-seen order) its own lane
 followed by one lane per session it hosted, keyed `(proc, session)`. A session
@@ -14,6 +20,7 @@ which is what a reader wants to see: who hosted it when.
 from __future__ import annotations
 
 import bisect
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -25,6 +32,7 @@ ROW_H = 22              # px per drawn event
 BREAK_MS = 10 * 60_000  # an idle stretch this long is drawn as a labelled break
 BREAK_H = 30
 MAX_ROWS = 2500         # cap for very long runs (keeps a 24 h report to ~1-2 MB)
+LONG_RUN_MS = 3_600_000  # from an hour of virtual time on, times read h:mm:ss
 
 # Kinds drawn as a row of the diagram. The rest (poll, status, sample, turn
 # boundaries, tool-calls, hooks, echoes) feed bars and tooltips or are only
@@ -43,16 +51,19 @@ TIER1 = {"wake", "tool-result", "sample"}
 MESSAGE_TOOLS = {"thatch_chat_send", "thatch_chat_broadcast"}
 
 
+LaneKey = tuple[str, Optional[str]]   # (proc, session); session None = the process lane itself
+
+
 @dataclass
 class Lane:
-    key: tuple[str, Optional[str]]   # (proc, session) ; session None = the process lane itself
+    key: LaneKey
     x: int = 0
     start_t: Optional[int] = None    # first virtual time the lane exists
 
 
 @dataclass
 class Layout:
-    lanes: dict[tuple[str, Optional[str]], Lane]
+    lanes: dict[LaneKey, Lane]
     groups: list[tuple[str, list[Optional[str]]]]        # proc -> [None, session labels...]
     proc_kind: dict[str, str]
     names: dict[str, str]                                # session label -> assigned name (last seen)
@@ -61,14 +72,18 @@ class Layout:
     witness: dict[int, int]                              # history index -> W number (1-based)
     omitted: dict[str, int]                              # kind -> rows left out by the cap
     alive: dict[str, list[tuple[int, Optional[int]]]]    # proc -> [(start t, end t or None)]
-    recipients: dict[int, list[tuple[str, Optional[str]]]]   # history index -> target lanes
+    recipients: dict[int, list[LaneKey]]   # history index -> target lanes
     bodies: dict[int, str] = field(default_factory=dict)      # history index -> message body (from its tool-call)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # sample index -> [(label, new state)]
-    width: int = 0
+    width: int = 0                                       # lanes' width (the drawing widens it to fit labels)
     height: int = 0
     end_t: int = 0
     _anchor_t: list[int] = field(default_factory=list)
     _anchor_y: list[float] = field(default_factory=list)
+
+    @property
+    def long_run(self) -> bool:
+        return self.end_t >= LONG_RUN_MS
 
     def y_of_t(self, t: int) -> float:
         """The y of a virtual instant: exact on rows, interpolated between them."""
@@ -114,6 +129,12 @@ def fmt_span(ms: int) -> str:
     m, s = divmod(s, 60)
     parts = [f"{d}d" if d else "", f"{h}h" if h else "", f"{m}m" if m else "", f"{s}s" if s and not d else ""]
     return " ".join(p for p in parts if p) or f"{ms}ms"
+
+
+def fmt_data(obj: Any, limit: Optional[int] = None) -> str:
+    """A payload as readable JSON (spaced, keys sorted), cut to `limit` characters with an ellipsis."""
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _gap(dt: int) -> int:
@@ -164,7 +185,7 @@ def _ident(e: dict[str, Any]) -> tuple:
     return (e.get("t"), e.get("proc"), e.get("session"), e.get("kind"), repr(e.get("data")))
 
 
-def session_lane(lanes: dict[tuple[str, Optional[str]], Lane], label: str, t: int) -> Optional[Lane]:
+def session_lane(lanes: dict[LaneKey, Lane], label: str, t: int) -> Optional[Lane]:
     """The lane of session `label` in the process that hosted it most recently at `t`."""
     best: Optional[Lane] = None
     for lane in lanes.values():
@@ -176,7 +197,7 @@ def session_lane(lanes: dict[tuple[str, Optional[str]], Lane], label: str, t: in
     return best
 
 
-def _fault_target(e: dict[str, Any], procs: set[str], lanes) -> Optional[tuple[str, Optional[str]]]:
+def _fault_target(e: dict[str, Any], procs: set[str], lanes) -> Optional[LaneKey]:
     """The lane a fault event is about, when its payload names a process or a session."""
     d = e.get("data") or {}
     cands = [d.get("target"), d.get("proc")]
@@ -196,88 +217,127 @@ def _fault_target(e: dict[str, Any], procs: set[str], lanes) -> Optional[tuple[s
     return None
 
 
-def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Layout:
-    procs: list[str] = []
-    sessions: dict[str, list[str]] = {}
-    proc_kind: dict[str, str] = {}
-    names: dict[str, str] = {}
-    all_names: dict[str, str] = {}                # every name ever minted (lowercase) -> label
-    ids: dict[str, str] = {}                      # session id / host id -> label
-    lane_start: dict[tuple[str, Optional[str]], int] = {}
-    alive: dict[str, list[tuple[int, Optional[int]]]] = {}
+@dataclass
+class _Census:
+    """What the history says about processes and sessions, in first-seen order."""
+    procs: list[str] = field(default_factory=list)
+    sessions: dict[str, list[str]] = field(default_factory=dict)      # proc -> session labels it hosted
+    proc_kind: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)               # label -> assigned name (last seen)
+    all_names: dict[str, str] = field(default_factory=dict)           # every name ever minted (lowercase) -> label
+    ids: dict[str, str] = field(default_factory=dict)                 # session id / host id -> label
+    lane_start: dict[LaneKey, int] = field(default_factory=dict)
+    alive: dict[str, list[tuple[int, Optional[int]]]] = field(default_factory=dict)
 
-    def add(proc: str, session: Optional[str], t: int) -> None:
+    def add(self, proc: str, session: Optional[str], t: int) -> None:
+        """A lane for `proc` (and `session` under it), first seen at `t`."""
         if proc == ORCH and session is None:
             return
-        if proc not in sessions:
-            procs.append(proc)
-            sessions[proc] = []
-        if session is not None and session not in sessions[proc]:
-            sessions[proc].append(session)
-        lane_start.setdefault((proc, session), t)
-        lane_start.setdefault((proc, None), t)
+        if proc not in self.sessions:
+            self.procs.append(proc)
+            self.sessions[proc] = []
+        if session is not None and session not in self.sessions[proc]:
+            self.sessions[proc].append(session)
+        self.lane_start.setdefault((proc, session), t)
+        self.lane_start.setdefault((proc, None), t)
 
-    for e in history:
+    def see_lifecycle(self, e: dict[str, Any]) -> None:
+        """Processes starting and exiting, and every process or session an event happens in."""
         proc, ses, t, d = e.get("proc") or ORCH, e.get("session"), int(e.get("t", 0)), e.get("data") or {}
         kind = e.get("kind")
         if kind == "process-start" and d.get("target"):
             target = d["target"]
-            add(target, None, t)
-            proc_kind[target] = str(d.get("proc_kind", proc_kind.get(target, "")))
+            self.add(target, None, t)
+            self.proc_kind[target] = str(d.get("proc_kind", self.proc_kind.get(target, "")))
             for label, sid in (d.get("sessions") or {}).items():
-                add(target, label, t)
-                ids[str(sid)] = label
+                self.add(target, label, t)
+                self.ids[str(sid)] = label
             if d.get("resumed"):
-                add(target, d["resumed"], t)
-            alive.setdefault(target, []).append((t, None))
-        elif kind == "process-exit" and d.get("target") in alive:
-            spans = alive[d["target"]]
+                self.add(target, d["resumed"], t)
+            self.alive.setdefault(target, []).append((t, None))
+        elif kind == "process-exit" and d.get("target") in self.alive:
+            spans = self.alive[d["target"]]
             if spans and spans[-1][1] is None:
                 spans[-1] = (spans[-1][0], t)
         elif proc != ORCH:
-            add(proc, ses, t)
-            if proc not in alive:
-                alive[proc] = [(t, None)]
+            self.add(proc, ses, t)
+            if proc not in self.alive:
+                self.alive[proc] = [(t, None)]
+
+    def see_identity(self, e: dict[str, Any]) -> None:
+        """The names and ids a session is known by (message recipients are resolved through them)."""
+        kind, ses, d = e.get("kind"), e.get("session"), e.get("data") or {}
         if kind == "registered" and ses:
             if d.get("name"):
-                names[ses] = str(d["name"])
-                all_names[str(d["name"]).lower()] = ses
+                self.names[ses] = str(d["name"])
+                self.all_names[str(d["name"]).lower()] = ses
             if d.get("session_id"):
-                ids[str(d["session_id"])] = ses
+                self.ids[str(d["session_id"])] = ses
         elif kind == "fork" and ses and d.get("new_host_id"):
-            ids[str(d["new_host_id"])] = ses
+            self.ids[str(d["new_host_id"])] = ses
         elif kind == "sample":
             for label, row in (d.get("sessions") or {}).items():
                 if isinstance(row, dict) and row.get("name"):
-                    names[label] = str(row["name"])
-                    all_names[str(row["name"]).lower()] = label
+                    self.names[label] = str(row["name"])
+                    self.all_names[str(row["name"]).lower()] = label
                 if isinstance(row, dict) and row.get("session_id"):
-                    ids.setdefault(str(row["session_id"]), label)
+                    self.ids.setdefault(str(row["session_id"]), label)
 
-    lanes: dict[tuple[str, Optional[str]], Lane] = {}
+
+def _census(history: list[dict[str, Any]]) -> _Census:
+    census = _Census()
+    for e in history:
+        census.see_lifecycle(e)
+        census.see_identity(e)
+    return census
+
+
+def _place_lanes(census: _Census) -> tuple[dict[LaneKey, Lane], list[tuple[str, list[Optional[str]]]]]:
+    """The orchestrator's lane, then per process its own lane followed by its sessions' lanes."""
+    lanes: dict[LaneKey, Lane] = {}
     groups: list[tuple[str, list[Optional[str]]]] = []
     x = LEFT + LANE_W // 2
     lanes[(ORCH, None)] = Lane((ORCH, None), x, 0)
-    for proc in procs:
-        members: list[Optional[str]] = [None] + sessions[proc]
+    for proc in census.procs:
+        members: list[Optional[str]] = [None] + census.sessions[proc]
         groups.append((proc, members))
         for ses in members:
             x += LANE_W
-            lanes[(proc, ses)] = Lane((proc, ses), x, lane_start.get((proc, ses)))
+            lanes[(proc, ses)] = Lane((proc, ses), x, census.lane_start.get((proc, ses)))
+    return lanes, groups
 
-    witness = witness_indices(history, verdicts)
-    by_name = all_names
-    proc_set = set(procs)
 
-    # Which events become rows, and for arrows, where they point.
-    picked: list[int] = []
-    recipients: dict[int, list[tuple[str, Optional[str]]]] = {}
-    bodies: dict[int, str] = {}
-    last_call: dict[tuple[str, Optional[str]], dict[str, Any]] = {}
+@dataclass
+class _Picks:
+    """Which events become rows, and for arrows, where they point."""
+    rows: list[int] = field(default_factory=list)
+    recipients: dict[int, list[LaneKey]] = field(default_factory=dict)
+    bodies: dict[int, str] = field(default_factory=dict)
+    changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+
+
+def _freshness_moves(registered_now: dict[str, dict[str, Any]], fresh_state: dict[str, str]) -> list[tuple[str, str]]:
+    """Sessions whose freshness this sample changes (P4's moments); updates `fresh_state`."""
+    moved = []
+    for label, row in registered_now.items():
+        state = sample_state(row)
+        old = fresh_state.get(label)
+        # Skip the unremarkable: first sight of a session, and a registration
+        # (its `registered` row already marks where the bar turns green).
+        if old != state and old is not None and (old, state) != ("unreg", "fresh"):
+            moved.append((label, state))
+        fresh_state[label] = state
+    return moved
+
+
+def _pick_rows(history: list[dict[str, Any]], witness: dict[int, int], census: _Census,
+               lanes: dict[LaneKey, Lane]) -> _Picks:
+    picks = _Picks()
+    proc_set = set(census.procs)
+    last_call: dict[LaneKey, dict[str, Any]] = {}
     registered_now: dict[str, dict[str, Any]] = {}
-    step_target: dict[Any, tuple[str, Optional[str]]] = {}   # fault step -> the lane it hits
+    step_target: dict[Any, LaneKey] = {}   # fault step -> the lane it hits
     fresh_state: dict[str, str] = {}
-    changes: dict[int, list[tuple[str, str]]] = {}
     for n, e in enumerate(history):
         kind, d = e.get("kind"), e.get("data") or {}
         key = (e.get("proc") or ORCH, e.get("session"))
@@ -285,35 +345,27 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
             last_call[key] = d
         elif kind == "sample":
             registered_now = {k: v for k, v in (d.get("sessions") or {}).items() if isinstance(v, dict)}
-            # A sample becomes a row only where a session's freshness changes (P4's moments).
-            moved = []
-            for label, row in registered_now.items():
-                state = sample_state(row)
-                old = fresh_state.get(label)
-                # Skip the unremarkable: first sight of a session, and a registration
-                # (its `registered` row already marks where the bar turns green).
-                if old != state and old is not None and (old, state) != ("unreg", "fresh"):
-                    moved.append((label, state))
-                fresh_state[label] = state
+            # A sample becomes a row only where a session's freshness changes.
+            moved = _freshness_moves(registered_now, fresh_state)
             if moved:
-                changes[n] = moved
-        if kind in ROW_KINDS or n in witness or n in changes:
-            picked.append(n)
+                picks.changes[n] = moved
+        if kind in ROW_KINDS or n in witness or n in picks.changes:
+            picks.rows.append(n)
         if kind == "tool-result" and d.get("ok") and d.get("tool") in MESSAGE_TOOLS:
-            targets = _message_targets(e, last_call.get(key) or {}, by_name, ids, registered_now, sessions)
-            recipients[n] = targets
-            bodies[n] = str(((last_call.get(key) or {}).get("args") or {}).get("body", ""))
+            call = last_call.get(key) or {}
+            picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
+                                                   census.sessions)
+            picks.bodies[n] = str((call.get("args") or {}).get("body", ""))
         elif kind in ("fault", "fault-fired"):
             target = _fault_target(e, proc_set, lanes) or step_target.get(d.get("step"))
             if target is not None:
-                recipients[n] = [target]
+                picks.recipients[n] = [target]
                 step_target.setdefault(d.get("step"), target)
+    return picks
 
-    omitted: dict[str, int] = {}
-    if len(picked) > MAX_ROWS:
-        picked = _cap(history, picked, witness, omitted)
 
-    layout = Layout(lanes, groups, proc_kind, names, [], [], witness, omitted, alive, recipients, bodies, changes)
+def _place_rows(layout: Layout, history: list[dict[str, Any]], picked: list[int], end_t: int) -> None:
+    """The y of every row and the time anchors between them; idle stretches become breaks."""
     y = 14 + ROW_H // 2
     prev_t: Optional[int] = None
     for n in picked:
@@ -340,11 +392,24 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
         layout._anchor_t.append(last_t)
         layout._anchor_y.append(y_end)
     layout.height = y_end + 16
-    layout.width = x + LANE_W // 2 + 40
+
+
+def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Layout:
+    """Lanes from who appears in the history, rows from what is drawn, y from virtual time."""
+    census = _census(history)
+    lanes, groups = _place_lanes(census)
+    witness = witness_indices(history, verdicts)
+    picks = _pick_rows(history, witness, census, lanes)
+    omitted: dict[str, int] = {}
+    picked = _cap(history, picks.rows, witness, omitted) if len(picks.rows) > MAX_ROWS else picks.rows
+    layout = Layout(lanes, groups, census.proc_kind, census.names, [], [], witness, omitted, census.alive,
+                    picks.recipients, picks.bodies, picks.changes)
+    _place_rows(layout, history, picked, end_t)
+    layout.width = max(lane.x for lane in lanes.values()) + LANE_W // 2 + 40
     return layout
 
 
-def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[tuple[str, Optional[str]]]:
+def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[LaneKey]:
     """Recipient session labels of a successful send / broadcast (procs resolved later)."""
     sender = e.get("session")
     args = call.get("args") or {}

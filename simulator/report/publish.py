@@ -1,18 +1,17 @@
 """Keep a run: copy its directory to a report location and write the HTML report.
 
 Shared by the pytest plugin (`--sim-report`) and `python -m simulator run
---report DIR`. The report writer (`simulator.report.html.write_run_report`) is
-another module's job; it is called only when it exists, and a failure inside
-it never hides the run's verdict.
+--report DIR`. A failure inside the report writer never hides the run's
+verdict: it comes back as a problem to show next to it.
 """
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from pathlib import Path
 from typing import Optional
 
+from simulator.report.html import write_run_report
 from simulator.result import RunResult
 
 
@@ -26,14 +25,7 @@ def publish_run(result: RunResult, out_dir: Path) -> Optional[str]:
             shutil.copytree(result.run_dir, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        reporting = importlib.import_module("simulator.report.html")
-    except ImportError:
-        return None
-    writer = getattr(reporting, "write_run_report", None)
-    if writer is None:
-        return None
-    try:
-        writer(result, out_dir)
+        write_run_report(result, out_dir)
     except Exception as exc:  # the verdict matters more than the page
         return f"write_run_report failed: {exc!r}"
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from simulator.history import event_place
 from simulator.result import RunResult, Verdict
 
 MAX_WITNESS = 12
@@ -42,9 +43,8 @@ def _short(value: Any, limit: int = 40) -> str:
 
 def format_event(event: dict[str, Any]) -> str:
     """One history event as `  +1m30s  h2/bob  wake  senders=[...] count=1`."""
-    who = event.get("proc") or "?"
-    if event.get("session"):
-        who += f"/{event['session']}"
+    # "?": a witness that is no history event (a database row) names no process
+    who = event_place(event, unknown="?")
     data = event.get("data") or {}
     fields = " ".join(f"{k}={_short(v)}" for k, v in data.items()) if isinstance(data, dict) else _short(data)
     return f"  {format_offset(event.get('t', 0))}  {who}  {event.get('kind', '?')}  {fields}".rstrip()

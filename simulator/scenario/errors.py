@@ -8,6 +8,8 @@ raised by the loader (`simulator.scenario.loader`) and the cross-reference check
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import Optional, Union
 
 KeyPath = tuple[Union[str, int], ...]
@@ -87,3 +89,15 @@ def format_key_path(path: KeyPath) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(scenario)"
+
+
+def did_you_mean(word: str, choices: Sequence[str], *, listing: Optional[str] = None,
+                 case_insensitive: bool = False) -> Optional[str]:
+    """The hint for a misspelt `word`: "did you mean `x`?" (then "(listing)" when
+    given), x the closest of `choices` (a same-letters match first when
+    `case_insensitive`); None when no choice is close: the caller says what to write."""
+    close = [c for c in choices if c.lower() == word.lower()] if case_insensitive else []
+    close = close or difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if not close:
+        return None
+    return f"did you mean `{close[0]}`?" + (f" ({listing})" if listing is not None else "")

@@ -1,4 +1,4 @@
-"""Load a YAML scenario file into a `spec.Scenario`, with file:line errors.
+"""Load a YAML scenario file into a `model.Scenario`, with file:line errors.
 
 The file is composed with PyYAML's node API (SafeLoader) so every key keeps
 its line and column; the data is built from the same nodes and validated by
@@ -17,11 +17,9 @@ checks (labels, time order, fault targets) with the same positions.
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -30,12 +28,14 @@ from pydantic import BaseModel, ValidationError
 
 from simulator.scenario.errors import (  # re-exported: the loader is where authors meet them
     BadValueError, CrossReferenceError, KeyPath, MissingFieldError, ScenarioError, ScenarioErrors,
-    ScenarioSyntaxError, UnknownKeyError, format_key_path, raise_errors,
+    ScenarioSyntaxError, UnknownKeyError, did_you_mean, format_key_path, raise_errors,
 )
 from simulator.scenario.model import Scenario
+from simulator.scenario.positions import LoadedScenario, Positions, node_mark, record_positions
+from simulator.scenario.validate import check
 
 __all__ = [
-    "BadValueError", "CrossReferenceError", "KeyPath", "LoadedScenario", "MissingFieldError", "Positions",
+    "BadValueError", "CrossReferenceError", "KeyPath", "LoadedScenario", "MissingFieldError",
     "ScenarioError", "ScenarioErrors", "ScenarioSyntaxError", "UnknownKeyError", "format_key_path",
     "load_file", "load_scenario", "parse_scenario", "raise_errors",
 ]
@@ -44,66 +44,8 @@ SCHEMA_HEADER = "# yaml-language-server: $schema="
 
 
 # ---------------------------------------------------------------------------
-# Positions
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class Positions:
-    """Key path -> 1-based (line, column), for values and for the keys that name them."""
-
-    values: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
-    keys: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
-
-    def line_of(self, path: KeyPath) -> tuple[int, int]:
-        """The key's line when the path ends in a key, else its value's; the nearest ancestor if absent."""
-        path = tuple(path)
-        while path:
-            if path in self.keys:
-                return self.keys[path]
-            if path in self.values:
-                return self.values[path]
-            path = path[:-1]
-        return self.values.get((), (1, 1))
-
-
-def _mark(node: yaml.Node) -> tuple[int, int]:
-    return node.start_mark.line + 1, node.start_mark.column + 1
-
-
-def _walk(node: yaml.Node, path: KeyPath, pos: Positions, file: str, errors: list[ScenarioError]) -> None:
-    pos.values[path] = _mark(node)
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            line = _mark(key_node)[0]
-            if key in seen:
-                errors.append(ScenarioSyntaxError(
-                    f"duplicate key `{key}` (first at line {seen[key]})", file=file, line=line,
-                    key_path=path + (key,), hint="keep one; YAML would silently drop the first"))
-                continue
-            seen[key] = line
-            pos.keys[path + (key,)] = _mark(key_node)
-            _walk(value_node, path + (key,), pos, file, errors)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(item, path + (index,), pos, file, errors)
-
-
-# ---------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------
-
-
-@dataclass
-class LoadedScenario:
-    """A validated scenario with where it came from (for cross-reference checks and reports)."""
-
-    spec: Scenario
-    file: str
-    positions: Positions
-    data: dict[str, Any]
 
 
 def display_path(path: Path | str) -> str:
@@ -135,11 +77,11 @@ def parse_scenario(text: str, *, file: str = "<scenario>", cross_check: bool = T
     root = _compose(text, file)
     pos = Positions()
     errors: list[ScenarioError] = []
-    _walk(root, (), pos, file, errors)
+    record_positions(root, (), pos, file, errors)
     raise_errors(errors)
     data = yaml.SafeLoader("").construct_document(root)
     if not isinstance(data, dict):
-        raise ScenarioSyntaxError(f"the file holds a {type(data).__name__}, not a scenario", file=file, line=_mark(root)[0],
+        raise ScenarioSyntaxError(f"the file holds a {type(data).__name__}, not a scenario", file=file, line=node_mark(root)[0],
                                   hint="write a mapping with name, duration, processes and steps")
     try:
         spec = Scenario.model_validate(data)
@@ -148,8 +90,6 @@ def parse_scenario(text: str, *, file: str = "<scenario>", cross_check: bool = T
         raise  # unreachable: a ValidationError always has at least one error
     loaded = LoadedScenario(spec=spec, file=file, positions=pos, data=data)
     if cross_check:
-        from simulator.scenario.validate import check  # late import: validate imports this module's errors
-
         raise_errors(check(loaded))
     return loaded
 
@@ -170,7 +110,7 @@ def _compose(text: str, file: str) -> yaml.Node:
         raise ScenarioSyntaxError("the file holds no scenario", file=file, line=1,
                                   hint="write name, duration, processes and steps (`python -m simulator new NAME` scaffolds one)")
     if len(docs) > 1:
-        raise ScenarioSyntaxError("a second YAML document (`---`) in the file", file=file, line=_mark(docs[1])[0],
+        raise ScenarioSyntaxError("a second YAML document (`---`) in the file", file=file, line=node_mark(docs[1])[0],
                                   hint="write one scenario per file")
     return docs[0]
 
@@ -276,9 +216,8 @@ def _value_error(err: dict, path: KeyPath, file: str, pos: Positions) -> Scenari
         return BadValueError(problem, file=file, line=line, key_path=path, hint=hint)
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", err.get("ctx", {}).get("expected", ""))
-        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
         listing = ", ".join(choices)
-        hint = f"did you mean `{close[0]}`? (one of: {listing})" if close else f"write one of: {listing}"
+        hint = did_you_mean(str(value), choices, listing=f"one of: {listing}") or f"write one of: {listing}"
         return BadValueError(f"{value!r} is not allowed here", file=file, line=line, key_path=path, hint=hint)
     if kind == "string_pattern_mismatch":
         pattern = err.get("ctx", {}).get("pattern", "")
@@ -336,8 +275,7 @@ def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioE
         key = str(path[-1])
         model = _model_at(path[:-1])
         allowed = list(_fields_by_key(model)) if model else []
-        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-        hint = f"did you mean `{close[0]}`?" if close else f"write one of: {', '.join(allowed)}"
+        hint = did_you_mean(key, allowed) or f"write one of: {', '.join(allowed)}"
         return UnknownKeyError(f"unknown key `{key}`", file=file, line=pos.line_of(path)[0], key_path=path, hint=hint)
     if kind == "missing" and path:
         key = str(path[-1])

@@ -15,48 +15,16 @@ from __future__ import annotations
 
 import re
 import typing
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
-
-# ---------------------------------------------------------------------------
-# Durations
-# ---------------------------------------------------------------------------
-
-# One or more `<number><unit>` parts, units largest first, each at most once
-# (`5m30s`, `2h10m`, `1d2h`, `1m500ms`): the lookahead makes "at least one part".
-_PART = r"\d+(?:\.\d+)?\s*"
-_DURATION = re.compile(
-    rf"^\s*(?=\d)(?:({_PART})d\s*)?(?:({_PART})h\s*)?(?:({_PART})m(?!s)\s*)?(?:({_PART})s\s*)?(?:({_PART})ms\s*)?$"
+from pydantic import (
+    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator,
 )
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_PART_UNITS = ("d", "h", "m", "s", "ms")  # the regex's groups, in order
-DURATION_HELP = "a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"
 
-
-def parse_duration(value: Any) -> int:
-    """Milliseconds from `90s`, `15m`, `2h`, `7d`, `500ms`, a compound `5m30s` (or a bare integer of ms)."""
-    # Messages follow the loader's "problem — what to write instead" shape.
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative ({value!r}) — write {DURATION_HELP}")
-        return value
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return round(sum(float(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _PART_UNITS) if n is not None))
-    raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
-
-
-def format_duration(ms: int) -> str:
-    """The shortest exact spelling of a duration, for messages and reports."""
-    for unit in ("d", "h", "m", "s"):
-        size = _UNIT_MS[unit]
-        if ms and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
+from simulator.scenario.durations import (
+    DURATION_HELP, duration_json_schema, format_duration, parse_duration, parse_word_or_duration,
+)
+from simulator.scenario.errors import did_you_mean
 
 
 class _Strict(BaseModel):
@@ -65,40 +33,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
 
 
-def _duration_schema(description: str) -> dict[str, Any]:
-    return {"anyOf": [{"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}], "description": description}
-
-
 # A duration field: parsed per field so a bad value is reported at its own key path.
-DurationMs = Annotated[
-    int,
-    BeforeValidator(parse_duration),
-    WithJsonSchema({"anyOf": [{"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}]}),
-]
+DurationMs = Annotated[int, BeforeValidator(parse_duration), WithJsonSchema(duration_json_schema())]
 
 
 def _end_or_duration(value: Any) -> Any:
     """An expectation's `at`: a duration or `end`."""
-    return _word_or_duration(value, "end")
+    return parse_word_or_duration(value, "end")
 
 
 def _never_or_duration(value: Any) -> Any:
     """A process's `start`: a duration or `never`."""
-    return _word_or_duration(value, "never")
-
-
-def _word_or_duration_schema(word: str) -> dict[str, Any]:
-    """The JSON Schema of a `word`-or-duration field: what the validator accepts, so editors do not flag `2m`."""
-    return {"anyOf": [{"const": word}, {"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}]}
-
-
-def _word_or_duration(value: Any, word: str) -> Any:
-    if value == word:
-        return value
-    try:
-        return parse_duration(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is neither a duration nor `{word}` — write `{word}` or {DURATION_HELP}") from None
+    return parse_word_or_duration(value, "never")
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +123,7 @@ class Process(_Strict):
     kind: ProcessKind = Field("opencode", description="opencode: a fake server with the thatch runtime and poller; claude-code: a host whose hooks and MCP server are real child processes; cursor: one workspace process running hooks and MCP.")
     project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
     checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
-    start: Annotated[Union[Literal["never"], int], BeforeValidator(_never_or_duration), WithJsonSchema(_word_or_duration_schema("never"))] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
+    start: Annotated[Union[Literal["never"], int], BeforeValidator(_never_or_duration), WithJsonSchema(duration_json_schema("never"))] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
     config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
     poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
     sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")
@@ -233,8 +179,6 @@ def _body(value: Any) -> Any:
         return value
     if not isinstance(value, dict):
         raise ValueError(f"{value!r} is not a message body — write a string (quote it) or {_REPEAT_FORM}")
-    from pydantic import ValidationError
-
     try:
         return RepeatedBody.model_validate(value)
     except ValidationError as exc:
@@ -258,18 +202,29 @@ BODY_HELP = ("The message body: a string, or {repeat: TEXT, times: N} (optional 
              "faker writes one from the seed when omitted.")
 
 
-class SendArgs(_Strict):
+class _EitherOr(_Strict):
+    """Arguments with two alternative fields: exactly one of them must be given."""
+
+    # (one field, the other field, the message when both or neither are given)
+    either_or: ClassVar[tuple[str, str, str]]
+
+    @model_validator(mode="after")
+    def _exactly_one_alternative(self) -> "_EitherOr":
+        first, second, message = self.either_or
+        if (getattr(self, first) is None) == (getattr(self, second) is None):
+            raise ValueError(message)
+        return self
+
+
+class SendArgs(_EitherOr):
     sender: str = Field(..., alias="from", description="Label of the sending session.")
     to: Optional[str] = Field(None, description="Label of the recipient session.")
     to_raw: Optional[str] = Field(None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
     body: StepBody = Field(None, description=BODY_HELP)
     claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed (a spoofing attempt); `{label}` expands to that session's name at the step's time.")
 
-    @model_validator(mode="after")
-    def _one_recipient(self) -> "SendArgs":
-        if (self.to is None) == (self.to_raw is None):
-            raise ValueError("a send needs exactly one recipient — write `to: <session label>` or `to_raw: <literal string>`, not both")
-        return self
+    either_or = ("to", "to_raw", "a send needs exactly one recipient — "
+                 "write `to: <session label>` or `to_raw: <literal string>`, not both")
 
 
 class BroadcastArgs(_Strict):
@@ -304,17 +259,14 @@ class ProcessArg(_Strict):
 CrashPoint = Literal["delivered-stamp", "read-stamp", "broadcast-insert", "register-insert", "unregister", "heartbeat"]
 
 
-class CrashArgs(_Strict):
+class CrashArgs(_EitherOr):
     process: str = Field(..., description="Label of the process that dies at the crash point.")
     before: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just before it. delivered-stamp = after the wake prompt, before delivered_at; read-stamp = between chat_read's select and stamp; broadcast-insert = inside a broadcast transaction.")
     sql: Optional[str] = Field(None, description="Instead of `before`: a substring of the SQL statement to die before.")
     nth: int = Field(1, ge=1, description="Die on the nth matching statement after the point is armed.")
 
-    @model_validator(mode="after")
-    def _one_point(self) -> "CrashArgs":
-        if (self.before is None) == (self.sql is None):
-            raise ValueError("a crash needs exactly one crash point — write `before: <named step>` or `sql: <statement substring>`, not both")
-        return self
+    either_or = ("before", "sql", "a crash needs exactly one crash point — "
+                 "write `before: <named step>` or `sql: <statement substring>`, not both")
 
 
 class SleepArgs(_Strict):
@@ -483,16 +435,13 @@ _TYPE_HINT = {"label": "a session label", "labels": "a list of session labels", 
 def expectation_body_problems(kind: str, body: Any) -> list[tuple[tuple, str, str]]:
     """(key path inside the body, problem, what to write instead) for each key a
     `kind` expectation does not read and each value of the wrong type."""
-    import difflib
-
     keys = EXPECTATION_KEYS[kind]
     if not isinstance(body, dict):
         return [((), f"expected a mapping, got {body!r}", f"write {{{', '.join(keys)}}}")]
     out = []
     for key, value in body.items():
         if key not in keys:
-            close = difflib.get_close_matches(str(key), list(keys), n=1, cutoff=0.6)
-            hint = f"did you mean `{close[0]}`?" if close else f"a `{kind}` expectation takes: {', '.join(keys)}"
+            hint = did_you_mean(str(key), list(keys)) or f"a `{kind}` expectation takes: {', '.join(keys)}"
             out.append(((key,), f"unknown key `{key}` in a `{kind}` expectation", hint))
             continue
         want = keys[key]
@@ -519,8 +468,6 @@ def hook_line_host_problems(host_kind: Optional[str], body: Any) -> list[tuple[t
     expectation cannot match anything on the session's host: the host prints no
     hook line (opencode), or `hook:` is not one of the hooks it runs.
     `host_kind` None (an undefined session) is reported elsewhere."""
-    import difflib
-
     if host_kind is None or not isinstance(body, dict):
         return []
     label = body.get("session")
@@ -531,9 +478,9 @@ def hook_line_host_problems(host_kind: Optional[str], body: Any) -> list[tuple[t
     hook, names = body.get("hook"), HOST_HOOKS[host_kind]
     if not isinstance(hook, str) or hook in names:
         return []
-    close = [n for n in names if n.lower() == hook.lower()] or difflib.get_close_matches(hook, list(names), n=1, cutoff=0.6)
     listing = f"a {host_kind} session runs: {', '.join(names)}"
-    hint = f"did you mean `{close[0]}`? ({listing})" if close else f"write one of the hooks {listing} (case-sensitive)"
+    hint = (did_you_mean(hook, names, listing=listing, case_insensitive=True)
+            or f"write one of the hooks {listing} (case-sensitive)")
     return [(("hook",), f"unknown hook `{hook}` for `{label}`, a session of a {host_kind} process", hint)]
 
 
@@ -560,7 +507,7 @@ def _body_type(kind: str) -> Any:
 class Expectation(_Strict):
     """A point expectation checked against the history (and database) at a virtual time."""
 
-    at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration), WithJsonSchema(_word_or_duration_schema("end"))] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
+    at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration), WithJsonSchema(duration_json_schema("end"))] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
     wakes: _body_type("wakes") = Field(None, description=_WAKES_DESC)
     echoes: _body_type("echoes") = Field(None, description=_ECHOES_DESC)
     roster: _body_type("roster") = Field(None, description=_ROSTER_DESC)

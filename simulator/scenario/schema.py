@@ -1,8 +1,8 @@
-"""The JSON Schema of the scenario language, generated from `spec.Scenario`.
+"""The JSON Schema of the scenario language, generated from `model.Scenario`.
 
 The committed `scenario.schema.json` next to this file is what editors load
 (every scenario file starts with `# yaml-language-server: $schema=<relative
-path to it>`); tests/test_loader.py fails when it drifts from the model.
+path to it>`); tests/sim/scenario/test_loader.py fails when it drifts from the model.
 Regenerate with `python -m simulator schema --write`.
 """
 
@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simulator.scenario.model import Scenario
+
 SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
 
 
 def scenario_schema() -> dict[str, Any]:
     """The schema as a dict, keyed by the YAML spellings (aliases such as `from`, `register`)."""
-    from simulator.scenario.model import Scenario
-
     schema = Scenario.model_json_schema(by_alias=True)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "thatch-chat-scenario", **schema}
 

@@ -16,16 +16,17 @@ lines), so the API refuses the same mistakes.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any, Optional
 
-from simulator.scenario.loader import (
-    BadValueError, CrossReferenceError, KeyPath, LoadedScenario, Positions, ScenarioError, UnknownKeyError,
+from simulator.scenario.durations import format_duration
+from simulator.scenario.errors import (
+    BadValueError, CrossReferenceError, KeyPath, ScenarioError, UnknownKeyError, did_you_mean,
 )
 from simulator.scenario.model import (
-    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, format_duration, hook_line_host_problems,
+    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, hook_line_host_problems,
 )
+from simulator.scenario.positions import LoadedScenario, Positions
 
 # Argument fields (YAML keys) that name a session or a process, per step action.
 SESSION_KEYS = ("session", "from", "to")
@@ -46,9 +47,8 @@ class _Checker:
         self.errors.append(cls(problem, file=self.file, line=line, key_path=path, hint=hint))
 
     def _suggest(self, label: str, defined: list[str], what: str) -> str:
-        close = difflib.get_close_matches(label, defined, n=1, cutoff=0.6)
         listing = ", ".join(defined) if defined else "none yet: declare one under processes"
-        return f"did you mean `{close[0]}`? (defined {what}: {listing})" if close else f"write one of the defined {what}: {listing}"
+        return did_you_mean(label, defined, listing=f"defined {what}: {listing}") or f"write one of the defined {what}: {listing}"
 
     def session_ref(self, path: KeyPath, label: Any) -> None:
         if isinstance(label, str) and label not in self.session_proc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -97,7 +96,7 @@ def _fake_engine(monkeypatch, ok: bool) -> list:
                             [{"t": 61_500, "proc": "h1", "session": "alice", "kind": "tool-result", "data": {"tool": "chat_read", "ok": True}}])]
         return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "db", Path(run_dir) / "history.jsonl", [], verdicts, 0.2, 60_000, 9)
 
-    monkeypatch.setitem(sys.modules, "simulator.api", types.SimpleNamespace(run_scenario=run_scenario))
+    monkeypatch.setattr(cli, "run_scenario", run_scenario)
     return calls
 
 

@@ -9,7 +9,8 @@ import pytest
 from historykit import ALICE, BOB, N_ALICE, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks.view import RunView
 from simulator.checks.expectations import check_expectations
-from simulator.checks.properties_state import p5_no_loss, p7_tombstones
+from simulator.checks.identity import p7_tombstones
+from simulator.checks.messages import p5_no_loss
 from simulator.scenario.model import Agent, SendArgs
 
 DAY = 86_400_000

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, base_world, make_db, make_spec
+from simulator.checks import check_all
+from simulator.checks.registry import REGISTRY
 from simulator.checks.view import RunView
-from simulator.checks.properties import REGISTRY, check_all
 
 
 def judge(pid, h, db, spec=None):

@@ -10,7 +10,7 @@ read the JSON report:
 - a child that saved its data (`Coverage.current().save()`) and then
   SIGKILLed itself keeps its lines;
 - the control: without `patch = fork, _exit` the child-only lines are missed,
-  so the first check is not vacuous (shared/pitfalls.md, "coverage of
+  so the first check is not vacuous (docs/pitfalls.md, "coverage of
   multiprocess children").
 """
 

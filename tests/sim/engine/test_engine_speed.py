@@ -6,7 +6,7 @@
 - the hosted-set file written only when its bytes change (thatch_core/rehost.py);
 - `save_coverage` never importing coverage just to learn nothing measures us.
 The end-to-end guard (byte-identical history.jsonl before and after) is
-tests/test_orchestrator.py's determinism check plus the scenario library.
+tests/sim/engine/test_orchestrator.py's determinism check plus the scenario library.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import multiprocess
 import pytest
 
 from simulator import clock
-from simulator.history import _dumps
+from simulator.history import encode_event
 from simulator.protocol import Command, FollowUp, Reply, decode, encode, recv_msg, send_msg
 from thatch_core.rehost import HOSTED_STATE_FILE, HostedSet
 import repo
@@ -102,7 +102,7 @@ def test_recorder_encoder_is_json_dumps_with_the_same_options():
     """One prebuilt encoder: byte for byte json.dumps(sort_keys, compact, ensure_ascii=False, default=str)."""
     event = {"t": 1, "dispatch": 2, "proc": "h1", "inc": 0, "session": None, "kind": "wake",
              "data": {"text": "héllo\u2028\"x\"", "n": [1.5, None, True], "z": {"b": 1, "a": Path("/p")}}, "seq": 5}
-    assert _dumps(event) == json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert encode_event(event) == json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 @pytest.mark.rules("R15")

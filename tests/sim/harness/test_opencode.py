@@ -2,7 +2,7 @@
 
 Each test builds a HarnessContext like the orchestrator would, drives the
 harness with Commands at virtual times (follow-ups run in agenda order by
-`testkit.Driver`), and checks the history events a checker would read and the
+`harnesskit.Driver`), and checks the history events a checker would read and the
 shared database.
 """
 

@@ -1,8 +1,9 @@
 """The scenario pytest plugin end to end, through a real pytest in a subprocess.
 
-The engine is stood in for by a conftest in the pytester directory (a fake
-`simulator.api` module), so these tests pin collection, ids, options, the
-failure story and the tally without running a simulation.
+The engine is stood in for by a conftest in the pytester directory that
+implements the plugin's `pytest_sim_run_scenario` hook, so these tests pin
+collection, ids, options, the failure story, the kept report and the tally
+without running a simulation.
 """
 
 from __future__ import annotations
@@ -38,42 +39,34 @@ steps:
     send: {{from: alice, to: bob}}
 """
 
-# A stand-in engine: a scenario whose name contains "fail" breaks P3 and a reach
-# claim; "boom" raises. Every call is logged to runs.jsonl with its seed.
+# A stand-in engine, answering the plugin's own hook: a scenario whose name
+# contains "fail" breaks P3 and a reach claim; "boom" raises. Every call is
+# logged to runs.jsonl with its seed. The run report is the real one, drawn
+# from the one-event history written here.
 FAKE_ENGINE = '''
-import json, sys, types
+import json
 from pathlib import Path
-import simulator
 from simulator.result import RunResult, Verdict
 
 
-def run_scenario(spec, *, run_dir, seed=None, wall_timeout_s=120, overrides=None,
-                 sample_interval_ms=None, progress=None, check=True):
+def pytest_sim_run_scenario(spec, run_dir, seed, wall_timeout_s):
     with open(Path(__file__).parent / "runs.jsonl", "a") as log:
         log.write(json.dumps({"name": spec.name, "seed": seed}) + "\\n")
     if "boom" in spec.name:
         raise RuntimeError("engine exploded")
-    (Path(run_dir) / "history.jsonl").write_text("")
     ok = "fail" not in spec.name
-    wake = {"t": 90000, "proc": "h2", "session": "bob", "kind": "wake",
+    wake = {"i": 0, "t": 90000, "dispatch": 1, "proc": "h2", "session": "bob", "kind": "wake",
             "data": {"senders": ["ba-sil-00001"], "count": 1}}
+    history = Path(run_dir) / "history.jsonl"
+    history.write_text(json.dumps(wake, sort_keys=True) + "\\n")
     verdicts = [
         Verdict("P1", "single-deliverer", "pass", rules=("R25",)),
         Verdict("P3", "at-least-once", "pass" if ok else "fail", "bob had unread mail and no wake came.",
                 ("R18", "R19"), [wake]),
         Verdict("reach:re-nudge", "re-nudge", "pass" if ok else "not-reached"),
     ]
-    return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "thatch.db",
-                     Path(run_dir) / "history.jsonl", [], verdicts, 0.1, 600000, 42)
-
-api = types.ModuleType("simulator.api")
-api.run_scenario = run_scenario
-sys.modules["simulator.api"] = api
-simulator.api = api
-
-reporting = types.ModuleType("simulator.report.html")
-reporting.write_run_report = lambda result, out: (Path(out) / "index.html").write_text(result.scenario)
-sys.modules["simulator.report.html"] = reporting
+    return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "thatch.db", history, [wake], verdicts,
+                     0.1, 600000, 42)
 '''
 
 
@@ -162,7 +155,10 @@ def test_failing_scenario_tells_the_story_and_the_rerun(sim):
     ])
     # only the failed run is kept under reports/runs (default --sim-report failed), with its report page
     assert sorted(p.name for p in (sim.path / "reports" / "runs").iterdir()) == ["two-tabs-fail"]
-    assert (sim.path / "reports" / "runs" / "two-tabs-fail" / "index.html").read_text() == "two-tabs-fail"
+    kept = sim.path / "reports" / "runs" / "two-tabs-fail"
+    page = (kept / "index.html").read_text()
+    assert "two-tabs-fail" in page and 'id="w1"' in page  # the report of this run, its witness marked
+    assert (kept / "history.jsonl").read_text().count("\n") == 1
     props = {case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
              for case in ET.parse(sim.path / "junit.xml").iter("testcase")}
     assert props["two-tabs-fail"]["seed"] == "7"

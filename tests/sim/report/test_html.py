@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.junit import property_summary_table, tally_verdicts
-from reportkit import example_result, long_example
+from reportkit import CAROL, example_result, long_example
 from simulator.report.lanes import MAX_ROWS, build_layout, fmt_t
 from simulator.report.svg import C_WITNESS
 from simulator.report.html import render_html, write_run_report
@@ -148,19 +147,6 @@ def test_row_cap_keeps_witnesses(tmp_path):
     assert 'id="w1"' in html and "rows not drawn" in html
 
 
-def test_property_summary_table_aligns():
-    verdicts = [Verdict("P1", "single", "pass"), Verdict("P3", "alo", "fail"), Verdict("P10", "pp", "not-reached"),
-                Verdict("reach:x", "x", "pass"), Verdict("P1", "single", "skipped")]
-    tallies = tally_verdicts(verdicts)
-    assert tallies["P1"] == {"checked": 1, "passed": 1, "failed": 0, "not reached": 0}
-    table = property_summary_table(tallies)
-    lines = table.splitlines()
-    assert lines[0].split() == ["property", "checked", "passed", "failed", "not", "reached"]
-    assert [ln.split()[0] for ln in lines[2:5]] == ["P1", "P3", "P10"]
-    assert lines[-1].split() == ["total", "3", "1", "1", "1"]
-    assert len({len(ln) for ln in lines if not ln.startswith("-")}) == 1  # right-aligned columns
-
-
 def test_fault_arrow_targets_process_named_by_its_step(tmp_path):
     """A crash's `fault-fired` names no process; the arrow goes where its `fault` step pointed."""
     result = example_result(tmp_path / "run")
@@ -207,3 +193,33 @@ def test_screenshot_script_renders_a_png(tmp_path):
     _, index, _ = _write(tmp_path)
     png = mod.screenshot(index, tmp_path / "shot.png", "800,600")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _text_reach(el: ET.Element) -> float:
+    """A lower bound of how far right a text reaches: DejaVu Sans averages over 0.5 em a character."""
+    px = 9.5 if "sm" in (el.get("class") or "").split() else 10.5
+    width = len(el.text or "") * 0.5 * px
+    anchor = el.get("text-anchor", "start")
+    return float(el.get("x")) + (width if anchor == "start" else width / 2 if anchor == "middle" else 0)
+
+
+def test_svg_is_wide_enough_for_the_last_lanes_labels(tmp_path):
+    """carol sits on the rightmost lane: her `registered mi-ta-00001` label and a witness
+    outline on her row are inside both SVGs, which share one width."""
+    result = example_result(tmp_path / "run")
+    registered = next(e for e in result.history if e["kind"] == "registered" and e["session"] == "carol")
+    result.verdicts.append(Verdict("P7", "identity", "fail", "carol", witness=[registered]))
+    html = render_html(result)
+    header = ET.fromstring(next(s for s in _svgs(html) if 'aria-label="lanes"' in s))
+    diagram = ET.fromstring(next(s for s in _svgs(html) if 'aria-label="timeline"' in s))
+    width = float(diagram.get("width"))
+    assert float(header.get("width")) == width
+    assert diagram.get("viewBox") == f"0 0 {diagram.get('width')} {diagram.get('height')}"
+    texts = list(diagram.iter("text")) + list(header.iter("text"))
+    assert any(t.text == f"registered {CAROL}" for t in texts)
+    for t in texts:
+        assert _text_reach(t) <= width, t.text
+    w = build_layout(result.history, result.verdicts).witness[registered["i"]]
+    outline = next(g for g in diagram.iter("g") if g.get("id") == f"w{w}")
+    box = next(r for r in outline.iter("rect") if r.get("stroke") == C_WITNESS)
+    assert float(box.get("x")) + float(box.get("width")) <= width

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from simulator.scenario import loader
+from simulator.scenario.durations import parse_duration, parse_word_or_duration
+from simulator.scenario.errors import did_you_mean
 from simulator.scenario.loader import (
     BadValueError, CrossReferenceError, MissingFieldError, ScenarioError, ScenarioErrors,
     ScenarioSyntaxError, UnknownKeyError, format_key_path, load_file, parse_scenario,
 )
+from simulator.scenario.model import RepeatedBody, expand_body
 from simulator.scenario.schema import SCHEMA_PATH, schema_text
-from simulator.scenario.model import RepeatedBody, expand_body, parse_duration
 import repo
 
 
@@ -178,6 +180,21 @@ def test_error_classes_share_one_root_with_one_line_docstrings():
 def test_format_key_path():
     assert format_key_path(("steps", 3, "send", "to")) == "steps[3].send.to"
     assert format_key_path(()) == "(scenario)"
+
+
+def test_did_you_mean_names_the_closest_choice_or_nothing():
+    assert did_you_mean("sesions", ["sessions", "steps"]) == "did you mean `sessions`?"
+    assert did_you_mean("Stp", ["Stop", "stop"], listing="one of: Stop, stop") == "did you mean `Stop`? (one of: Stop, stop)"
+    # A same-letters match wins over a closer spelling when case does not count.
+    assert did_you_mean("STOP", ["Stoo", "stop"], case_insensitive=True) == "did you mean `stop`?"
+    assert did_you_mean("zzz", ["sessions", "steps"]) is None
+
+
+def test_word_or_duration_takes_the_word_or_a_duration():
+    assert parse_word_or_duration("end", "end") == "end"
+    assert parse_word_or_duration("2m", "end") == 120_000
+    with pytest.raises(ValueError, match=r"^'never' is neither a duration nor `end` — write `end` or a number"):
+        parse_word_or_duration("never", "end")
 
 
 def test_committed_schema_matches_the_model():

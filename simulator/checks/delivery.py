@@ -1,81 +1,19 @@
-"""The run properties P1-P10: small registered checkers over a history and the final db.
+"""Delivery properties: who wakes a session, how often, and that mail gets a wake.
 
-Each checker is a function decorated with `@prop(pid, title, rules=...)`
-whose docstring states the property in one sentence (the precise definitions
-and their tolerances are in docs/decisions/properties.md). A checker gets a
-`RunView` and returns a `Verdict`: "pass", "fail" (a short message and the few
-events that break it), or "skipped" when the situation never occurred in the
-run. `check_all` turns a skip of a property the scenario listed by name into
-"not-reached" (Reach, not just pass), and adds the reach claims, the point
-expectations and one verdict per fault step.
-
-Safety properties (P1, P2, P5-P10) are judged over the whole run; the
-progress parts of P3 and P4 only where the run gave the system a chance.
+P1 single deliverer, P2 rate cap, P3 at-least-once, P10 ping-pong bounded.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from typing import Optional
 
-from simulator.checks.view import HOUR_MS, RENUDGE_MS, RunView, brief
+from simulator.checks.registry import passed, prop, skipped, verdict
+from simulator.checks.view import RunView
+from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
+from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, RENUDGE_MS
 from simulator.result import Verdict
-from simulator.scenario.model import format_duration
 
-MAX_WAKES_PER_HOUR = 6
-WITNESS_MAX = 8
-
-Checker = Callable[[RunView], Verdict]
-REGISTRY: dict[str, tuple[str, tuple[str, ...], Checker]] = {}
-
-
-def prop(pid: str, title: str, *, rules: tuple[str, ...] = ()) -> Callable[[Checker], Checker]:
-    """Register a property checker under its P-id (refused twice, or without a docstring)."""
-    def deco(fn: Checker) -> Checker:
-        if pid in REGISTRY:
-            raise ValueError(f"property {pid} is registered twice ({REGISTRY[pid][2].__name__} and {fn.__name__})")
-        if not (fn.__doc__ or "").strip():
-            raise ValueError(f"property {pid} ({fn.__name__}) needs a one-sentence docstring stating it")
-        REGISTRY[pid] = (title, tuple(rules), fn)
-        fn.pid, fn.title, fn.rules = pid, title, tuple(rules)  # type: ignore[attr-defined]
-        return fn
-    return deco
-
-
-def verdict(fn: Any, status: str, message: str = "", witness: list[dict] | None = None) -> Verdict:
-    wit = [brief(e) if "kind" in e else e for e in (witness or [])][:WITNESS_MAX]
-    return Verdict(fn.pid, fn.title, status, message, fn.rules, wit)  # type: ignore[arg-type]
-
-
-def passed(fn: Any, message: str) -> Verdict:
-    return verdict(fn, "pass", message)
-
-
-def skipped(fn: Any, message: str) -> Verdict:
-    return verdict(fn, "skipped", message)
-
-
-def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dict] | None:
-    """The first cap+1 wakes that fall inside one rolling hour, or None."""
-    ts = sorted(wakes, key=lambda e: e["i"])
-    for k in range(len(ts) - cap):
-        if ts[k + cap]["t"] - ts[k]["t"] < HOUR_MS:
-            return ts[k:k + cap + 1]
-    return None
-
-
-def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[tuple, list[dict]]:
-    out: dict[tuple, list[dict]] = {}
-    for w in view.of("wake"):
-        if labels is not None and w.get("session") not in labels:
-            continue
-        inc = view.inc_of(w)
-        out.setdefault((w.get("proc"), inc.n if inc else None, w.get("session")), []).append(w)
-    return out
-
-
-# ---------------------------------------------------------------------------
-# P1, P2: who may wake a session, and how often
-# ---------------------------------------------------------------------------
 
 @prop("P1", "single-deliverer", rules=("R25", "R18"))
 def p1_single_deliverer(view: RunView) -> Verdict:
@@ -124,10 +62,6 @@ def p2_rate_cap(view: RunView) -> Verdict:
     return passed(p2_rate_cap, f"{sum(map(len, groups.values()))} wakes, none over the cap")
 
 
-# ---------------------------------------------------------------------------
-# P3: at-least-once (progress, judged at the end of the drain)
-# ---------------------------------------------------------------------------
-
 def _grace(view: RunView, label: str, proc: str | None) -> int:
     """How long a deliverable message may legitimately wait: two poll cycles and a turn."""
     agent = view.agents.get(label)
@@ -158,10 +92,8 @@ def send_times(view: RunView) -> dict[tuple, list[int]]:
     return out
 
 
-@prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R23"))
-def p3_at_least_once(view: RunView) -> Verdict:
-    """At the end of the drain every unread message to a registered session hosted by a live opencode process got a wake at or after its creation (unless that host's hourly cap is full or the run left no time), and every crash at delivered-stamp is followed by another wake of that session once a live process hosts it again."""
-    registered = {r["session_id"] for r in view.db["sessions"]}
+def _unread_mail_obligations(view: RunView, registered: set[str]) -> tuple[int, Optional[Verdict]]:
+    """Unread mail to a live opencode host's registered session owed a wake: (judged, failure)."""
     sends = send_times(view)
     checked = 0
     end = view.t_end
@@ -188,9 +120,16 @@ def p3_at_least_once(view: RunView) -> Verdict:
         if not any(w["t"] >= created for w in view.of("wake", session=label)):
             sent = [c for c in view.calls if c.call is not None and abs(c.call["t"] - created) < 1_000 and c.body == m["body"]]
             wit = [w for c in sent[:1] for w in c.witness()] + ([host.start_event] if host.start_event else [])
-            return verdict(p3_at_least_once, "fail",
-                           f"message #{m['id']} to {label} (created t={created}) is unread at the end and no wake came after it, "
-                           f"though {host.proc}#{host.n} hosted {label} live", wit)
+            return checked, verdict(p3_at_least_once, "fail",
+                                    f"message #{m['id']} to {label} (created t={created}) is unread at the end and no wake came after it, "
+                                    f"though {host.proc}#{host.n} hosted {label} live", wit)
+    return checked, None
+
+
+def _stamp_crash_obligations(view: RunView, registered: set[str]) -> tuple[int, Optional[Verdict]]:
+    """A crash at delivered-stamp owes another wake once a live process hosts the session again: (judged, failure)."""
+    checked = 0
+    end = view.t_end
     for crash in view.of("crash"):
         if crash["data"].get("point") != "delivered-stamp":
             continue
@@ -212,62 +151,52 @@ def p3_at_least_once(view: RunView) -> Verdict:
         if label not in {view.label_of.get(s) for s in registered}:
             continue
         wit = prior[-1:] + [crash] + ([rehost.start_event] if rehost and rehost.start_event else [])
-        return verdict(p3_at_least_once, "fail",
-                       f"{label}'s wake at t={prior[-1]['t'] if prior else '?'} lost its stamp to a crash, and no re-nudge came "
-                       f"though a live process hosted {label} again from t={first}", wit)
+        return checked, verdict(p3_at_least_once, "fail",
+                                f"{label}'s wake at t={prior[-1]['t'] if prior else '?'} lost its stamp to a crash, and no re-nudge came "
+                                f"though a live process hosted {label} again from t={first}", wit)
+    return checked, None
+
+
+@prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R23"))
+def p3_at_least_once(view: RunView) -> Verdict:
+    """At the end of the drain every unread message to a registered session hosted by a live opencode process got a wake at or after its creation (unless that host's hourly cap is full or the run left no time), and every crash at delivered-stamp is followed by another wake of that session once a live process hosts it again."""
+    registered = {r["session_id"] for r in view.db["sessions"]}
+    checked = 0
+    for obligations in (_unread_mail_obligations, _stamp_crash_obligations):
+        judged, failure = obligations(view, registered)
+        if failure is not None:
+            return failure
+        checked += judged
     if not checked:
         return skipped(p3_at_least_once, "no deliverable unread mail at the end and no crash at delivered-stamp")
     return passed(p3_at_least_once, f"{checked} obligations met")
 
 
-# P4-P10 live in their own module; importing it registers them.
-from simulator.checks import properties_state  # noqa: E402,F401
-
-
-# ---------------------------------------------------------------------------
-# Running everything
-# ---------------------------------------------------------------------------
-
-def check_properties(spec: Any, view: RunView) -> list[Verdict]:
-    listed = spec.properties != "all"
-    out = []
-    for pid in spec.checked_properties():
-        title, rules, fn = REGISTRY[pid]
-        try:
-            v = fn(view)
-        except Exception as exc:  # noqa: BLE001 - a checker bug must show as a failure, not kill the report
-            v = Verdict(pid, title, "fail", f"checker error: {type(exc).__name__}: {exc}", rules)
-        if listed and v.status == "skipped":
-            v.status = "not-reached"
-            v.message = f"listed in properties: but nothing to check ({v.message})"
-        out.append(v)
-    return out
-
-
-def check_faults(spec: Any, view: RunView) -> list[Verdict]:
-    """One verdict per fault step: fired, or not-reached."""
-    fired = {e["data"].get("step"): e for e in view.of("fault-fired")}
-    not_fired = {e["data"].get("step"): e for e in view.of("fault-not-fired")}
-    out = []
-    for idx, step in enumerate(spec.steps):
-        if not step.is_fault:
-            continue
-        where = f"step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"
-        title = f"{step.action} fault"
-        if idx in fired and idx not in not_fired:
-            out.append(Verdict(f"fault#{idx}", title, "pass", f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
-                               (), [brief(fired[idx])]))
-        else:
-            wit = [brief(not_fired[idx])] if idx in not_fired else []
-            out.append(Verdict(f"fault#{idx}", title, "not-reached", f"{where} never took effect", (), wit))
-    return out
-
-
-def check_all(spec: Any, history: list[dict[str, Any]], db_path: Any, run_info: dict | None = None) -> list[Verdict]:
-    """Every verdict of a run: properties, reach claims, point expectations, faults."""
-    from simulator.checks.expectations import check_expectations
-    from simulator.checks.reach import check_reaches
-
-    view = RunView(spec, history, db_path, run_info)
-    return (check_properties(spec, view) + check_reaches(spec, view)
-            + check_expectations(spec, view) + check_faults(spec, view))
+@prop("P10", "ping-pong-bounded", rules=("R22",))
+def p10_ping_pong(view: RunView) -> Verdict:
+    """Ping-pong sessions get at most 6 wakes per process incarnation per rolling hour, and each pair exchanges at most (6 x hours x incarnations + non-wake turns, summed over both sides) x seeds + seeds messages, seeds being the scripted sends and broadcasts of the pair."""
+    pp = {label for label, a in view.agents.items() if getattr(a, "kind", "") == "ping-pong"}
+    if not pp:
+        return skipped(p10_ping_pong, "no ping-pong agent in the scenario")
+    for (proc, n, label), ws in wakes_by_incarnation(view, pp).items():
+        over = rolling_excess(ws)
+        if over:
+            return verdict(p10_ping_pong, "fail", f"ping-pong {label} got {len(over)} wakes from {proc}#{n} within one hour", over)
+    hours = max(1, math.ceil(max(view.t_end, 1) / HOUR_MS))
+    pairs: dict[frozenset, list[dict]] = {}
+    for r in view.db["messages"]:
+        a, b = view.label_of.get(r["from_session"]), view.label_of.get(r["to_session"])
+        if a in pp or b in pp:
+            pairs.setdefault(frozenset((a, b)), []).append(r)
+    for pair, msgs in pairs.items():
+        seeds = sum(1 for st in view.steps if st.action in ("send", "broadcast") and st.args.sender in pair)
+        budget = 0
+        for label in pair:
+            incs = max(1, sum(1 for inc in view.incs if label in inc.sessions))
+            turns = [e for e in view.of("turn-start", session=label) if e["data"].get("cause") != "wake"]
+            budget += MAX_WAKES_PER_HOUR * hours * incs + len(turns)
+        bound = budget * max(1, seeds) + seeds
+        if len(msgs) > bound:
+            return verdict(p10_ping_pong, "fail", f"pair {sorted(map(str, pair))} exchanged {len(msgs)} messages, bound {bound}",
+                           [{"db_row": r} for r in msgs[-4:]])
+    return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap")

@@ -1,0 +1,110 @@
+"""Identity properties: names (P6), leave tombstones (P7), continuation across a fork (P9)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
+from simulator.checks.view import RunView
+from simulator.design import HOOK_LINE_RE, mcp_session_id
+from simulator.result import Verdict
+
+# R2: an assigned name is a lowercase base of one or more words and a number of five or more digits.
+NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
+
+
+def _legacy_name(view: RunView, label: str, name: str) -> bool:
+    """`name` is the claimed name of `label`'s own 002-era row (`legacy:`), as
+    migrated: case kept, or with the `-N` suffix a case clash gets (D-store-6)."""
+    for row in getattr(view.spec, "legacy", None) or ():
+        if row.session == label and re.fullmatch(re.escape(row.name) + r"(-\d+)?", name):
+            return True
+    return False
+
+
+@prop("P6", "names", rules=("R2", "R5", "R6"))
+def p6_names(view: RunView) -> Verdict:
+    """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost) and are never reissued: a session that left and came back gets a name never seen before."""
+    obs = view.name_observations()
+    if not any(n for _, _, n in obs):
+        return skipped(p6_names, "no session was ever registered")
+    owner: dict[str, tuple[str, dict]] = {}
+    last: dict[str, tuple[Optional[str], dict]] = {}
+    for e, label, name in obs:
+        if name is None:
+            last[label] = (None, e)
+            continue
+        if not NAME_RE.match(name) and not _legacy_name(view, label, name):
+            return verdict(p6_names, "fail", f"{label}'s name {name!r} is not an assigned name (base-00001)", [e])
+        key = name.lower()
+        if key in owner and owner[key][0] != label:
+            return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}", [owner[key][1], e])
+        prev, pe = last.get(label, (None, None))
+        if prev is not None and prev.lower() != key and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label)):
+            return verdict(p6_names, "fail", f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
+        if key in owner:
+            # Its own old name again: fine on a reclaim, never after a leave (names are not reissued).
+            left = [x for x in view.leaves(label) if owner[key][1]["i"] < x["i"] < e["i"]]
+            if left:
+                return verdict(p6_names, "fail", f"{label} left and came back under its old name {name}", [owner[key][1], left[0], e])
+        owner.setdefault(key, (label, e))
+        last[label] = (name, e)
+    for e in view.of("sample"):
+        seen: dict[str, str] = {}
+        for label, row in (e["data"].get("sessions") or {}).items():
+            if row.get("registered") and row.get("name"):
+                if row["name"].lower() in seen:
+                    return verdict(p6_names, "fail", f"{seen[row['name'].lower()]} and {label} share the name {row['name']}", [e])
+                seen[row["name"].lower()] = label
+    return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued")
+
+
+# R7/R26: the hourly prune removes tombstones older than 7 days, after which
+# a session may auto-register again (under a fresh name, which P6 checks).
+TOMBSTONE_TTL_MS = 7 * 86_400_000
+
+
+@prop("P7", "tombstones", rules=("R7", "R17"))
+def p7_tombstones(view: RunView) -> Verdict:
+    """After an ok leave (unregister, session.deleted, greenlit exit) of a session, no later sample or registration shows it registered until its own ok explicit chat_register, or until its tombstone aged out (more than 7 days after the leave)."""
+    leaves = view.leaves()
+    if not leaves:
+        return skipped(p7_tombstones, "no session left the directory")
+    for leave in leaves:
+        label = leave.get("session")
+        back = next((e["i"] for e in view.explicit_registers(label) if e["i"] > leave["i"]), None)
+        for e, lab, name in view.name_observations():
+            if lab == label and name and e["i"] > leave["i"] and (back is None or e["i"] < back) \
+                    and not (leave["kind"] == "leave" and e["t"] == leave["t"]) \
+                    and e["t"] - leave["t"] <= TOMBSTONE_TTL_MS:
+                if e["kind"] == "registered" and e["data"].get("how") == "explicit":
+                    continue
+                wit = [leave, sample_row(e, label) if e["kind"] == "sample" else e]
+                return verdict(p7_tombstones, "fail", f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
+                               "without an explicit chat_register", wit)
+    return passed(p7_tombstones, f"{len(leaves)} leaves stuck")
+
+
+@prop("P9", "continuation", rules=("R33",))
+def p9_continuation(view: RunView) -> Verdict:
+    """After a session-id fork the session's next hook line shows the name it had before, and no mail is left addressed to the old identity."""
+    forks = view.of("fork")
+    checked = 0
+    for f in forks:
+        label = f.get("session")
+        before = view.name_at(label, f["i"]) if label else None
+        nxt = next((h for h in view.of("hook", session=label) if h["i"] > f["i"] and HOOK_LINE_RE.match(str(h["data"].get("line") or ""))), None)
+        if before is None or nxt is None:
+            continue
+        checked += 1
+        shown = HOOK_LINE_RE.match(nxt["data"]["line"]).group("name")
+        if shown.lower() != before.lower():
+            return verdict(p9_continuation, "fail", f"{label} was {before} before the fork but its next hook line says {shown}", [f, nxt])
+        old = mcp_session_id(f["data"]["old_host_id"]) if f["data"].get("old_host_id") else None
+        left = [r for r in view.db["messages"] if old and r["to_session"] == old]
+        if left:
+            return verdict(p9_continuation, "fail", f"{len(left)} message(s) still addressed to {label}'s pre-fork id {old}", [f, nxt, {"db_row": left[0]}])
+    if not checked:
+        return skipped(p9_continuation, "no fork followed by a hook line")
+    return passed(p9_continuation, f"{checked} forks carried name and mail")

@@ -1,0 +1,90 @@
+"""Liveness (P4): a live host keeps its sessions fresh; a dead one lets them go stale on time.
+
+Stored stamps have second resolution, so the bounds allow one second of slack.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
+from simulator.checks.view import Incarnation, RunView
+from simulator.design import SECOND_MS
+from simulator.result import Verdict
+
+
+def _disturbed(view: RunView, proc: str, t: int) -> bool:
+    """Inside (or a staleness period after) a sleep, a lock, or a caught store error of `proc`."""
+    poll = view.poll_ms(proc)
+    if view.asleep(t, slack=poll + SECOND_MS):
+        return True
+    if any(a <= t <= b + view.stale_ms + poll for a, b in view.lock_windows()):
+        return True
+    return any(e["t"] <= t <= e["t"] + view.stale_ms + poll for e in view.of("store-error", proc=proc))
+
+
+def _polls(view: RunView, inc: Incarnation, label: str) -> list[dict]:
+    """Polls of `inc` that beat `label` (every poll when the event lists no hosted set), cached."""
+    cache = view.__dict__.setdefault("_poll_cache", {})
+    key = (id(inc), label)
+    if key not in cache:
+        cache[key] = [e for e in view.of("poll", proc=inc.proc) if view.inc_of(e) is inc
+                      and ("hosted" not in e["data"] or label in (e["data"].get("hosted") or ()))]
+    return cache[key]
+
+
+def _last_before(events: list[dict], i: float) -> Optional[dict]:
+    """The last event of an i-sorted list with position < i."""
+    lo, hi = 0, len(events)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if events[mid]["i"] < i:
+            lo = mid + 1
+        else:
+            hi = mid
+    return events[lo - 1] if lo else None
+
+
+@prop("P4", "liveness", rules=("R14", "R15", "R35"))
+def p4_liveness(view: RunView) -> Verdict:
+    """An opencode session hosted by a live, awake, undisturbed process that has beaten it once never samples stale; one whose host died samples stale from death + 60 s + one poll interval on and not before its last beat + 60 s (mcp rows exempt)."""
+    checked = 0
+    for s in view.of("sample"):
+        for label, row in (s["data"].get("sessions") or {}).items():
+            if not row.get("registered") or row.get("host_kind", "opencode") != "opencode":
+                continue
+            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=("opencode",)) if view.hosting(inc, label, s["t"])]
+            if live:
+                inc = live[-1]
+                last = _last_before(_polls(view, inc, label), s["i"])
+                if last is None or view.poll_ms(inc.proc) + SECOND_MS >= view.stale_ms or _disturbed(view, inc.proc, s["t"]):
+                    continue
+                checked += 1
+                if row.get("stale"):
+                    return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']} though {inc.proc}#{inc.n} hosts it live "
+                                   f"(last poll t={last['t']})", [sample_row(s, label), last, inc.start_event])
+                continue
+            if view.hosts(label, s["t"], s["i"]):
+                continue  # hosted live by a non-opencode process or out of grace: not judged
+            dead = [inc for inc in view.incs if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
+            if not dead:
+                continue
+            inc = dead[-1]
+            last = _last_before(_polls(view, inc, label), inc.end_i)
+            polls = [last] if last else []
+            since_kill = s["t"] - inc.end_t
+            if since_kill > view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
+                checked += 1
+                if not row.get("stale"):
+                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}, {since_kill} ms after its host "
+                                   f"{inc.proc}#{inc.n} died", [inc.exit_event, sample_row(s, label)])
+            elif polls and row.get("stale") and s["t"] < polls[-1]["t"] + view.stale_ms - SECOND_MS:
+                if any(e["t"] >= polls[-1]["t"] - view.stale_ms for e in view.of("store-error", proc=inc.proc)) \
+                        or view.asleep(polls[-1]["t"]) or not view.name_at(label, polls[-1]["i"]):
+                    continue
+                checked += 1
+                return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']}, less than 60 s after its last beat "
+                               f"(t={polls[-1]['t']}) by its dead host {inc.proc}#{inc.n}", [polls[-1], inc.exit_event, sample_row(s, label)])
+    if not checked:
+        return skipped(p4_liveness, "no sample of a hosted or orphaned opencode session to judge")
+    return passed(p4_liveness, f"{checked} sampled sessions consistent with their hosts")

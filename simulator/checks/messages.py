@@ -1,0 +1,195 @@
+"""Message properties: what was sent is stored once and read once (P5), broadcasts are all-or-nothing (P8)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
+from simulator.checks.view import Call, RunView
+from simulator.result import Verdict
+
+
+_SENT_TO = re.compile(r"^Message sent to (\S+) \(")
+
+
+def _pruned_ids(view: RunView) -> set[str]:
+    return {r["session_id"] for r in view.db["pruned"]}
+
+
+def _ever_pruned(view: RunView) -> set[str]:
+    """Labels that vanished from the directory without a leave or a fork (pruned,
+    R26). A pruned session that registers again drops out of chat_pruned, but
+    its unread mail may have been swept in between."""
+    return {label for label, _prev, _s, _row in view.vanishings()}
+
+
+def _read_crashes(view: RunView) -> list[dict]:
+    return [c for c in view.of("crash") if c["data"].get("point") == "read-stamp"]
+
+
+def _send_sender(view: RunView, call: Call) -> Optional[str]:
+    """The label a send is stored from: the caller, except on Cursor, whose
+    server trusts the claimed `as` (R32), so a claim naming another session
+    is stored as that session's mail."""
+    claim = call.args.get("as") if isinstance(call.args, dict) else None
+    if claim and view.proc_kind.get(call.proc) == "cursor":
+        return view.label_for_name(str(claim)) or call.session
+    return call.session
+
+
+def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
+    """Ok chat_send calls by (sender label, recipient, trimmed body)."""
+    results: dict[tuple, list[Call]] = {}
+    for c in view.calls_of("send", ok=True):
+        m = _SENT_TO.match(c.text)
+        to = m.group(1) if m else str(c.args.get("to", ""))
+        # Recipients compare by label when known: a name can change after a leave.
+        results.setdefault((_send_sender(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(), c.body), []).append(c)
+    return results
+
+
+def _stored_sends(view: RunView) -> dict[tuple, list[dict]]:
+    """Direct (not broadcast) db rows by (sender label, recipient, body)."""
+    names = view.id_names()
+    rows: dict[tuple, list[dict]] = {}
+    for r in view.db["messages"]:
+        if not r["via_broadcast"]:
+            to = view.label_of.get(r["to_session"]) or str(names.get(r["to_session"], r["to_session"])).lower()
+            rows.setdefault((view.label_of.get(r["from_session"]), to, r["body"]), []).append(r)
+    return rows
+
+
+def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[str]) -> Optional[Verdict]:
+    """Each accepted send has exactly one row, unless prune swept the recipient's mail."""
+    rows = _stored_sends(view)
+    for key, calls in results.items():
+        got = rows.get(key, [])
+        if len(got) > len(calls):
+            return verdict(p5_no_loss, "fail", f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} stored {len(got)} times",
+                           [w for c in calls[:3] for w in c.witness()] + [{"db_row": r} for r in got[:3]])
+        if len(got) < len(calls):
+            if any(sid in pruned for sid in view.ids.get(key[1], ())) or key[1] in _ever_pruned(view):
+                continue
+            return verdict(p5_no_loss, "fail", f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} but {len(got)} row(s) in the db",
+                           [w for c in calls[:4] for w in c.witness()])
+    return None
+
+
+def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
+    """A row is returned by at most one read of its recipient (barring a read-stamp crash) and stamped once returned."""
+    for r in view.db["messages"]:
+        label = view.label_of.get(r["to_session"])
+        needle = f" at {r['created_at']}: {r['body']}"
+        seen = [c for c in reads if c.session == label and needle in c.text]
+        twins = sum(1 for x in view.db["messages"] if x["to_session"] == r["to_session"] and x["created_at"] == r["created_at"] and x["body"] == r["body"])
+        if len(seen) > twins:
+            a, b = seen[0], seen[twins]
+            if not any(a.i < k["i"] < b.i for k in crashes):
+                return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times with no crash in chat_read between",
+                               a.witness() + b.witness())
+        if seen and not r["read_at"] and not crashes:
+            return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was returned by chat_read but is not stamped read", seen[0].witness())
+    return None
+
+
+def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
+    """A stamp nobody saw is mail lost in chat_read (stamped, never returned). Not judged
+    across a read-stamp crash or a read call of the recipient that never returned (it
+    died mid-call)."""
+    for r in view.db["messages"]:
+        label = view.label_of.get(r["to_session"])
+        if not r["read_at"] or label is None or crashes:
+            continue
+        if any(c.result is None for c in view.calls if c.tool == "read" and c.session == label):
+            continue
+        needle = f" at {r['created_at']}: {r['body']}"
+        if not any(c.session == label and needle in c.text for c in reads):
+            got = [c for c in reads if c.session == label]
+            return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
+                           "but no chat_read of its recipient returned it",
+                           [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])
+    return None
+
+
+def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optional[Verdict]:
+    """Every message a read returned is still in the db (unless prune swept the reader)."""
+    present = {(r["to_session"], r["body"]) for r in view.db["messages"]}
+    for c in reads:
+        for line in re.findall(r"^from .+? at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: (.*)$", c.text, re.M):
+            if not any(sid for sid in view.ids.get(c.session or "", ()) if (sid, line) in present) \
+                    and not any(b.startswith(line) for (sid, b) in present if view.label_of.get(sid) == c.session) \
+                    and not any(sid in pruned for sid in view.ids.get(c.session or "", ())):
+                return verdict(p5_no_loss, "fail", f"a message {c.session} read at t={c.t} is gone from the db", c.witness())
+    return None
+
+
+@prop("P5", "no-loss", rules=("R9", "R10", "R11", "R26"))
+def p5_no_loss(view: RunView) -> Verdict:
+    """Every ok chat_send is stored exactly once (sender, recipient name, trimmed body) unless prune swept it; a message appears in at most one ok chat_read of its recipient unless a crash at read-stamp came between; a message seen by a read is still in the db, stamped read."""
+    pruned = _pruned_ids(view)
+    results = _accepted_sends(view)
+    reads = view.calls_of("read", ok=True)
+    crashes = _read_crashes(view)
+    failure = (_stored_once(view, results, pruned) or _read_once(view, reads, crashes)
+               or _stamped_rows_returned(view, reads, crashes) or _read_rows_kept(view, reads, pruned))
+    if failure is not None:
+        return failure
+    if not results and not reads:
+        return skipped(p5_no_loss, "no accepted send and no read in the run")
+    return passed(p5_no_loss, f"{sum(map(len, results.values()))} sends stored once, {len(reads)} reads consistent")
+
+
+_BCAST = re.compile(r"^Broadcast sent to (\d+) sessions?(?:: (.*?))?\.(?: Skipped \d+ stale: (.*)\.)?$", re.S)
+
+
+def _names_list(text: Optional[str]) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+@prop("P8", "broadcast", rules=("R12", "R35"))
+def p8_broadcast(view: RunView) -> Verdict:
+    """Each ok broadcast stored exactly one via_broadcast row per named recipient and none for the sender or skipped sessions; only stale opencode rows are skipped (mcp rows always receive); a broadcast cut by a crash left zero rows."""
+    names = view.id_names()
+    pruned = _pruned_ids(view)
+    bcasts = [c for c in view.calls_of("broadcast") if c.ok or c.result is None]
+    if not bcasts:
+        return skipped(p8_broadcast, "no broadcast in the run")
+    samples = view.of("sample")
+    for c in bcasts:
+        mine = [r for r in view.db["messages"] if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
+        if c.result is None or not c.ok:
+            crashed = any(k["data"].get("point") == "broadcast-insert" and k.get("proc") == c.proc for k in view.of("crash"))
+            later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
+            if c.result is None and crashed and mine and not later:
+                return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows", c.witness() + [{"db_row": r} for r in mine[:3]])
+            continue
+        m = _BCAST.match(c.text)
+        if not m:
+            continue
+        recips, skipped_names = _names_list(m.group(2)), _names_list(m.group(3))
+        def who(name_or_id: str) -> str:
+            return view.label_for_name(name_or_id) or view.label_of.get(name_or_id) or str(names.get(name_or_id, name_or_id)).lower()
+        got = [who(r["to_session"]) for r in mine]
+        if c.session in got or any(who(n) in got for n in skipped_names):
+            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} stored a row for the sender or a skipped session", c.witness())
+        for n in recips:
+            label = who(n)
+            k = got.count(label)
+            if k != 1 and not (k == 0 and any(s in pruned for s in view.ids.get(label, ()))):
+                return verdict(p8_broadcast, "fail", f"broadcast by {c.session}: recipient {n} has {k} rows (want 1)", c.witness())
+        if len(got) != len(recips):
+            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} named {len(recips)} recipients but stored {len(got)} rows", c.witness())
+        before = [s for s in samples if s["i"] < c.i]
+        after = [s for s in samples if s["i"] > c.i]
+        if before and after:
+            b, a = before[-1]["data"]["sessions"], after[0]["data"]["sessions"]
+            for label, row in b.items():
+                if label == c.session or not row.get("registered") or not a.get(label, {}).get("registered"):
+                    continue
+                name = row.get("name") or ""
+                if row.get("host_kind") == "mcp" and name not in recips:
+                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} left out the mcp session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
+                if row.get("host_kind", "opencode") == "opencode" and row.get("stale") and a[label].get("last_seen") == row.get("last_seen") and name in recips:
+                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
+    return passed(p8_broadcast, f"{len(bcasts)} broadcasts all-or-nothing with the right recipients")

@@ -1,0 +1,77 @@
+"""The property registry: P1-P10 as small registered checkers, and running them.
+
+Each checker is a function decorated with `@prop(pid, title, rules=...)`
+whose docstring states the property in one sentence (the precise definitions
+and their tolerances are in docs/decisions/properties.md). A checker gets a
+`RunView` and returns a `Verdict`: "pass", "fail" (a short message and the few
+events that break it), or "skipped" when the situation never occurred in the
+run. `check_properties` turns a skip of a property the scenario listed by
+name into "not-reached" (Reach, not just pass).
+
+Safety properties (P1, P2, P5-P10) are judged over the whole run; the
+progress parts of P3 and P4 only where the run gave the system a chance.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from simulator.checks.view import RunView, brief
+from simulator.result import Verdict
+from simulator.scenario.model import Scenario
+
+WITNESS_MAX = 8
+
+Checker = Callable[[RunView], Verdict]
+REGISTRY: dict[str, tuple[str, tuple[str, ...], Checker]] = {}
+
+
+def prop(pid: str, title: str, *, rules: tuple[str, ...] = ()) -> Callable[[Checker], Checker]:
+    """Register a property checker under its P-id (refused twice, or without a docstring)."""
+    def deco(fn: Checker) -> Checker:
+        if pid in REGISTRY:
+            raise ValueError(f"property {pid} is registered twice ({REGISTRY[pid][2].__name__} and {fn.__name__})")
+        if not (fn.__doc__ or "").strip():
+            raise ValueError(f"property {pid} ({fn.__name__}) needs a one-sentence docstring stating it")
+        REGISTRY[pid] = (title, tuple(rules), fn)
+        fn.pid, fn.title, fn.rules = pid, title, tuple(rules)  # type: ignore[attr-defined]
+        return fn
+    return deco
+
+
+def verdict(fn: Checker, status: str, message: str = "", witness: list[dict] | None = None) -> Verdict:
+    """A verdict of the registered checker `fn`, with at most WITNESS_MAX witness events."""
+    wit = [brief(e) if "kind" in e else e for e in (witness or [])][:WITNESS_MAX]
+    return Verdict(fn.pid, fn.title, status, message, fn.rules, wit)  # type: ignore[attr-defined,arg-type]
+
+
+def passed(fn: Checker, message: str) -> Verdict:
+    return verdict(fn, "pass", message)
+
+
+def skipped(fn: Checker, message: str) -> Verdict:
+    return verdict(fn, "skipped", message)
+
+
+def sample_row(sample: dict, label: str) -> dict:
+    """The sample reduced to one session, for a short witness."""
+    out = dict(sample)
+    out["data"] = {"sessions": {label: sample["data"]["sessions"][label]}}
+    return out
+
+
+def check_properties(spec: Scenario, view: RunView) -> list[Verdict]:
+    """One verdict per property the scenario checks, in its order."""
+    listed = spec.properties != "all"
+    out = []
+    for pid in spec.checked_properties():
+        title, rules, fn = REGISTRY[pid]
+        try:
+            v = fn(view)
+        except Exception as exc:  # noqa: BLE001 - a checker bug must show as a failure, not kill the report
+            v = Verdict(pid, title, "fail", f"checker error: {type(exc).__name__}: {exc}", rules)
+        if listed and v.status == "skipped":
+            v.status = "not-reached"
+            v.message = f"listed in properties: but nothing to check ({v.message})"
+        out.append(v)
+    return out

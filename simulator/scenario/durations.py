@@ -1,0 +1,63 @@
+"""Durations in the scenario language: `90s`, `15m`, `5m30s`, or a bare integer of milliseconds.
+
+The parser, the shortest spelling used in messages and reports, the help text
+every duration field's description repeats, and the JSON Schema editors check
+duration fields with.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+# One or more `<number><unit>` parts, units largest first, each at most once
+# (`5m30s`, `2h10m`, `1d2h`, `1m500ms`): the lookahead makes "at least one part".
+_PART = r"\d+(?:\.\d+)?\s*"
+_DURATION = re.compile(
+    rf"^\s*(?=\d)(?:({_PART})d\s*)?(?:({_PART})h\s*)?(?:({_PART})m(?!s)\s*)?(?:({_PART})s\s*)?(?:({_PART})ms\s*)?$"
+)
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_PART_UNITS = ("d", "h", "m", "s", "ms")  # the regex's groups, in order
+DURATION_HELP = "a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"
+
+
+def parse_duration(value: Any) -> int:
+    """Milliseconds from `90s`, `15m`, `2h`, `7d`, `500ms`, a compound `5m30s` (or a bare integer of ms)."""
+    # Messages follow the loader's "problem — what to write instead" shape.
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative ({value!r}) — write {DURATION_HELP}")
+        return value
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return round(sum(float(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _PART_UNITS) if n is not None))
+    raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
+
+
+def parse_word_or_duration(value: Any, word: str) -> Any:
+    """`word` itself (`end`, `never`), or the milliseconds of a duration."""
+    if value == word:
+        return value
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is neither a duration nor `{word}` — write `{word}` or {DURATION_HELP}") from None
+
+
+def format_duration(ms: int) -> str:
+    """The shortest exact spelling of a duration, for messages and reports."""
+    for unit in ("d", "h", "m", "s"):
+        size = _UNIT_MS[unit]
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def duration_json_schema(word: Optional[str] = None) -> dict[str, Any]:
+    """The JSON Schema of a duration field, or of a `word`-or-duration field when
+    `word` is given: what the validators accept, so editors do not flag `2m`."""
+    shapes: list[dict[str, Any]] = [{"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}]
+    return {"anyOf": ([{"const": word}] if word is not None else []) + shapes}

@@ -1,0 +1,65 @@
+"""The sampler judges staleness by the design's rule (R14), not by the code under test.
+
+Stale = more than 60 s since the last beat; exactly 60 s is fresh; a
+`last_seen` nothing can read counts as stale.
+"""
+
+from __future__ import annotations
+
+import pytest
+from thatch_core.db import open_db
+
+from simulator import clock
+from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine.observer import Observer
+from simulator.engine.world import World
+from simulator.history import read_events
+from simulator.scenario.model import Scenario
+
+T = 600_000  # the sample's virtual time
+
+
+def iso(t: int) -> str:
+    """The stored timestamp of virtual time t."""
+    return clock.instant(t).strftime(clock.ISO_FORMAT)
+
+
+LAST_SEEN = {
+    "fresh": iso(T - 60_000),                                 # exactly 60 s ago: still fresh
+    "stale": iso(T - 61_000),                                 # more than 60 s ago
+    "naive": "2026-01-05 09:09:30",                           # hand-edited, naive = UTC: 30 s ago
+    "garbled": "last tuesday",                                # unreadable: nothing proves it alive
+}
+
+
+def sample(tmp_path, last_seen: dict[str, str]) -> dict:
+    spec = Scenario.model_validate({"name": "obs", "duration": "20m", "processes": [
+        {"id": "h1", "sessions": [{"id": label} for label in last_seen]}]})
+    world = World(spec, tmp_path, 3)
+    world.build()
+    conn = open_db(world.db_path)
+    for label, seen in last_seen.items():
+        conn.execute("INSERT INTO chat_sessions (session_id, name, host_kind, registered_at, last_seen)"
+                     " VALUES (?, ?, 'opencode', ?, ?)", (world.session_id(label), label, seen, seen))
+    conn.close()
+    log = DispatchLog(clock.VirtualClock(T))
+    log.open(tmp_path)
+    Observer(spec, world, log, exchange=lambda t, d, wave: [], host_of=lambda s: None).sample(T)
+    log.close()
+    events = read_events(tmp_path / "history" / "orchestrator.0.jsonl")
+    return events[-1]["data"]["sessions"]
+
+
+@pytest.mark.rules("R14")
+def test_samples_mark_stale_after_more_than_sixty_seconds_and_when_unreadable(tmp_path):
+    sessions = sample(tmp_path, LAST_SEEN)
+    assert {label: s["stale"] for label, s in sessions.items()} == {
+        "fresh": False, "stale": True, "naive": False, "garbled": True}
+    assert sessions["garbled"]["last_seen"] == "last tuesday" and sessions["fresh"]["registered"]
+
+
+@pytest.mark.rules("R14")
+def test_stored_timestamps_read_back_in_both_spellings():
+    assert clock.parse_iso_ms("2026-01-05T09:00:00Z") == clock.START_EPOCH_MS
+    assert clock.parse_iso_ms("2026-01-05 10:00:00+01:00") == clock.START_EPOCH_MS
+    assert [clock.parse_iso_ms(v) for v in (None, "", "last tuesday", 17)] == [None, None, None, None]

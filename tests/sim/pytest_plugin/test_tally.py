@@ -1,0 +1,36 @@
+"""The per-property tally of a session's scenario runs and its end-of-run table."""
+
+from __future__ import annotations
+
+from simulator.pytest_plugin.tally import PropertyTally, decode_verdicts, encode_verdicts
+from simulator.result import Verdict
+
+RUN = [Verdict("P1", "single", "pass"), Verdict("P3", "alo", "fail"), Verdict("P10", "pp", "not-reached"),
+       Verdict("reach:x", "x happens", "pass"), Verdict("expect#0", "wakes", "fail"), Verdict("fault#2", "kill fault", "pass")]
+
+
+def test_tally_counts_properties_and_reach_claims_only():
+    tally = PropertyTally()
+    tally.add(RUN)
+    tally.add([Verdict("P1", "single", "skipped"), Verdict("P2", "ordering", "skipped")])
+    assert set(tally.rows) == {"P1", "P2", "P3", "P10", "reach:x"}  # expectations and faults are per scenario
+    assert tally.rows["P1"].counts == {"checked": 1, "passed": 1, "failed": 0, "not reached": 0}
+    assert tally.rows["P2"].counts == {"checked": 0, "passed": 0, "failed": 0, "not reached": 0}
+    assert tally.rows["P3"].counts["failed"] == 1 and tally.rows["P10"].counts["not reached"] == 1
+
+
+def test_table_orders_properties_by_id_then_reach_claims_and_aligns_columns():
+    tally = PropertyTally()
+    tally.add(RUN)
+    tally.add(RUN)
+    lines = tally.table()
+    assert lines[0].split() == ["check", "checked", "passed", "failed", "not", "reached"]
+    assert [ln.split()[0] for ln in lines[1:]] == ["P1", "P3", "P10", "reach:x"]
+    assert lines[1] == "P1 single        2       2       0            0"
+    assert lines[4] == "reach:x          2       2       0            0"  # a reach claim's id is its label
+    assert len({len(ln) for ln in lines}) == 1  # numbers right-aligned under their headers
+
+
+def test_verdicts_survive_the_trip_through_user_properties():
+    decoded = decode_verdicts(encode_verdicts(RUN))
+    assert sorted((v.check, v.title, v.status) for v in decoded) == sorted((v.check, v.title, v.status) for v in RUN)
