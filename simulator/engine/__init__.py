@@ -1,0 +1,1 @@
+"""The parent process of a run: the agenda over virtual time, the forks, fault steps, observations."""
