@@ -1,21 +1,25 @@
-"""Simulator benchmark: virtual/wall speedup, engine overhead, scaling with processes.
+"""Simulator benchmark: virtual/wall speedup, engine overhead, scaling with processes, the suite.
 
-    python bench/bench.py            # the reference run (24 virtual hours, 16 x 4 sessions)
-    python bench/bench.py --quick    # a CI smoke version of everything
+    python -m simulator bench            # the reference run (24 virtual hours, 16 x 4 sessions)
+    python -m simulator bench --quick    # a CI smoke version of everything
+    python bench/bench.py [--quick]      # the same, without the CLI
 
-Prints, side by side:
+Prints, side by side in one run:
 - the reference run: 16 opencode harness processes hosting 64 sessions that
   mail each other for 24 virtual hours; wall time and virtual/wall speedup
-  (target >= 5000x), in two columns: `serial` dispatch (the default, one
-  command at a time: deterministic, byte-identical histories) and
-  `concurrent` dispatch (the race mode: commands due at the same virtual
-  instant go out as one wave; all 16 pollers beat at the same instants, so
-  their polls run in parallel on every core);
+  (target >= 15,000x) under each engine: `windowed` (serial dispatch; each
+  process runs its own timers up to the next instant anything crosses a
+  process boundary, one round trip per window: D-sim-23), `lockstep` (serial
+  dispatch, one round trip per agenda entry) and `concurrent` dispatch (the
+  race mode: commands due at one instant go out as one wave);
 - the raw cost of the same SQL work done by thatch_core.store in ONE process
   (the statement mix replayed from the run's history: heartbeats and pending
   notification queries per poll, sends, reads, delivered stamps) and the
   overhead ratio run/raw (target <= 3x);
-- wall time for 1, 2, 4, 8, 16, 32 processes over a shorter virtual span.
+- the cost per simulated poll for 1, 2, 4, 8, 16, 32 processes over a
+  shorter virtual span, per engine (target: flat within 1.5x);
+- the scenario suite's wall time on 2 cores (`pytest -n 2 scenarios -q` in a
+  subprocess; target <= 20 s); `--no-suite` skips it.
 
 Numbers depend on the machine and its load: run it on a quiet one.
 """
@@ -24,20 +28,24 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from simulator import Scenario, run_scenario  # noqa: E402
 
 SESSIONS_PER_PROC = 4
 HOUR = 3_600_000
-MODES = ("serial", "concurrent")  # serial: deterministic (the default); concurrent: the race mode
+# column -> (dispatch mode, engine): the two serial engines are deterministic; concurrent is the race mode
+MODES = {"windowed": ("serial", "windowed"), "lockstep": ("serial", "lockstep"), "concurrent": ("concurrent", "lockstep")}
 
 
 def build(procs: int, virtual_ms: int, *, mail_every_ms: int = 600_000, seed: int = 1,
@@ -59,10 +67,10 @@ def build(procs: int, virtual_ms: int, *, mail_every_ms: int = 600_000, seed: in
     })
 
 
-def run(spec: Scenario, root: Path, wall_timeout_s: float):
+def run(spec: Scenario, root: Path, wall_timeout_s: float, engine: str = "lockstep", tag: str = "ref"):
     t0 = time.perf_counter()
-    result = run_scenario(spec, run_dir=root / spec.name, sample_interval_ms=6 * HOUR, check=False,
-                          wall_timeout_s=wall_timeout_s)
+    result = run_scenario(spec, run_dir=root / f"{tag}-{spec.name}-{engine}", sample_interval_ms=6 * HOUR, check=False,
+                          wall_timeout_s=wall_timeout_s, engine=engine)
     return result, time.perf_counter() - t0
 
 
@@ -112,66 +120,113 @@ def raw_cost(mix: Counter, procs: int, root: Path) -> float:
     return elapsed
 
 
+def reference(ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) -> dict:
+    """Each column's (dispatches, wall s, statement mix, raw SQL s) for the reference run."""
+    cols = {}
+    raws: dict = {}
+    for col, (dispatch, engine) in MODES.items():
+        result, wall = run(build(ref_procs, ref_ms, dispatch=dispatch), root, wall_timeout_s, engine)
+        if result.error:
+            raise RuntimeError(f"reference run ({col}) failed: {result.error}")
+        mix = statement_mix(result)
+        key = tuple(sorted(mix.items()))
+        if key not in raws:  # the same work costs the same raw SQL: measure each distinct mix once
+            raws[key] = raw_cost(mix, ref_procs, root)
+        # Keep the figures, not the run: a parent holding several 24-hour
+        # histories makes every later fork (the scaling rows) pay for
+        # copy-on-write of that heap.
+        cols[col] = (result.dispatches, wall, mix, raws[key])
+        del result
+        gc.collect()
+    return cols
+
+
+def row(label, values, target=""):
+    print(f"{label:<34}" + "".join(f"{v:>16}" for v in values) + (f"  {target}" if target else ""))
+
+
+def print_reference(cols: dict, ref_procs: int, ref_ms: int) -> None:
+    speed = {m: ref_ms / 1000 / c[1] for m, c in cols.items()}
+    over = {m: (c[1] / c[3] if c[3] > 0 else float("inf")) for m, c in cols.items()}
+
+    def verdicts(ok):
+        return ", ".join(f"{m} {'ok' if ok(m) else 'MISSED'}" for m in MODES)
+
+    row("reference run", MODES, "target")
+    row("", ("(deterministic)", "(deterministic)", "(race mode)"))
+    row("processes x sessions", [f"{ref_procs} x {SESSIONS_PER_PROC}"] * len(MODES))
+    row("virtual time", [f"{ref_ms / HOUR:g} h"] * len(MODES))
+    row("dispatches", [cols[m][0] for m in MODES])
+    row("wall time", [f"{cols[m][1]:.2f} s" for m in MODES])
+    row("speedup (virtual / wall)", [f"{speed[m]:,.0f}x" for m in MODES],
+        ">= 15000x " + verdicts(lambda m: speed[m] >= 15000))
+    mixes = {m: ", ".join(f"{k}={v}" for k, v in sorted(cols[m][2].items())) for m in MODES}
+    same = len(set(mixes.values())) == 1
+    for m in (list(MODES)[:1] if same else MODES):
+        print(f"{'statement mix' + ('' if same else f' ({m})'):<34}{'':>{16 * len(MODES)}}  {mixes[m]}")
+    row("same SQL in one process", [f"{cols[m][3]:.2f} s" for m in MODES])
+    row("overhead (run / raw SQL)", [f"{over[m]:.1f}x" for m in MODES],
+        "<= 3x " + verdicts(lambda m: over[m] <= 3))
+    base = cols["windowed"][1]
+    row("wall time / windowed", [f"{cols[m][1] / base:.2f}x" for m in MODES])
+
+
+def scaling(scale: tuple, scale_ms: int, root: Path, wall_timeout_s: float) -> None:
+    """Microseconds of wall time per simulated poll, per engine, as the process count grows."""
+    engines = ("windowed", "lockstep")
+    print(f"scaling over {scale_ms / 60_000:g} virtual minutes, {SESSIONS_PER_PROC} sessions per process "
+          f"(us of wall time per simulated poll; target: flat within 1.5x)")
+    print(f"{'processes':>10}{'polls':>10}" + "".join(f"{e + ' us/poll':>20}" for e in engines))
+    per_poll: dict = {e: [] for e in engines}
+    for procs in scale:
+        cells, polls = [], 0
+        for engine in engines:
+            res, w = run(build(procs, scale_ms), root, wall_timeout_s, engine, tag="scale")
+            polls = statement_mix(res)["pending_notifications"]
+            us = w / max(polls, 1) * 1e6
+            per_poll[engine].append(us)
+            cells.append(f"{us:>20.0f}" if res.error is None else f"{'error':>20}")
+            del res
+            gc.collect()
+        print(f"{procs:>10}{polls:>10}" + "".join(cells))
+    for engine, values in per_poll.items():
+        spread = max(values) / min(values) if values and min(values) > 0 else float("inf")
+        print(f"{engine} spread (max / min us per poll): {spread:.2f}x  {'ok' if spread <= 1.5 else 'MISSED'}")
+
+
+def suite_wall() -> None:
+    """The scenario suite on 2 cores, as CI runs it."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "scenarios", "-q", "-p", "no:cacheprovider"],
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ})
+    wall = time.perf_counter() - t0
+    last = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    print(f"scenario suite (pytest -n 2 scenarios): {wall:.1f} s wall, exit {proc.returncode}: {last}  "
+          f"target <= 20 s {'ok' if wall <= 20 and proc.returncode == 0 else 'MISSED'}")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shrink everything (CI smoke)")
+    ap.add_argument("--no-suite", action="store_true", help="skip the scenario suite's wall time")
     ap.add_argument("--wall-timeout", type=float, default=900.0)
     opts = ap.parse_args(argv)
     ref_procs, ref_ms = (4, HOUR) if opts.quick else (16, 24 * HOUR)
     scale_ms = 10 * 60_000 if opts.quick else 2 * HOUR
     scale = (1, 2, 4) if opts.quick else (1, 2, 4, 8, 16, 32)
-
     with tempfile.TemporaryDirectory(prefix="thatch-bench-") as tmp:
         root = Path(tmp)
-        cols = {}  # mode -> (result, wall s, statement mix, raw SQL s)
-        raws: dict = {}
-        for mode in MODES:
-            result, wall = run(build(ref_procs, ref_ms, dispatch=mode), root, opts.wall_timeout)
-            if result.error:
-                print(f"reference run ({mode}) failed: {result.error}", file=sys.stderr)
-                return 1
-            mix = statement_mix(result)
-            key = tuple(sorted(mix.items()))
-            if key not in raws:  # the same work costs the same raw SQL: measure each distinct mix once
-                raws[key] = raw_cost(mix, ref_procs, root)
-            # Keep the figures, not the run: a parent holding two 24-hour
-            # histories makes every later fork (the scaling rows) pay for
-            # copy-on-write of that heap.
-            cols[mode] = (result.dispatches, wall, mix, raws[key])
-            del result
-            gc.collect()
-        speed = {m: ref_ms / 1000 / c[1] for m, c in cols.items()}
-        over = {m: (c[1] / c[3] if c[3] > 0 else float("inf")) for m, c in cols.items()}
-
-        def row(label, values, target=""):
-            print(f"{label:<34}" + "".join(f"{v:>16}" for v in values) + (f"  {target}" if target else ""))
-
-        def verdicts(ok):
-            return ", ".join(f"{m} {'ok' if ok(m) else 'MISSED'}" for m in MODES)
-
-        row("reference run", MODES, "target")
-        row("", ("(deterministic)", "(race mode)"))
-        row("processes x sessions", [f"{ref_procs} x {SESSIONS_PER_PROC}"] * len(MODES))
-        row("virtual time", [f"{ref_ms / HOUR:g} h"] * len(MODES))
-        row("dispatches", [cols[m][0] for m in MODES])
-        row("wall time", [f"{cols[m][1]:.2f} s" for m in MODES])
-        row("speedup (virtual / wall)", [f"{speed[m]:,.0f}x" for m in MODES],
-            ">= 5000x " + verdicts(lambda m: speed[m] >= 5000))
-        mixes = {m: ", ".join(f"{k}={v}" for k, v in sorted(cols[m][2].items())) for m in MODES}
-        same = len(set(mixes.values())) == 1
-        for m in (MODES[:1] if same else MODES):
-            print(f"{'statement mix' + ('' if same else f' ({m})'):<34}{'':>{16 * len(MODES)}}  {mixes[m]}")
-        row("same SQL in one process", [f"{cols[m][3]:.2f} s" for m in MODES])
-        row("overhead (run / raw SQL)", [f"{over[m]:.1f}x" for m in MODES],
-            "<= 3x " + verdicts(lambda m: over[m] <= 3))
+        try:
+            cols = reference(ref_procs, ref_ms, root, opts.wall_timeout)
+        except RuntimeError as err:
+            print(err, file=sys.stderr)
+            return 1
+        print_reference(cols, ref_procs, ref_ms)
         print()
-        print(f"scaling over {scale_ms / 60_000:g} virtual minutes, {SESSIONS_PER_PROC} sessions per process")
-        print(f"{'processes':>10}{'dispatches':>12}{'wall s':>10}{'us/dispatch':>13}{'speedup':>10}")
-        for procs in scale:
-            res, w = run(build(procs, scale_ms), root, opts.wall_timeout)
-            flag = "" if res.error is None else f"  error: {res.error.splitlines()[0]}"
-            print(f"{procs:>10}{res.dispatches:>12}{w:>10.2f}{w / max(res.dispatches, 1) * 1e6:>13.0f}"
-                  f"{scale_ms / 1000 / w:>9,.0f}x{flag}")
+        scaling(scale, scale_ms, root, opts.wall_timeout)
+    if not (opts.quick or opts.no_suite):
+        print()
+        suite_wall()
     return 0
 
 

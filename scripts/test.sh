@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up and runs every unit and integration test (README command 2).
+# README command 2: sets up .venv (scripts/venv.sh) and runs every unit and
+# integration test under tests/. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q -e '.[test]'
-python -m pytest -n auto tests
+source scripts/venv.sh
+python -m pytest -n auto tests "$@"

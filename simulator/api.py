@@ -22,18 +22,20 @@ from simulator.scenario.model import Scenario
 
 def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, wall_timeout_s: float = 120,
                  overrides: Optional[dict] = None, sample_interval_ms: Optional[int] = None,
-                 progress: Optional[Callable[[int, int], None]] = None, check: bool = True) -> RunResult:
+                 progress: Optional[Callable[[int, int], None]] = None, check: bool = True,
+                 engine: Optional[str] = None) -> RunResult:
     """Run `spec` in `run_dir` (created if needed) and return its verdicts and history.
 
     `seed` overrides `spec.seed`; `overrides` are test injections passed to
-    every HarnessContext (`{"store": ..., "poller": ..., "harness": ...}`).
+    every HarnessContext (`{"store": ..., "poller": ..., "harness": ...}`);
+    `engine` is "lockstep" or "windowed" (default: $THATCH_SIM_ENGINE, else lockstep).
     Raises `SimulationTimeout` when the wall guard fires (children killed).
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     orch = Orchestrator(spec, run_dir, seed=seed, wall_timeout_s=wall_timeout_s, overrides=overrides,
-                        sample_interval_ms=sample_interval_ms, progress=progress)
+                        sample_interval_ms=sample_interval_ms, progress=progress, engine=engine)
     outcome = orch.run()
     wall = time.monotonic() - started
     error = outcome.error

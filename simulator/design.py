@@ -25,8 +25,32 @@ MAX_WAKES_PER_HOUR = 6
 RENUDGE_MS = 15 * MINUTE_MS
 # R15: a restarted daemon re-hosts the dead one's sessions for up to 24 h (overridable).
 DEFAULT_REHOST_GRACE_MS = 86_400_000
+# Messaging policies (the peer product's design, seed 003): its sender cap ("after three
+# messages to the same session with no message from you in between") and how long an
+# approval prompt waits by default ("general.dialogExpiry, which defaults to five minutes").
+QODER_SENDER_CAP = 3
+DIALOG_EXPIRY_MS = 5 * MINUTE_MS
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
+# R7/R26: the hourly prune removes leave tombstones older than 7 days.
+TOMBSTONE_TTL_MS = 7 * 86_400_000
+# Stored stamps (created_at, delivered_at, read_at, last_seen) have second resolution.
+STAMP_RESOLUTION_MS = SECOND_MS
+
+# R2: an assigned name is a lowercase pool base of one or more words and a
+# per-base counter of five or more digits (counters never wrap).
+NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
+
+# Messaging policies: the replies and notices that say what a policy did (docs/authoring-scenarios.md,
+# "Messaging policies"). A held send is accepted but not stored until its recipient's user approves it.
+HELD_REPLY_RE = re.compile(r"^Message to (?P<to>\S+) is held for its user's approval")
+CAP_REFUSAL_RE = re.compile(r"^Not sent: you have sent (?P<to>\S+) (?P<cap>\d+) messages? since your user last wrote")
+EXITED_REFUSAL_RE = re.compile(r"^Not sent: (?P<to>.+?) has exited \(")
+INBOUND_REFUSAL_RE = re.compile(r"^Not delivered: (?P<to>\S+) (?:refuses messages|runs with nobody to review)")
+# The message a sender receives when its held message is declined or expires.
+NOTICE_RE = re.compile(r'^\[chat notice\] your held message #(?P<held>\d+) to (?P<to>\S+) \("(?P<excerpt>.*)"\) '
+                       r"(?P<outcome>expired|was refused)")
+REVIEW_REPLY_RE = re.compile(r"^(?P<decision>Approved|Declined) held message #(?P<held>\d+) from ")
 
 # R31: an MCP-host conversation's chat id.
 MCP_ID_PREFIX = "mcp_"

@@ -167,9 +167,14 @@ class Matrix:
         return lines + [f"       {ref}" for ref in self.refs(rule_id)]
 
     def format(self) -> str:
+        """The whole listing: every rule with the scenarios and tests naming it, then the summary line."""
         lines = [f"rules: {self.book}" if self.book else f"rules: no {RULE_BOOK} found"]
         for rule_id in [*self.rules, *self.undefined()]:
             lines += self._rule_lines(rule_id)
+        return "\n".join(lines + [self.summary()])
+
+    def summary(self) -> str:
+        """One line: how many rules are covered, and what is missing, undefined or defined twice."""
         missing, undefined = self.uncovered(), self.undefined()
         summary = f"{len(self.rules) - len(missing)}/{len(self.rules)} rules covered"
         if missing:
@@ -180,7 +185,7 @@ class Matrix:
             summary += f"; defined more than once: {', '.join(self.duplicates())}"
         if not self.rules:
             summary += f"; no rules in {RULE_BOOK}"
-        return "\n".join(lines + [summary])
+        return summary
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -35,10 +35,14 @@ OP_POLL = "poll"            # the poll timer fired (opencode)
 OP_ACT = "act"              # a scripted action: args = {"action": "send", ...step args..., "step": index}
 OP_TURN_END = "turn-end"    # an agent turn scheduled earlier ends: args = {"cause": ...}
 OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {"what": "busy"|"compacting", "on": bool}
-OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index}
+OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index, "when": "before"|"after"}
 OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
 OP_STOP = "stop"            # graceful end of the run: flush, close, exit 0
 OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: save coverage data, record nothing
+# worker-only, windowed engine: run this process's own timers up to a horizon in one round trip.
+# args = {"entries": [[t, priority, op, session, args], ...], "until": [t, priority], "followup_priority": p};
+# the reply's result is {"ran": [[t, priority, provisional dispatch, session], ...]} (simulator/child/window.py)
+OP_RUN_WINDOW = "run-window"
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class HarnessContext:
     rehosted: list[str] = field(default_factory=list)
     # resume: the label of the session named by the resume step (also in `sessions`)
     resumed: Optional[str] = None
+    # opencode: how the fake server hands host events to the runtime, "queued" | "synchronous"
+    events: str = "queued"
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)

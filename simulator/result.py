@@ -20,6 +20,7 @@ class Verdict:
     message: str = ""               # one or two sentences: what was expected, what happened
     rules: tuple[str, ...] = ()     # R-ids the check stands for
     witness: list[dict[str, Any]] = field(default_factory=list)  # the few events that break it
+    judged: int = 0                 # a property's count of what it judged (messages, wakes, samples...): 0 = nothing
 
     @property
     def ok(self) -> bool:

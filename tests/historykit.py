@@ -52,6 +52,10 @@ class H:
     def poll(self, t: int, proc: str, hosted: list[str]) -> dict:
         return self.ev(t, "poll", proc, hosted=hosted)
 
+    def status(self, t: int, proc: str, session: str, status: str = "idle", compacting: bool = False) -> dict:
+        """The host saw the session go idle / busy / compacting (only changes are recorded)."""
+        return self.ev(t, "status", proc, session, status=status, compacting=compacting)
+
     def wake(self, t: int, proc: str, session: str, *, hosted: bool = True, senders: tuple = (N_ALICE,), count: int = 1) -> dict:
         return self.ev(t, "wake", proc, session, senders=list(senders), count=count, text="[thatch chat] ...", hosted=hosted)
 
@@ -64,11 +68,11 @@ class H:
     def send(self, t: int, proc: str, session: str, to_name: str, body: str, step: Optional[int] = None) -> tuple[dict, dict]:
         return self.call(t, proc, session, "send", {"to": to_name, "body": body}, True, f"Message sent to {to_name} (active).", step)
 
-    def read(self, t: int, proc: str, session: str, lines: list[tuple[str, int, str]]) -> tuple[dict, dict]:
-        """lines: (sender name, created virtual t, body)."""
+    def read(self, t: int, proc: str, session: str, lines: list[tuple[str, int, str]], args: Optional[dict] = None) -> tuple[dict, dict]:
+        """lines: (sender name, created virtual t, body); args: the call's arguments (an MCP host's `as`)."""
         body = "\n".join(f"from {n} at {iso(ct)}: {b}" for n, ct, b in lines)
         text = f"===== BEGIN UNTRUSTED CHAT MESSAGES =====\nwarning\n\n{body}\n===== END UNTRUSTED CHAT MESSAGES =====" if lines else "No unread messages."
-        return self.call(t, proc, session, "read", {}, True, text)
+        return self.call(t, proc, session, "read", dict(args or {}), True, text)
 
     def sample(self, t: int, rows: dict[str, tuple]) -> dict:
         """rows: label -> (name or None, stale, last_seen t, host_kind='opencode')."""

@@ -41,6 +41,11 @@ def claude_code(label: str, *sessions: dict, project: Optional[str] = "web", **f
     return {"id": label, "kind": "claude-code", "project": project, "sessions": list(sessions), **fields}
 
 
+def cursor(label: str, *sessions: dict, project: Optional[str] = "web", **fields: Any) -> dict:
+    """A Cursor workspace process: its conversations share one MCP server that trusts a claimed `as`."""
+    return {"id": label, "kind": "cursor", "project": project, "sessions": list(sessions), **fields}
+
+
 def send(at: str, frm: str, to: str, body: str) -> dict:
     return {"at": at, "send": {"from": frm, "to": to, "body": body}}
 
@@ -118,3 +123,50 @@ def crash_between_two_batches(name: str = "crash-between-two-batches") -> Scenar
         act("4m", "resume", session="bob", process="h2-bob", how="-s"),
         act("4m", "resume", session="carol", process="h2-carol", how="-s"),
     ], duration="6m", drain="2m", reaches=["re-nudge"], rules=["R5", "R21", "R23"])
+
+
+def crash_at_wake_prompt(when: str, name: Optional[str] = None) -> Scenario:
+    """bob's harness dies at the wake prompt, `before` it reaches him or `after`
+    it did (and before the poller stamps it); `-s` resumes bob at 4m. The run
+    ends at 15m, before the 15-minute re-nudge of a batch stamped at 1m (R18)."""
+    return scenario(name or f"crash-{when}-wake-prompt", [
+        opencode("h1", session("alice")),
+        opencode("h2", session("bob", "silent")),
+        opencode("h2-resumed", start="never"),
+    ], [
+        act("30s", "crash", process="h2", **{when: "wake-prompt"}),
+        send("1m", "alice", "bob", "is the release green?"),
+        act("4m", "resume", session="bob", process="h2-resumed", how="-s"),
+    ], duration="10m", drain="5m", seed=7, rules=["R21", "R23"],
+        reaches=["re-nudge"] if when == "after" else [])
+
+
+def leave_then_crash_after_commit(name: str = "leave-then-crash-after-commit") -> Scenario:
+    """alice's greenlit exit leaves the directory and her harness dies right
+    after the leave's transaction commits; `-s` resumes her at 1m and she types
+    at 2m. The leave must stick (R7): its tombstone committed with it."""
+    return scenario(name, [
+        opencode("h1", session("alice")),
+        opencode("h2", session("bob")),
+        opencode("h1-resumed", start="never"),
+    ], [
+        act("20s", "crash", process="h1", after="unregister"),
+        act("30s", "exit", session="alice"),
+        act("1m", "resume", session="alice", process="h1-resumed", how="-s"),
+        act("2m", "prompt", session="alice", text="carry on"),
+    ], duration="3m", drain="1m", rules=["R7"])
+
+
+def idle_inside_wake_prompt(events: str = "synchronous", name: Optional[str] = None) -> Scenario:
+    """h2 hosts silent bob, carol and dave; carol's and dave's first turns end
+    together at 45s. alice mails bob at 40s, so carol's idle flush wakes bob,
+    and with `events: synchronous` dave's idle is handed to the runtime inside
+    that wake prompt: the poller is re-entered while it delivers (R24)."""
+    return scenario(name or f"idle-inside-wake-prompt-{events}", [
+        opencode("h1", session("alice")),
+        opencode("h2", session("bob", "silent"), session("carol", start="25s"), session("dave", start="25s"),
+                 events=events),
+    ], [send("40s", "alice", "bob", "is the release green?")],
+        duration="3m", drain="1m", seed=3, rules=["R24", "R19"],
+        reaches=["event-in-wake"] if events == "synchronous" else [],
+        expect=[{"at": "50s", "wakes": {"session": "bob", "count": 1}}])

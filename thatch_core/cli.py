@@ -1,10 +1,14 @@
 """The user's terminal views of chat: ``chat list`` and ``chat tail`` (R16, R28).
 
-The CLI takes no chat write actions (the wake machinery owns those paths);
-the only write it can cause is the schema migration ``open_db`` runs.
+The CLI takes no chat write actions (the wake machinery owns those paths).
+Both views open a current database read-only (``db.open_db_readonly``), so
+they work in a read-only directory or mount; the only write they can cause is
+creating a missing file or the schema migration ``open_db`` runs on an old one.
 
 ``list`` renders the roster as aligned columns under one header row, Active
-then Stale, ordered like the tool surface (``staleness.sort_roster``). Stale
+then Stale, ordered like the tool surface (``staleness.sort_roster``) and
+worded like it: the section headers, the stale explainer and the checkout
+mark come from ``thatch_core.prompts``, which the chat_list tool uses too. Stale
 rows older than ``--stale N`` days (default 1) collapse into a hidden-count
 note; ``--stale all`` shows every row. The tool surface stays unbounded.
 
@@ -24,21 +28,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
 from datetime import datetime
 
 from thatch_core import clock, staleness
-from thatch_core.constants import CLI_STALE_DAYS_DEFAULT, STALE_MS, TAIL_DEFAULT_LIMIT
-from thatch_core.db import StoreError, open_db
+from thatch_core.constants import CLI_STALE_DAYS_DEFAULT, TAIL_DEFAULT_LIMIT
+from thatch_core.db import StoreError, open_db, open_db_readonly
+from thatch_core.prompts import STALE_EXPLAINER, checkout_mark, hidden_stale_note, roster_section
 from thatch_core.store import ChatStore
 
 DAY_MS = 86_400_000
 HEADER = ("NAME", "SEEN", "PROJECT", "LOC", "TOPIC")
-HIDDEN_NOTE = "({n} older stale sessions hidden - --stale all to show)"
-STALE_EXPLAINER = ("no heartbeat for over {secs}s: an opencode harness has stopped, "
-                   "an mcp session is between turns")
 
 _BOLD, _DIM, _GREEN, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[32m", "\x1b[0m"
 
@@ -60,7 +63,7 @@ def _cells(row, now_ms: int, self_session: str | None) -> tuple[str, ...]:
     name = row.name + (" (you)" if self_session and row.session_id == self_session else "")
     seen = staleness.last_seen_ms(row)
     age = "?" if seen is None else format_age(now_ms - seen)
-    return (name, age, row.project or "-", row.worktree or "-", row.topic or "-")
+    return (name, age, row.project or "-", checkout_mark(row.worktree), row.topic or "-")
 
 
 def format_roster(rows, *, now_ms: int | None = None, stale_days: float | None = CLI_STALE_DAYS_DEFAULT,
@@ -96,8 +99,9 @@ def format_roster(rows, *, now_ms: int | None = None, stale_days: float | None =
     out = [paint(line(HEADER), _BOLD)]
     for title, cells, srows in sections:
         is_stale = title == "Stale"
-        explainer = " - " + STALE_EXPLAINER.format(secs=STALE_MS // 1000) if is_stale else ""
-        out.append(paint(f"{title} ({len(srows)}){explainer}", _BOLD))
+        out.append(paint(roster_section(title, len(srows)), _BOLD))
+        if is_stale:
+            out.append(paint(STALE_EXPLAINER, _DIM))
         for c, r in zip(cells, srows):
             text = line(c)
             if self_session and r.session_id == self_session:
@@ -106,7 +110,7 @@ def format_roster(rows, *, now_ms: int | None = None, stale_days: float | None =
                 text = paint(text, _DIM)
             out.append(text)
     if hidden:
-        out.append(HIDDEN_NOTE.format(n=hidden))
+        out.append(hidden_stale_note(hidden))
     return "\n".join(out)
 
 
@@ -146,6 +150,8 @@ def tail_backlog(rows, limit: int | None = TAIL_DEFAULT_LIMIT, *, full_feed=None
     """First view: sent events for the last ``limit`` of ``rows`` (None = all,
     0 = none), and the diff state seeded from ``full_feed`` (default ``rows``)
     so rows outside the limit or the filters never come back as sent."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"limit must be a whole number of messages, 0 or more, or None; not {limit!r}")
     rows = list(rows)
     shown = rows if limit is None else (rows[-limit:] if limit > 0 else [])
     events, _ = tail_diff({}, shown)
@@ -206,10 +212,32 @@ def _stale_arg(value: str) -> float | None:
     try:
         days = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f'--stale takes a number of days or "all", not {value!r}')
+        raise argparse.ArgumentTypeError(f'--stale takes a number of days or "all", not {value!r}') from None
+    if not math.isfinite(days):  # nan hides nothing and everything at once; inf is what "all" says
+        raise argparse.ArgumentTypeError(f'--stale takes a finite number of days or "all", not {value!r}')
     if days < 0:
         raise argparse.ArgumentTypeError("--stale takes a non-negative number of days")
     return days
+
+
+def _limit_arg(value: str) -> int:
+    try:
+        limit = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--limit takes a whole number of messages, not {value!r}") from None
+    if limit < 0:
+        raise argparse.ArgumentTypeError("--limit takes 0 or more messages")
+    return limit
+
+
+def _interval_arg(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--interval takes a number of seconds, not {value!r}") from None
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError("--interval takes a number of seconds above 0")
+    return seconds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -222,18 +250,20 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     tl = sub.add_parser("tail", help="the message stream as JSONL")
     tl.add_argument("--db", required=True)
-    tl.add_argument("--limit", type=int, default=TAIL_DEFAULT_LIMIT)
+    tl.add_argument("--limit", type=_limit_arg, default=TAIL_DEFAULT_LIMIT)
     tl.add_argument("--grep", action="append", default=[], help="body regex (repeatable, any matches)")
     tl.add_argument("--who", action="append", default=[], help="participant name substring (repeatable)")
     tl.add_argument("--since", help="ISO time, inclusive")
     tl.add_argument("--until", help="ISO time, exclusive")
     tl.add_argument("--once", action="store_true", help="print the backlog and exit")
-    tl.add_argument("--interval", type=float, default=1.0, help="follow poll interval in seconds")
+    tl.add_argument("--interval", type=_interval_arg, default=1.0, help="follow poll interval in seconds")
     return p
 
 
 def _open_store(path: str):
-    conn = open_db(path)
+    # Both views only read: a read-only open serves a read-only file, directory
+    # or mount; a missing or old-schema file takes open_db (create, migrate).
+    conn = open_db_readonly(path) or open_db(path)
     return conn, ChatStore(conn)
 
 

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from thatch_core.policy import DEFAULT as DEFAULT_POLICY
+from thatch_core.policy import Policy, policy_from_config
+
 DEFAULT_CONFIG_PATH = Path("~/.config/thatch/config.json")
 
 
@@ -28,6 +31,8 @@ class ChatConfig:
 
     enabled: bool = True
     auto_register: bool = True
+    # `chat.policy`: the messaging policy options (thatch_core.policy); absent = thatch's design.
+    policy: Policy = DEFAULT_POLICY
 
 
 def _stderr_log(message: str) -> None:
@@ -66,6 +71,7 @@ class ConfigSource:
         return ChatConfig(
             enabled=_flag(chat, "enabled", True, self._log),
             auto_register=_flag(chat, "autoRegister", True, self._log),
+            policy=policy_from_config(chat.get("policy"), self._log),
         )
 
 

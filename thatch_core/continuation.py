@@ -32,6 +32,7 @@ from pathlib import Path
 from thatch_core import clock
 from thatch_core.constants import CONTINUATION_MAX_HOPS
 from thatch_core.ids import mcp_session_id
+from thatch_core.store_guard import is_text
 
 CONTINUED_IN_TYPE = "system"
 CONTINUED_IN_SUBTYPE = "continued_in"
@@ -106,7 +107,8 @@ def _continued_in_records(path: Path, tail_bytes: int) -> list[tuple[str, str, s
         # The file name is the host's own naming of the old session; it
         # stands in when a record omits sessionId.
         old = rec.get("sessionId") or path.name[: -len(TRANSCRIPT_SUFFIX)]
-        if not isinstance(new, str) or not new or not isinstance(old, str) or old == new:
+        # A `\udc80` escape in either id (no UTF-8 form, so no mcp id) makes the record corrupt.
+        if not (is_text(new) and new and is_text(old)) or old == new:
             continue
         ts = rec.get("timestamp")
         found.append((old, new, ts if isinstance(ts, str) else ""))

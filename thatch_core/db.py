@@ -8,7 +8,9 @@ same WAL database. Three habits keep that safe (see docs/pitfalls.md):
   ``SQLITE_BUSY_SNAPSHOT`` whatever the busy timeout.
 - SQLite's busy handler is unfair, so a real ``SQLITE_BUSY`` can escape the
   timeout: :func:`immediate` retries with a bounded backoff and then raises
-  :class:`StoreBusy`.
+  :class:`StoreBusy`. One store call waits on a held lock at most
+  :data:`BUSY_RETRIES` times in all (:func:`busy_budget`), so it gives up
+  within :func:`worst_case_busy_ms`, well inside one poll interval.
 - No connection crosses a fork: open one per process, after the fork.
 
 Schema versions (``PRAGMA user_version``):
@@ -30,11 +32,14 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import threading
 import time
+import urllib.parse
 from contextlib import contextmanager
 from typing import Iterator
 
 from thatch_core import clock
+from thatch_core.policy import POLICY_DDL
 
 
 class StoreError(Exception):
@@ -42,19 +47,51 @@ class StoreError(Exception):
 
 
 class StoreBusy(StoreError):
-    """The database stayed locked by other processes past the retry budget."""
+    """The database stayed locked by other processes past the retry budget: transient, a retry may succeed."""
+
+
+class StoreFault(StoreError):
+    """The database cannot serve until someone acts: damaged, read-only, its disk full or failing,
+    or not openable. ``kind`` says which (a key of :data:`FAULT_KINDS`); retrying does not help."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def reason(self) -> str:
+        return FAULT_KINDS[self.kind][0]
+
+    @property
+    def remedy(self) -> str:
+        return FAULT_KINDS[self.kind][1]
 
 
 SCHEMA_VERSION = 2
 
 # Retry budget for SQLITE_BUSY that escapes the busy handler. Counted in
 # attempts, never in elapsed time: time.monotonic is frozen under freezegun.
+# Each attempt waits at most the busy timeout, so one store call waits at most
+# BUSY_RETRIES x BUSY_TIMEOUT_MS (plus the backoff): 12 s, under the 30 s poll
+# interval (D-store-18).
 BUSY_RETRIES = 6
+BUSY_TIMEOUT_MS = 2000
 _BACKOFF_BASE_S = 0.005
 _BACKOFF_CAP_S = 0.25
 
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+
+# Primary result codes that no retry cures (D-store-19), and what the reply says of each.
+FAULT_KINDS = {
+    "corrupt": ("the chat database file is damaged", "it is repaired or replaced"),
+    "read-only": ("the chat database is read-only", "it is writable again"),
+    "full": ("the disk holding the chat database is full", "space is freed"),
+    "disk": ("the disk failed while reading or writing the chat database", "the disk is fixed"),
+    "unopenable": ("the chat database cannot be opened", "its file and directory can be read and written"),
+}
+_FAULT_CODES = {11: "corrupt", 26: "corrupt", 8: "read-only", 13: "full", 10: "disk", 14: "unopenable",
+                3: "unopenable", 23: "unopenable"}
 
 _SESSIONS_DDL = """
 CREATE TABLE chat_sessions (
@@ -121,7 +158,7 @@ _OTHER_DDL = (
     "CREATE INDEX IF NOT EXISTS chat_messages_to_unread"
     " ON chat_messages (to_session, read_at)",
     "CREATE INDEX IF NOT EXISTS chat_messages_from ON chat_messages (from_session)",
-)
+) + POLICY_DDL  # the messaging policies' tables (thatch_core.policy)
 
 _SESSION_COLUMNS = (
     "session_id", "name", "topic", "project", "host_kind", "auto", "worktree",
@@ -144,12 +181,58 @@ def is_busy(exc: BaseException) -> bool:
     return "locked" in text or "busy" in text
 
 
+def fault_kind(exc: BaseException) -> str | None:
+    """The key of :data:`FAULT_KINDS` for an error no retry cures, else None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return _FAULT_CODES.get(code & 0xFF) if isinstance(code, int) else None
+
+
 def wrap_error(exc: sqlite3.Error, doing: str) -> StoreError:
-    """Turn a raw sqlite3 exception into the store's own error type."""
+    """Turn a raw sqlite3 exception into the store's own error type: StoreBusy
+    (transient), StoreFault (permanent), or StoreError."""
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     if is_busy(exc):
         return StoreBusy(f"database is locked by another process while {doing} ({name}): {exc}")
+    kind = fault_kind(exc)
+    if kind is not None:
+        return StoreFault(f"database error while {doing} ({name}): {exc}", kind)
     return StoreError(f"database error while {doing} ({name}): {exc}")
+
+
+_budget = threading.local()
+
+
+@contextmanager
+def busy_budget(attempts: int = BUSY_RETRIES) -> Iterator[None]:
+    """One store call's waits on a held lock: a busy statement, ``BEGIN`` or
+    ``COMMIT`` anywhere inside spends one attempt, and the call gives up
+    (StoreBusy) when they are spent. A nested budget joins the outer one."""
+    if getattr(_budget, "left", None) is not None:
+        yield
+        return
+    _budget.left = attempts
+    try:
+        yield
+    finally:
+        _budget.left = None
+
+
+def spend_busy_attempt(local_left: int) -> bool:
+    """After a busy failure: whether one more attempt may run (and spend it).
+    Inside a :func:`busy_budget` the call's budget decides, else ``local_left``
+    (the attempts the caller has left, this one excluded)."""
+    left = getattr(_budget, "left", None)
+    if left is None:
+        return local_left > 0
+    _budget.left = left - 1
+    return left - 1 > 0
+
+
+def worst_case_busy_ms(busy_timeout_ms: int = BUSY_TIMEOUT_MS, attempts: int = BUSY_RETRIES) -> int:
+    """The longest one store call waits on a lock held by others before StoreBusy:
+    every attempt waits out the busy timeout, with the longest backoff between."""
+    backoff = sum(min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** a) * 1.5 for a in range(attempts - 1))
+    return attempts * busy_timeout_ms + round(backoff * 1000)
 
 
 def backoff_s(attempt: int) -> float:
@@ -164,20 +247,22 @@ def backoff_s(attempt: int) -> float:
 
 
 def _retry_busy(fn, doing: str, attempts: int):
-    """Run ``fn()`` retrying SQLITE_BUSY; StoreBusy once the budget is spent."""
-    for attempt in range(attempts):
+    """Run ``fn()`` retrying SQLITE_BUSY; StoreBusy once the budget is spent
+    (the call's :func:`busy_budget` when there is one, else ``attempts``)."""
+    attempt = 0
+    while True:
         try:
             return fn()
         except sqlite3.Error as exc:
             if not is_busy(exc):
                 raise wrap_error(exc, doing) from exc
-            if attempt == attempts - 1:
+            if not spend_busy_attempt(attempts - attempt - 1):
                 raise StoreBusy(
                     f"database stayed locked while {doing} "
-                    f"({attempts} attempts): {exc}"
+                    f"({attempt + 1} attempts): {exc}"
                 ) from exc
             time.sleep(backoff_s(attempt))
-    raise AssertionError("unreachable")  # pragma: no cover
+            attempt += 1
 
 
 # --------------------------------------------------------------------------
@@ -230,7 +315,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
 # Opening and schema
 # --------------------------------------------------------------------------
 
-def open_db(path: "str | os.PathLike[str]", *, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
+def open_db(path: "str | os.PathLike[str]", *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """Open (creating and migrating as needed) the shared chat database.
 
     WAL, ``synchronous=NORMAL``, foreign keys off, ``isolation_level=None``.
@@ -266,6 +351,42 @@ def open_db(path: "str | os.PathLike[str]", *, busy_timeout_ms: int = 5000) -> s
         conn.close()
         raise
     return conn
+
+
+def open_db_readonly(path: "str | os.PathLike[str]", *,
+                     busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection | None:
+    """A connection that only reads the chat database at ``path``, for views
+    that write nothing (``thatch chat list`` / ``tail``), so they work where
+    the file, its directory or the mount is read-only (D-store-21).
+
+    Read-only first (sees other processes' commits); where SQLite cannot keep
+    its WAL index beside a read-only file, ``immutable`` (reads the file as it
+    stands). None when there is no such file or its schema is not current:
+    only :func:`open_db`, which creates and migrates, can serve those.
+    """
+    target = os.fspath(path)
+    if not os.path.isfile(target):
+        return None
+    uri = "file:" + urllib.parse.quote(os.path.abspath(target)) + "?mode=ro"
+    for mode in (uri, uri + "&immutable=1"):
+        try:
+            conn = sqlite3.connect(mode, uri=True, timeout=busy_timeout_ms / 1000.0,
+                                   isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            continue
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            conn.execute("SELECT 1 FROM chat_sessions LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            conn.close()
+            if is_busy(exc):  # a writer is busy: open_db waits for it; immutable would read a stale file
+                return None
+            continue
+        if version != SCHEMA_VERSION:
+            conn.close()
+            return None
+        return conn
+    return None
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

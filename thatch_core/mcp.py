@@ -31,12 +31,15 @@ from thatch_core.continuation import adopt_continuation
 from thatch_core.db import StoreError
 from thatch_core.ids import MCP_PREFIX, mcp_session_id  # mcp_session_id: public here too (docs/api-contract.md)
 from thatch_core.names import render_participant
+from thatch_core.store_guard import is_id, text_problem
 from thatch_core.tools import ChatTools, ToolReply
 
 UNKNOWN_CLAIM = ('No registered session named "{name}". Call thatch_chat_register without "as" '
                  "for a fresh identity.")
 
 LEAVE_LINE = "thatch chat: you left the directory - call thatch_chat_register to rejoin"
+
+ERR_AS_TEXT = 'The "as" name must be valid text ({problem}).'
 
 # The hook line's fixed prefix, for the simulator and tests to parse back.
 HOOK_LINE_RE = re.compile(r"^thatch chat: you are (?P<name>\S+) \((?P<unread>\d+) unread\)")
@@ -67,9 +70,10 @@ def _enabled(config) -> bool:
 
 
 def _host_id_ok(host_session_id) -> bool:
-    # A hook payload without a usable session id names no conversation: the
-    # hook stays silent rather than break the host's prompt.
-    return isinstance(host_session_id, str) and bool(host_session_id.strip())
+    # A hook payload without a usable session id (none, blank, or not valid
+    # text: a lone surrogate has no UTF-8 form to hash) names no conversation:
+    # the hook stays silent rather than break the host's prompt.
+    return is_id(host_session_id)
 
 
 def leave_line_text(mcp_id: str) -> str:
@@ -127,7 +131,7 @@ def resolve_chat_identity(store, *, host_context: str | None = None, ppid: int |
         anchored = store.resolve_host_pid(ppid)
         if anchored:
             return anchored
-    if isinstance(env_session_id, str) and env_session_id:
+    if is_id(env_session_id):
         derived = mcp_session_id(env_session_id)
         # A tombstoned id still is this conversation (it left): resolving it
         # lets chat_register rejoin the right identity.
@@ -207,6 +211,8 @@ class McpChatServer:
             return ToolReply(text="Tool arguments must be an object.", ok=False, echo=None)
         args = dict(args or {})
         claimed = args.pop("as", None)
+        if isinstance(claimed, str) and text_problem(claimed):
+            return ToolReply(text=ERR_AS_TEXT.format(problem=text_problem(claimed)), ok=False, echo=None)
         claimed = claimed.strip() if isinstance(claimed, str) and claimed.strip() else None
         identity = self.identity(claimed)
         if tool == "thatch_chat_register" and identity is None and claimed is not None:

@@ -106,6 +106,7 @@ class ChatPoller:
         max_nudges_per_hour: int = MAX_NUDGES_PER_HOUR,
         prune_interval_ms: int = PRUNE_INTERVAL_MS,
         log: Log | None = None,
+        upkeep: Callable[[], None] | None = None,
     ):
         self.store = store
         self._hosted = hosted_sessions
@@ -116,6 +117,8 @@ class ChatPoller:
         self.max_nudges_per_hour = max_nudges_per_hour
         self.prune_interval_ms = prune_interval_ms
         self._log = log or _stderr_log
+        # Per-cycle work of a messaging policy (expiring held messages), before delivery.
+        self._upkeep = upkeep
         # Non-blocking acquires make both guards drop a re-entrant call,
         # whether it comes from another thread (timer vs idle flush) or from
         # the same thread (a deliver() whose host fires an idle event).
@@ -161,6 +164,11 @@ class ChatPoller:
                 self.store.heartbeat(list(self._hosted()))
             except Exception as err:  # noqa: BLE001 - any failure: log, retry next cycle
                 self._log(f"[thatch] chat heartbeat failed: {err!r}")
+            if self._upkeep is not None:
+                try:
+                    self._upkeep()
+                except Exception as err:  # noqa: BLE001 - retried next cycle
+                    self._log(f"[thatch] chat policy upkeep failed: {err!r}")
             self.deliver_pending()
             self._maybe_prune()
         finally:

@@ -34,6 +34,8 @@ from thatch_core.osargs import parse_startup_target, read_cmdline
 # Looked up as a module global at start(): the simulator swaps it for a
 # deliberately broken poller in some tests (D-harness-3).
 from thatch_core.poller import ChatPoller
+from thatch_core.policy import DEFAULT as DEFAULT_POLICY
+from thatch_core.policy import is_user_message
 from thatch_core.prompts import chat_notification_nudge, is_chat_echo_parts, system_prompt_section
 from thatch_core.rehost import HOSTED_STATE_FILE, HostedSet
 from thatch_core.tools import ChatTools, ToolReply
@@ -122,6 +124,10 @@ class OpencodeRuntime:
         # and an exit ends the process, so events racing either must not
         # re-host (or re-register) a session that is gone.
         self._gone: set[str] = set()
+        # The messaging policy (thatch_core.policy), read once at start like the
+        # poller; the sessions whose standing this process has published.
+        self.policy = DEFAULT_POLICY
+        self._published: set[str] = set()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -134,12 +140,14 @@ class OpencodeRuntime:
         self.enabled = cfg.enabled
         if not self.enabled:
             return  # no poller, no startup registration, nothing hosted
+        self.policy = getattr(cfg, "policy", DEFAULT_POLICY)
         self.poller = self.poller_factory(
             self.store,
             hosted_sessions=self.hosted_sessions,
             deliver=self._deliver,
             can_deliver=self.can_deliver,
             log=self._log,
+            **self._policy_poller_args(),
         )
         rehosted = self._hostset.load_previous(clock.now_ms())
         with self._lock:
@@ -158,6 +166,7 @@ class OpencodeRuntime:
                 self._register(sid, title=self._title(sid))  # reclaim keeps the name (R5)
         self._hostset.persist()
         hosted = self.hosted_sessions()
+        self._publish_standing(hosted)
         try:
             # Re-hosted rows are fresh from the first moment, not one cycle later.
             self.store.heartbeat(hosted)
@@ -209,6 +218,11 @@ class OpencodeRuntime:
         if not self._live(session_id) or is_chat_echo_parts(parts):
             return
         self._touch(session_id)
+        if self.policy.sender_cap is not None and is_user_message(parts):
+            try:
+                self.store.note_user_prompt(session_id)  # the sender cap starts again
+            except Exception as err:  # noqa: BLE001
+                self._log(f"[thatch] chat user-prompt note for {session_id} failed: {err!r}")
         self._auto_register(session_id)
 
     def on_session_status(self, session_id: str, status: str) -> None:
@@ -279,6 +293,39 @@ class OpencodeRuntime:
     def _touch(self, session_id: str) -> None:
         """Any event: host the session; a re-hosted one graduates to permanent."""
         self._hostset.touch(session_id, clock.now_ms())
+        self._publish_standing([session_id])
+
+    # -- messaging policy (thatch_core.policy) ------------------------------------
+
+    def _policy_poller_args(self) -> dict[str, Any]:
+        """The poller's policy knobs; none under thatch's design (the poller's own defaults)."""
+        if self.policy.is_default:
+            return {}
+        return {"max_nudges_per_hour": self.policy.nudges_per_hour, "upkeep": self._policy_upkeep}
+
+    def _publish_standing(self, session_ids) -> None:
+        """Tell every sender what these hosted sessions do with incoming mail (once each)."""
+        if self.policy.is_default:
+            return
+        for sid in session_ids:
+            if sid in self._published:
+                continue
+            try:
+                self.store.publish_inbound(sid, self.policy)
+                self._published.add(sid)
+            except Exception as err:  # noqa: BLE001 - retried at the session's next event
+                self._log(f"[thatch] chat policy publish for {sid} failed: {err!r}")
+
+    def _policy_upkeep(self) -> None:
+        """Each poll cycle: approval prompts that ran out drop their message and tell its sender."""
+        hosted = self.hosted_sessions()
+        self._publish_standing(hosted)
+        self.store.expire_held(hosted)
+
+    def review_held(self, session_id: str, decision: str, *, from_session: str | None = None):
+        """The user approves or declines a held message in `session_id` (Qoder's /peers
+        approve / deny); an approval is delivered by the next delivery pass."""
+        return self.store.review_held(session_id, decision, from_session=from_session)
 
     def _leave(self, session_id: str) -> None:
         with self._lock:

@@ -23,9 +23,12 @@ from thatch_core.git import detect_worktree_kind
 from thatch_core.names import NAME_POOL, format_name, render_participant, topic_from_title
 from thatch_core.staleness import is_stale
 from thatch_core.store_guard import (
-    HOST_KINDS, ROW_COLS, chunks, guarded, id_list, is_id, marks, row_id_list, row_of,
-    text_or_none,
+    HOST_KINDS, ROW_COLS, chunks, guarded, id_list, is_id, is_text, marks, row_id_list, row_of,
+    shown, text_or_none, text_problem,
 )
+from thatch_core.policy import DEFAULT as DEFAULT_POLICY
+from thatch_core.policy import Policy
+from thatch_core.policy_store import PolicyMixin
 from thatch_core.store_upkeep import UpkeepMixin
 from thatch_core.types import (
     BroadcastResult, FeedRow, InboxItem, NotificationRow, RegisterResult, SendResult,
@@ -34,22 +37,42 @@ from thatch_core.types import (
 
 ERR_EMPTY = "Message body cannot be empty."
 ERR_TOO_LONG = f"Message too long (max {MAX_BODY_LEN} characters)."
-ERR_NOT_REGISTERED = "You are not registered - call chat_register first."
+ERR_NOT_REGISTERED = "You are not registered - call thatch_chat_register first."
 ERR_SELF = "You cannot message yourself."
-ERR_TOMBSTONED = "This session left the chat directory - call chat_register to rejoin."
+ERR_TOMBSTONED = "This session left the chat directory - call thatch_chat_register to rejoin."
 ERR_NO_SESSION_ID = "A session id is required to register."
 ERR_BODY_TYPE = "Message body must be text."
 
 
+def err_body_text(problem: str) -> str:
+    return f"Message body must be valid text ({problem})."
+
+
+def err_id_text(problem: str) -> str:
+    return f"A session id must be valid text ({problem})."
+
+
+def _as_text(value) -> str:
+    """A recipient as the refusal names it: the text (a lone surrogate escaped), "" for None."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return shown(value)
+    try:
+        return str(value)
+    except ValueError:  # an int too long to print
+        return type(value).__name__
+
+
 def err_no_recipient(to: str) -> str:
-    return f'No registered session named "{to}". Use chat_list to see who is available.'
+    return f'No registered session named "{to}". Use thatch_chat_list to see who is available.'
 
 
 def err_bad_kind(kind: str) -> str:
     return f'Unknown host kind "{kind}" (expected one of: {", ".join(HOST_KINDS)}).'
 
 
-class ChatStore(UpkeepMixin):
+class ChatStore(UpkeepMixin, PolicyMixin):
     """Directory (``chat_sessions``), inbox (``chat_messages``) and upkeep.
 
     Prune, continuation and host-pid anchors come from
@@ -125,6 +148,8 @@ class ChatStore(UpkeepMixin):
         racing a ``session.deleted`` either lands before the leave (and is
         removed by it) or sees the tombstone: never resurrects a dead session.
         """
+        if isinstance(session_id, str) and text_problem(session_id):
+            return RegisterResult(ok=False, session_id=shown(session_id), error=err_id_text(text_problem(session_id)))
         if not is_id(session_id):
             return RegisterResult(ok=False, session_id=session_id, error=ERR_NO_SESSION_ID)
         if not isinstance(kind, str) or kind not in HOST_KINDS:
@@ -253,6 +278,8 @@ class ChatStore(UpkeepMixin):
     def _check_body(body: str | None) -> tuple[str | None, str | None]:
         if body is not None and not isinstance(body, str):
             return None, ERR_BODY_TYPE
+        if body is not None and text_problem(body):
+            return None, err_body_text(text_problem(body))
         trimmed = (body or "").strip()
         if not trimmed:
             return None, ERR_EMPTY
@@ -261,21 +288,29 @@ class ChatStore(UpkeepMixin):
         return trimmed, None
 
     @guarded
-    def send(self, from_session: str, to_name_or_id: str, body: str) -> SendResult:
-        """Post one message (R9); the checks and the insert are one transaction."""
+    def send(self, from_session: str, to_name_or_id: str, body: str, *,
+             policy: Policy = DEFAULT_POLICY) -> SendResult:
+        """Post one message (R9); the checks and the insert are one transaction.
+
+        `policy` is the sender's messaging policy; the recipient's published
+        standing applies whatever it is (thatch_core.policy_store)."""
+        policy = policy if isinstance(policy, Policy) else DEFAULT_POLICY
         trimmed, err = self._check_body(body)
         if err:
             return SendResult(ok=False, error=err)
         with immediate(self.conn):
             if not is_id(from_session) or self._get(from_session) is None:
-                return SendResult(ok=False, error=ERR_NOT_REGISTERED)
+                return (self._gate_unregistered(from_session, to_name_or_id, trimmed, policy)
+                        or SendResult(ok=False, error=ERR_NOT_REGISTERED))
             recipient = self._find(to_name_or_id)
             if recipient is None:
-                shown = to_name_or_id if isinstance(to_name_or_id, str) else (
-                    "" if to_name_or_id is None else str(to_name_or_id))
-                return SendResult(ok=False, error=err_no_recipient(shown))
+                departed = self._gate_departed(to_name_or_id, policy)
+                return SendResult(ok=False, error=departed or err_no_recipient(_as_text(to_name_or_id)))
             if recipient.session_id == from_session:
                 return SendResult(ok=False, error=ERR_SELF)
+            gated = self._gate_send(from_session, recipient, trimmed, policy)
+            if gated is not None:
+                return gated
             cur = self.conn.execute(
                 "INSERT INTO chat_messages (from_session, to_session, body, created_at, via_broadcast)"
                 " VALUES (?, ?, ?, ?, 0)",
@@ -295,6 +330,7 @@ class ChatStore(UpkeepMixin):
         if err:
             return BroadcastResult(ok=False, error=err)
         recipients, skipped, ids = [], [], []
+        withheld: dict[str, list[str]] = {"held": [], "refused": []}
         with immediate(self.conn):
             if not is_id(from_session) or self._get(from_session) is None:
                 return BroadcastResult(ok=False, error=ERR_NOT_REGISTERED)
@@ -303,9 +339,14 @@ class ChatStore(UpkeepMixin):
             rows = self.conn.execute(
                 f"SELECT {ROW_COLS} FROM chat_sessions WHERE session_id != ? "
                 "ORDER BY name COLLATE NOCASE, session_id", (from_session,)).fetchall()
+            standings = self._standings()
             for row in map(row_of, rows):
                 if row.host_kind == "opencode" and is_stale(row, now_ms):
                     skipped.append(row.name)
+                    continue
+                gated = self._gate_broadcast(from_session, row, trimmed, standings)
+                if gated is not None:
+                    withheld[gated].append(row.name)
                     continue
                 cur = self.conn.execute(
                     "INSERT INTO chat_messages (from_session, to_session, body, created_at,"
@@ -314,7 +355,8 @@ class ChatStore(UpkeepMixin):
                 recipients.append(row.name)
                 ids.append(cur.lastrowid)
         return BroadcastResult(ok=True, recipients=tuple(recipients), skipped=tuple(skipped),
-                               message_ids=tuple(ids))
+                               message_ids=tuple(ids), held=tuple(withheld["held"]),
+                               refused=tuple(withheld["refused"]))
 
     @guarded
     def read(self, session_id: str) -> list[InboxItem]:
@@ -373,7 +415,7 @@ class ChatStore(UpkeepMixin):
     @guarded
     def pending_by_project(self, project: str) -> list[tuple[str, int]]:
         """``(name, unread)`` for every registered session of ``project`` with mail."""
-        if not isinstance(project, str):
+        if not is_text(project):
             return []
         return [(n, c) for n, c in self.conn.execute(
             "SELECT cs.name, COUNT(*) FROM chat_messages m"
@@ -403,7 +445,7 @@ class ChatStore(UpkeepMixin):
         A cutoff that is not an ISO string selects never-delivered mail only.
         """
         ids = id_list(session_ids)
-        cutoff = renudge_cutoff_iso if isinstance(renudge_cutoff_iso, str) else ""
+        cutoff = renudge_cutoff_iso if is_text(renudge_cutoff_iso) else ""
         out: list[NotificationRow] = []
         for chunk in chunks(ids):
             out.extend(NotificationRow(id=i, to_session=t, from_session=f, from_name=n)

@@ -17,7 +17,7 @@ import sqlite3
 import time
 from typing import Any, Iterable, Sequence
 
-from thatch_core.db import BUSY_RETRIES, StoreBusy, backoff_s, is_busy, wrap_error
+from thatch_core.db import BUSY_RETRIES, StoreError, backoff_s, busy_budget, is_busy, spend_busy_attempt, wrap_error
 from thatch_core.types import SessionRow
 
 HOST_KINDS = ("opencode", "mcp")
@@ -52,9 +52,35 @@ def marks(n: int) -> str:
 # Argument checks
 # ----------------------------------------------------------------------
 
+# SQLite's INTEGER is a signed 64-bit number: a larger Python int cannot be bound.
+MAX_SQL_INT = 2**63 - 1
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text, or None: a lone surrogate
+    (``"\udc80"``, which ``json.loads`` makes of a ``\\udc80`` escape) has no UTF-8 form."""
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"unpaired surrogate {shown(value[exc.start])} at character {exc.start + 1}"
+    return None
+
+
+def is_text(value: Any) -> bool:
+    """A string that can be stored (valid Unicode, no lone surrogate)."""
+    return isinstance(value, str) and text_problem(value) is None
+
+
+def shown(value: str) -> str:
+    """``value`` safe to put in a reply: a lone surrogate as its ``\\udc80`` escape."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def is_id(value: Any) -> bool:
-    """A usable session id (or name): a string with something besides blanks."""
-    return isinstance(value, str) and bool(value.strip())
+    """A usable session id (or name): storable text with something besides blanks."""
+    return is_text(value) and bool(value.strip())
 
 
 def id_list(values: Any) -> list[str]:
@@ -71,8 +97,8 @@ def id_list(values: Any) -> list[str]:
 
 
 def is_row_id(value: Any) -> bool:
-    """A usable message id or pid: a positive int (a bool is not a number here)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    """A usable message id or pid: a positive int SQLite can hold (a bool is not a number here)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_SQL_INT
 
 
 def row_id_list(values: Any) -> list[int]:
@@ -87,8 +113,8 @@ def row_id_list(values: Any) -> list[int]:
 
 
 def text_or_none(value: Any) -> str | None:
-    """Advisory text (a title, a project): a string, else no value."""
-    return value if isinstance(value, str) else None
+    """Advisory text (a title, a project): a storable string, else no value."""
+    return value if is_text(value) else None
 
 
 # ----------------------------------------------------------------------
@@ -102,20 +128,27 @@ def guarded(method):
     the whole method: each public method is atomic, so nothing of the failed
     try persisted. Inside an open transaction a retry is impossible (the
     transaction is already rolled back by ``immediate``), so it surfaces.
+    Every wait on the lock in one call, here and in ``immediate``, spends the
+    call's one :func:`~thatch_core.db.busy_budget` (D-store-18). A value the
+    argument checks let through and sqlite cannot bind is a StoreError too,
+    never a ``UnicodeEncodeError`` or ``OverflowError`` (D-store-20).
     """
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         doing = method.__name__
-        with self._lock:
-            for attempt in range(BUSY_RETRIES):
+        with self._lock, busy_budget():
+            attempt = 0
+            while True:
                 try:
                     return method(self, *args, **kwargs)
                 except sqlite3.Error as exc:
-                    if is_busy(exc) and attempt < BUSY_RETRIES - 1 and not _in_tx(self.conn):
+                    if is_busy(exc) and not _in_tx(self.conn) and spend_busy_attempt(BUSY_RETRIES - attempt - 1):
                         time.sleep(backoff_s(attempt))
+                        attempt += 1
                         continue
                     raise wrap_error(exc, doing) from exc
-            raise StoreBusy(f"database stayed locked during {doing}")  # pragma: no cover
+                except (UnicodeEncodeError, OverflowError) as exc:
+                    raise StoreError(f"a value given to {doing} cannot be stored ({exc})") from exc
     return wrapper
 
 

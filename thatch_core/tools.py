@@ -17,15 +17,17 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from thatch_core import clock, staleness
-from thatch_core.db import StoreError
-from thatch_core.prompts import DISABLED_REPLY, chat_echo_text, chat_inbox_frame, short_tool
+from thatch_core.db import StoreBusy, StoreError, StoreFault
+from thatch_core.prompts import (
+    DISABLED_REPLY, STALE_EXPLAINER, chat_echo_text, chat_inbox_frame, checkout_mark, plural, roster_section,
+    short_tool,
+)
+from thatch_core.policy import DEFAULT as DEFAULT_POLICY
+from thatch_core.policy import Policy
+from thatch_core.store import ERR_BODY_TYPE
 from thatch_core.store import ERR_NOT_REGISTERED as NOT_REGISTERED  # the store's exact text
 
-STALE_EXPLAINER = (
-    "Stale sessions missed two heartbeats (about a minute): an opencode one's "
-    "harness has probably stopped, and mail to it waits unread; an mcp one is "
-    "between turns and reads its mail at its next prompt."
-)
+ERR_TO_TYPE = 'The recipient ("to") must be text: a name from thatch_chat_list or a session id.'
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,26 @@ class ToolReply:
 
 def _refuse(text: str) -> ToolReply:
     return ToolReply(text=text, ok=False, echo=None)
+
+
+def store_failure_text(err: StoreError) -> str:
+    """The reply to a call the store could not serve (D-store-19). Every store
+    method is atomic, so nothing changed; whether a retry can help depends on
+    the failure: a lock passes, a damaged, read-only or full database does not."""
+    if isinstance(err, StoreBusy):
+        return f"Chat is temporarily unavailable ({err}); nothing was changed - try again."
+    if isinstance(err, StoreFault):
+        return (f"Chat is unavailable: {err.reason} ({err}); nothing was changed, "
+                f"and trying again will not help until {err.remedy}.")
+    return f"Chat could not complete the call ({err}); nothing was changed."
+
+
+def _text_arg(args: Mapping[str, Any], key: str, fallback: str | None = None) -> str | None:
+    """A text argument: "" when absent or null, None when it is not a string."""
+    value = args.get(key, args.get(fallback) if fallback else None)
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else None
 
 
 def seen_ago(last_seen: str, now_ms: int) -> str:
@@ -58,7 +80,7 @@ def seen_ago(last_seen: str, now_ms: int) -> str:
 
 def loc_token(worktree: str | None) -> str:
     """The roster's checkout-kind token (R4)."""
-    return f"loc: {worktree}" if worktree in ("root", "worktree") else "loc: ?"
+    return f"loc: {checkout_mark(worktree)}"
 
 
 class ChatTools:
@@ -115,9 +137,7 @@ class ChatTools:
         try:
             return handler(args or {}, identity)
         except StoreError as err:
-            # A lock that outlived the retries: the call changed nothing
-            # (each store method is atomic), so the model may simply retry.
-            return _refuse(f"Chat is temporarily unavailable ({err}); nothing was changed - try again.")
+            return _refuse(store_failure_text(err))
 
     # -- register / unregister -----------------------------------------------
 
@@ -202,9 +222,9 @@ class ChatTools:
                 parts.append(f"topic: {r.topic}")
             return "- " + " | ".join(parts)
 
-        out = [f"Active ({len(active)}):"]
+        out = [roster_section("Active", len(active))]
         out += [line(r) for r in active] or ["(none)"]
-        out += ["", f"Stale ({len(stale)}):", STALE_EXPLAINER]
+        out += ["", roster_section("Stale", len(stale)), STALE_EXPLAINER]
         out += [line(r) for r in stale] or ["(none)"]
         if me is None:
             out += ["", "You are not registered - call thatch_chat_register to join."]
@@ -215,13 +235,20 @@ class ChatTools:
     def _send(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None:
             return _refuse(NOT_REGISTERED)
-        to = str(args.get("to", "") or "")
-        body = str(args.get("body", args.get("message", "")) or "")
-        res = self.store.send(identity, to, body)
+        body, to = _text_arg(args, "body", "message"), _text_arg(args, "to")
+        if body is None:  # a number, bytes, a mapping: refused, never turned into text (D-store-20)
+            return _refuse(ERR_BODY_TYPE)
+        if to is None:
+            return _refuse(ERR_TO_TYPE)
+        policy = self._policy()
+        # Under thatch's design the store gets no policy argument: a stand-in store with the plain signature works.
+        res = self.store.send(identity, to, body, **({} if policy.is_default else {"policy": policy}))
         if not res.ok:
             return _refuse(res.error or "Send failed.")
         rcpt = res.recipient
         name = rcpt.name if rcpt is not None else to
+        if getattr(res, "reply", None):  # a policy decided: held for the recipient's user
+            return ToolReply(text=res.reply, ok=True, echo=chat_echo_text("send", to=name, body=body.strip()))
         if not res.recipient_stale:
             note = "active"
         elif rcpt is not None and rcpt.host_kind == "mcp":
@@ -242,25 +269,44 @@ class ChatTools:
         if not items:
             # Nothing conversational happened: no bubble for an empty drain.
             return ToolReply(text="No unread messages.", ok=True, echo=None)
-        lines = [f"from {it.from_name} at {it.created_at}: {it.body}" for it in items]
+        marked = self._unregistered_marks(items)
+        lines = [f"from {marked.get(it.id, it.from_name)} at {it.created_at}: {it.body}" for it in items]
         return ToolReply(
             text=chat_inbox_frame(lines),
             ok=True,
             echo=chat_echo_text("read", count=len(items), inbox="\n".join(lines)),
         )
 
+    def _policy(self) -> Policy:
+        """The caller's messaging policy, re-read per call like the other switches."""
+        return getattr(self.config_source.load(), "policy", DEFAULT_POLICY)
+
+    def _unregistered_marks(self, items) -> dict[int, str]:
+        """Messages approved from an unregistered sender read as `<id> (unregistered)`
+        (held for approval first: only a policy that holds them can have any)."""
+        if self._policy().unregistered != "hold":
+            return {}
+        ids = self.store.unregistered_message_ids([it.id for it in items])
+        return {it.id: f"{it.from_session[:12]} (unregistered)" for it in items if it.id in ids}
+
     def _broadcast(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None:
             return _refuse(NOT_REGISTERED)
-        body = str(args.get("body", args.get("message", "")) or "")
+        body = _text_arg(args, "body", "message")
+        if body is None:
+            return _refuse(ERR_BODY_TYPE)
         res = self.store.broadcast(identity, body)
         if not res.ok:
             return _refuse(res.error or "Broadcast failed.")
         n = len(res.recipients)
-        text = f"Broadcast sent to {n} session{'' if n == 1 else 's'}"
+        text = f"Broadcast sent to {plural(n, 'session')}"
         text += f": {', '.join(res.recipients)}." if n else "."
         if res.skipped:
             text += f" Skipped {len(res.skipped)} stale: {', '.join(res.skipped)}."
+        for verb, names in (("Held for their user's approval", getattr(res, "held", ())),
+                            ("Refused by", getattr(res, "refused", ()))):
+            if names:
+                text += f" {verb}: {', '.join(names)}."
         return ToolReply(text=text, ok=True, echo=chat_echo_text("broadcast", count=n, body=body.strip()))
 
     def _status(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
@@ -270,6 +316,6 @@ class ChatTools:
         if not st.registered:
             return ToolReply(text="Not registered - call thatch_chat_register to join.", ok=True)
         return ToolReply(
-            text=f"Registered as {st.name}: {st.pending} unread, {st.total} total messages.",
+            text=f"Registered as {st.name}: {st.pending} unread, {plural(st.total, 'total message')}.",
             ok=True,
         )

@@ -50,6 +50,10 @@ class SendResult:
     message_id: int | None = None
     recipient: SessionRow | None = None
     recipient_stale: bool = False
+    # A messaging policy decided the outcome (thatch_core.policy): the held
+    # message's id and the reply that says so; None under thatch's design.
+    held_id: int | None = None
+    reply: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class BroadcastResult:
     recipients: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
     message_ids: tuple[int, ...] = ()
+    # Recipients whose inbound policy held or refused the message (thatch_core.policy).
+    held: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,3 +123,13 @@ class PruneResult:
     pruned: tuple[str, ...] = ()
     expired_tombstones: tuple[str, ...] = ()
     swept_messages: int = 0
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """A user's approve / decline of a held message (thatch_core.policy)."""
+
+    ok: bool
+    text: str
+    held_id: int | None = None
+    message_id: int | None = None

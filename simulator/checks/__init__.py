@@ -1,7 +1,8 @@
 """Judging one run from its history (JSONL events) and its final SQLite database.
 
 `check_all` is the one entry: the properties P1-P10 (registered by the
-delivery, liveness, messages and identity modules), the reach claims, the
+delivery, liveness, messages and identity modules), the messaging policies'
+promises Q1-Q3 (only where a process runs under a policy), the reach claims, the
 point and step-reply expectations, and one verdict per fault step.
 """
 
@@ -14,6 +15,7 @@ from simulator.checks import delivery, identity, liveness, messages  # noqa: F40
 from simulator.checks.expectations import check_expectations
 from simulator.checks.faults import fault_verdicts
 from simulator.checks.reach import check_reaches
+from simulator.checks.policies import check_policies
 from simulator.checks.registry import check_properties
 from simulator.checks.view import RunView
 from simulator.result import Verdict
@@ -24,7 +26,7 @@ def check_all(spec: Scenario, history: list[dict[str, Any]], db_path: Union[str,
               run_info: Optional[dict] = None) -> list[Verdict]:
     """Every verdict of a run: properties, reach claims, expectations, faults."""
     view = RunView(spec, history, db_path, run_info)
-    return (check_properties(spec, view) + check_reaches(spec, view)
+    return (check_properties(spec, view) + check_policies(spec, view) + check_reaches(spec, view)
             + check_expectations(spec, view) + fault_verdicts(spec, view.history))
 
 

@@ -6,18 +6,31 @@ P1 single deliverer, P2 rate cap, P3 at-least-once, P10 ping-pong bounded.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Optional
 
+from simulator.checks.deliverable import Gate, Stretch
+from simulator.checks.faults import crash_lost_a_stamp
 from simulator.checks.registry import passed, prop, skipped, verdict
 from simulator.checks.view import RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
-from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, RENUDGE_MS
+from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, STAMP_RESOLUTION_MS
 from simulator.result import Verdict
 
 
-@prop("P1", "single-deliverer", rules=("R25", "R18"))
+def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Verdict]:
+    """Two wakes of `label` by one process within one dispatch for one batch (the second
+    counting more messages than arrived since the first): a delivery pass entered while
+    another was running, which R24's guard drops (a host event handed over inside a prompt)."""
+    if a["dispatch"] != b["dispatch"] or int(b["data"].get("count") or 0) <= view.new_mail(label, a["i"], b["i"]):
+        return None
+    return verdict(p1_single_deliverer, "fail", f"{label} was woken twice by {a.get('proc')} at t={b['t']} in one dispatch "
+                   "for one batch: a delivery pass re-entered while another ran (R24)", [a, b])
+
+
+@prop("P1", "single-deliverer", rules=("R25", "R18", "R24"))
 def p1_single_deliverer(view: RunView) -> Verdict:
-    """Every wake is received by a live process hosting that session at that moment, and no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first, the first incarnation still alive)."""
+    """Every wake is received by a live process hosting that session at that moment, no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first, the first incarnation still alive), and no process wakes one batch twice in one dispatch (a re-entered delivery pass)."""
     wakes = view.of("wake")
     if not wakes:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
@@ -35,6 +48,10 @@ def p1_single_deliverer(view: RunView) -> Verdict:
     for label, ws in by_session.items():
         for a, b in zip(ws, ws[1:]):
             ia, ib = view.inc_of(a), view.inc_of(b)
+            if ia is ib and ia is not None:
+                twice = _one_pass_twice(view, label, a, b)
+                if twice is not None:
+                    return twice
             if ia is ib or ia is None or ib is None:
                 continue
             if b["t"] - a["t"] >= RENUDGE_MS or not ia.alive(b["t"], b["i"]):
@@ -45,7 +62,7 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                 continue  # the second wake is for mail that arrived after the first: another batch
             return verdict(p1_single_deliverer, "fail",
                            f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
-    return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host")
+    return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host", len(wakes))
 
 
 @prop("P2", "rate-cap", rules=("R22",))
@@ -59,117 +76,153 @@ def p2_rate_cap(view: RunView) -> Verdict:
         if over:
             return verdict(p2_rate_cap, "fail", f"{label} got {len(over)} wakes from {proc}#{n} within one hour "
                            f"(t={over[0]['t']}..{over[-1]['t']}), cap {MAX_WAKES_PER_HOUR}", over)
-    return passed(p2_rate_cap, f"{sum(map(len, groups.values()))} wakes, none over the cap")
+    judged = sum(map(len, groups.values()))
+    return passed(p2_rate_cap, f"{judged} wakes, none over the cap", judged)
 
 
-def _grace(view: RunView, label: str, proc: str | None) -> int:
-    """How long a deliverable message may legitimately wait: two poll cycles and a turn."""
-    agent = view.agents.get(label)
-    turn = int(getattr(agent, "turn", 20_000) or 0)
-    return 2 * view.poll_ms(proc) + turn + 1_000
-
-
-def _busy_at_end(view: RunView, label: str, limit: int) -> bool:
-    agent = view.agents.get(label)
-    windows = list(getattr(agent, "busy", []) or []) + list(getattr(agent, "compacting", []) or [])
-    return any(w.until > limit for w in windows)
-
-
-def _created_t(view: RunView, msg: dict, sends: dict) -> int | None:
-    """Virtual creation time of a db row: its stamp (second resolution), else its send/broadcast call."""
-    stamped = view.vt(msg["created_at"])
-    if stamped is not None:
-        return stamped
-    key = (view.label_of.get(msg["from_session"]), msg["body"])
-    return sends[key][0] if sends.get(key) else None
-
-
-def send_times(view: RunView) -> dict[tuple, list[int]]:
-    out: dict[tuple, list[int]] = {}
+def _creations(view: RunView) -> dict[int, tuple[int, float]]:
+    """Row id -> (t, i) of the send or broadcast result that stored it: the stamp has second
+    resolution, the call's position says which same-time wake came after it. A row no call
+    explains stands at its stamp, before every event of that time."""
+    calls: dict[str, list] = {}
     for c in view.calls:
-        if c.tool in ("send", "broadcast") and c.call is not None:
-            out.setdefault((c.session, c.body), []).append(c.call["t"])
+        if c.tool in ("send", "broadcast") and c.ok:
+            calls.setdefault(c.body, []).append(c)
+    out: dict[int, tuple[int, float]] = {}
+    for m in view.db["messages"]:
+        stamp = view.vt(m["created_at"])
+        near = [c for c in calls.get(m["body"], ()) if stamp is None or stamp <= c.t < stamp + STAMP_RESOLUTION_MS]
+        mine = [c for c in near if c.session == view.label_of.get(m["from_session"])] or near
+        if mine:
+            out[m["id"]] = (mine[0].t, mine[0].i)
+        elif stamp is not None:
+            out[m["id"]] = (stamp, -1)
     return out
 
 
-def _unread_mail_obligations(view: RunView, registered: set[str]) -> tuple[int, Optional[Verdict]]:
-    """Unread mail to a live opencode host's registered session owed a wake: (judged, failure)."""
-    sends = send_times(view)
-    checked = 0
-    end = view.t_end
+def _lost_stamps(view: RunView) -> dict[int, dict]:
+    """Wake position -> the crash between it and its stamp (before delivered-stamp, after
+    wake-prompt: checks/faults.py) that followed it in the same process life
+    (the batch stays never-delivered: it is due again at once, R23)."""
+    out = {}
+    for crash in view.of("crash"):
+        if not crash_lost_a_stamp(crash):
+            continue
+        prior = [w for w in view.of("wake", proc=crash.get("proc")) if w["i"] < crash["i"] and view.inc_of(w) is view.inc_of(crash)
+                 and (crash.get("session") is None or w.get("session") == crash.get("session"))]
+        if prior:
+            out[prior[-1]["i"]] = crash
+    return out
+
+
+def _first_window(view: RunView, runs: list[tuple[int, int, list[Stretch]]], need: int, until: int) -> Optional[tuple[int, int, Stretch]]:
+    """(from, deadline, stretch) of the first time at or after `need` from which the session stays
+    wakeable for a whole poll cycle of its host (plus a stamp's resolution) before `until`."""
+    for start, end, parts in runs:
+        if end <= need:
+            continue
+        a = max(start, need)
+        if a >= until:
+            return None
+        part = next(p for p in parts if p.start <= a < p.end)
+        deadline = a + view.poll_ms(part.host.proc) + STAMP_RESOLUTION_MS
+        if deadline <= min(end, until):
+            return a, deadline, part
+    return None
+
+
+def _next_due(wakes: list[dict], woken: dict, lost: dict[int, dict]) -> tuple[int, float, dict]:
+    """When the message is due a wake again after `woken`: at once after a crash that lost its
+    stamp, else 15 minutes after the last of the wakes that kept re-stamping it (R18, R21)."""
+    w = woken
+    while True:
+        if w["i"] in lost:
+            return lost[w["i"]]["t"], lost[w["i"]]["i"], w
+        due = w["t"] + RENUDGE_MS + STAMP_RESOLUTION_MS
+        later = [x for x in wakes if x["i"] > w["i"] and x["t"] < due]
+        if not later:
+            return due, -1, w
+        w = later[-1]
+
+
+def _exempt_reason(timeline: list[Stretch], created: int, until: int, read: Optional[int]) -> str:
+    """Why a message was never owed a wake: the gate's reason over most of its unread time."""
+    spent: Counter = Counter()
+    for s in timeline:
+        overlap = min(s.end, until) - max(s.start, created)
+        if s.reason and overlap > 0:
+            spent[s.reason] += overlap
+    if spent:
+        return spent.most_common(1)[0][0]
+    return "read before a wake was due" if read is not None else "created too close to the end"
+
+
+def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, prev: Optional[dict], lost: dict) -> Verdict:
+    """The failure: which wake was owed (the first, one after a lost stamp, or a re-nudge) and from when."""
+    a, deadline, stretch = window
+    host = stretch.host
+    live = f"{host.proc}#{host.n} hosted {label} live, idle and under the cap"
+    if prev is None:
+        story = f"message #{m['id']} to {label} (created t={created[0]}) was deliverable from t={a} ({live})"
+    elif prev["i"] in lost:
+        story = (f"message #{m['id']} to {label}: its wake at t={prev['t']} lost its stamp to a crash (R23); "
+                 f"from t={a} {live}")
+    else:
+        story = (f"message #{m['id']} to {label} was woken at t={prev['t']} and still unread {RENUDGE_MS // MINUTE_MS} min later, "
+                 f"so due a re-nudge (R18); from t={a} {live}")
+    sent = [c for c in view.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
+    status = [e for e in view.of("status", session=label, proc=host.proc) if e["t"] <= a and view.inc_of(e) is host]
+    wit = [w for c in sent[:1] for w in c.witness()] + ([prev] if prev else []) + ([lost[prev["i"]]] if prev and prev["i"] in lost else [])
+    wit += ([host.start_event] if host.start_event else []) + status[-1:]
+    return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={deadline}", wit)
+
+
+def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tuple, lost: dict) -> tuple[int, Optional[Verdict], str]:
+    """(wakes the message was owed or got, the first one missed, why it was owed none). A wake is
+    owed once the session stays deliverable for a whole window while the message is unread; a
+    wake that came earlier (before a read it prompted, or before the gate closed again) counts."""
+    read = view.vt(m["read_at"]) if m["read_at"] else None
+    until = min(read, view.t_end) if read is not None else view.t_end
+    wakes = view.of("wake", session=label)
+    runs = gate.wakeable(label)
+    need_t, need_i, prev = created[0], created[1], None
+    duties = 0
+    while True:
+        woken = next((w for w in wakes if (w["t"], w["i"]) > (need_t, need_i) and w["t"] <= until), None)
+        window = _first_window(view, runs, need_t, until)
+        if woken is not None and (window is None or woken["t"] <= window[1]):
+            duties += 1
+            need_t, need_i, prev = _next_due(wakes, woken, lost)
+            continue
+        if window is None:
+            return duties, None, "" if duties else _exempt_reason(gate.timeline(label), created[0], until, read)
+        return duties + 1, _missed(view, m, label, created, window, prev, lost), ""
+
+
+@prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R22", "R23", "R29"))
+def p3_at_least_once(view: RunView) -> Verdict:
+    """Every message to a session is followed by a wake within one poll cycle of its host (plus 1 s) of the session becoming deliverable (registered, hosted by a live opencode process whose chat was enabled at start, last seen idle and not compacting, under 6 wakes by that process in the rolling hour, machine awake, database unlocked) while the message is unread; again 15 min after the last wake while it stays unread, and at once after a crash between the wake and its stamp (before delivered-stamp, after wake-prompt) lost the wake's stamp."""
+    gate = Gate(view)
+    created = _creations(view)
+    lost = _lost_stamps(view)
+    judged = duties = 0
+    exempt: Counter = Counter()
     for m in view.db["messages"]:
         label = view.label_of.get(m["to_session"])
-        if label is None or m["read_at"] or m["to_session"] not in registered:
+        if label is None or m["id"] not in created:
             continue
-        hosts = [h for h in view.incs if label in h.sessions and h.kind == "opencode" and h.start_t <= end
-                 and (h.end_t is None or h.reason == "end")]
-        if not hosts or view.asleep(end):
-            continue
-        host = hosts[-1]
-        if not view.hosting(host, label, end):
-            continue  # a rehosted session that aged out of the grace: nobody delivers to it (R15)
-        created = _created_t(view, m, sends)
-        limit = end - _grace(view, label, host.proc)
-        if created is None or created > limit or _busy_at_end(view, label, limit) or host.start_t > limit:
-            continue
-        checked += 1
-        cap_ws = [w for w in view.of("wake", session=label, proc=host.proc)
-                  if view.inc_of(w) is host and w["t"] > end - HOUR_MS]
-        if len(cap_ws) >= MAX_WAKES_PER_HOUR:
-            continue
-        if not any(w["t"] >= created for w in view.of("wake", session=label)):
-            sent = [c for c in view.calls if c.call is not None and abs(c.call["t"] - created) < 1_000 and c.body == m["body"]]
-            wit = [w for c in sent[:1] for w in c.witness()] + ([host.start_event] if host.start_event else [])
-            return checked, verdict(p3_at_least_once, "fail",
-                                    f"message #{m['id']} to {label} (created t={created}) is unread at the end and no wake came after it, "
-                                    f"though {host.proc}#{host.n} hosted {label} live", wit)
-    return checked, None
-
-
-def _stamp_crash_obligations(view: RunView, registered: set[str]) -> tuple[int, Optional[Verdict]]:
-    """A crash at delivered-stamp owes another wake once a live process hosts the session again: (judged, failure)."""
-    checked = 0
-    end = view.t_end
-    for crash in view.of("crash"):
-        if crash["data"].get("point") != "delivered-stamp":
-            continue
-        prior = [w for w in view.of("wake", proc=crash.get("proc")) if w["i"] < crash["i"] and view.inc_of(w) is view.inc_of(crash)]
-        label = crash.get("session") or (prior[-1].get("session") if prior else None)
-        if label is None:
-            continue
-        checked += 1
-        rehost = next((inc for inc in view.incs if label in inc.sessions and inc.start_i > crash["i"]), None)
-        live = [inc for inc in view.hosts(label, crash["t"], crash["i"]) if inc.proc != crash.get("proc")]
-        first = rehost.start_t if rehost else (crash["t"] if live else None)
-        host_proc = rehost.proc if rehost else (live[0].proc if live else None)
-        if first is None or first > end - _grace(view, label, host_proc):
-            continue  # no live host again in time: the run never gave it a chance
-        if any(w["i"] > crash["i"] for w in view.of("wake", session=label)):
-            continue
-        if any(c.i > crash["i"] and "BEGIN UNTRUSTED" in c.text for c in view.calls_of("read", label, ok=True)):
-            continue  # the batch was read another way
-        if label not in {view.label_of.get(s) for s in registered}:
-            continue
-        wit = prior[-1:] + [crash] + ([rehost.start_event] if rehost and rehost.start_event else [])
-        return checked, verdict(p3_at_least_once, "fail",
-                                f"{label}'s wake at t={prior[-1]['t'] if prior else '?'} lost its stamp to a crash, and no re-nudge came "
-                                f"though a live process hosted {label} again from t={first}", wit)
-    return checked, None
-
-
-@prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R23"))
-def p3_at_least_once(view: RunView) -> Verdict:
-    """At the end of the drain every unread message to a registered session hosted by a live opencode process got a wake at or after its creation (unless that host's hourly cap is full or the run left no time), and every crash at delivered-stamp is followed by another wake of that session once a live process hosts it again."""
-    registered = {r["session_id"] for r in view.db["sessions"]}
-    checked = 0
-    for obligations in (_unread_mail_obligations, _stamp_crash_obligations):
-        judged, failure = obligations(view, registered)
+        owed, failure, reason = _message_duties(view, gate, m, label, created[m["id"]], lost)
         if failure is not None:
+            failure.judged = judged + 1
             return failure
-        checked += judged
-    if not checked:
-        return skipped(p3_at_least_once, "no deliverable unread mail at the end and no crash at delivered-stamp")
-    return passed(p3_at_least_once, f"{checked} obligations met")
+        judged += owed > 0
+        duties += owed
+        exempt[reason] += not owed
+    exempt.pop("", None)
+    why = "; ".join(f"{n} {reason}" for reason, n in exempt.most_common(4)) or "none"
+    if not judged:
+        return skipped(p3_at_least_once, f"no message was ever owed a wake (not owed: {why})")
+    return passed(p3_at_least_once, f"{judged} messages owed {duties} wakes, each came in time (not owed: {why})", judged)
 
 
 @prop("P10", "ping-pong-bounded", rules=("R22",))
@@ -199,4 +252,6 @@ def p10_ping_pong(view: RunView) -> Verdict:
         if len(msgs) > bound:
             return verdict(p10_ping_pong, "fail", f"pair {sorted(map(str, pair))} exchanged {len(msgs)} messages, bound {bound}",
                            [{"db_row": r} for r in msgs[-4:]])
-    return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap")
+    wakes = sum(len(ws) for ws in wakes_by_incarnation(view, pp).values())
+    exchanged = sum(map(len, pairs.values()))
+    return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap ({wakes} wakes, {exchanged} messages)", wakes + exchanged)

@@ -7,6 +7,12 @@ its final name), from samples, registered events and hook lines. The verdict
 check id is `expect#<index>`. A body key the kind does not read, or a
 `hook_line` its session's host cannot print, fails the verdict (the loader
 refuses both earlier).
+
+A body with `between: [from, until]` is judged over that window instead
+(simulator.checks.window_expectations); the database-state kinds and
+`same_name` over what the observer read at their times
+(simulator.checks.store_expectations); one marked `before_catch_up` over the
+history as it stood when it was observed, before a sleep's catch-up.
 """
 
 from __future__ import annotations
@@ -14,10 +20,16 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from simulator.checks import store_expectations as stored
+from simulator.checks import window_expectations as windowed
 from simulator.checks.view import RunView, brief
+from simulator.checks.window_expectations import Span, bounds_problem
 from simulator.result import Verdict
-from simulator.scenario.model import (ReplyExpectation, Scenario, Step, expectation_body_problems, format_duration,
-                                      hook_line_host_problems)
+from simulator.scenario.expectation_keys import moments_of, window_of
+from simulator.scenario.model import (
+    LABEL_PLACEHOLDER, Expectation, ReplyExpectation, Scenario, Step, expectation_body_problems, format_duration,
+    hook_line_host_problems,
+)
 
 
 PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
@@ -27,15 +39,7 @@ def _when(at: Any) -> str:
     return "end" if at == "end" else format_duration(int(at))
 
 
-def _bounds(spec: dict, got: int) -> Optional[str]:
-    """None when `got` satisfies count/min/max, else what was wanted."""
-    if "count" in spec and got != int(spec["count"]):
-        return f"exactly {spec['count']}"
-    if "min" in spec and got < int(spec["min"]):
-        return f"at least {spec['min']}"
-    if "max" in spec and got > int(spec["max"]):
-        return f"at most {spec['max']}"
-    return None
+_bounds = bounds_problem
 
 
 def _upto(view: RunView, at: Any, events: list[dict]) -> list[dict]:
@@ -47,28 +51,30 @@ def _last_sample(view: RunView, at: Any) -> Optional[dict]:
     return samples[-1] if samples else None
 
 
-def _wakes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
-    ws = _upto(view, at, view.of("wake", session=arg["session"]))
+def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
+    ws, at = span.pick(view.of("wake", session=arg["session"])), span.at
     want = _bounds(arg, len(ws))
     if want:
-        return f"{arg['session']} got {len(ws)} wakes by {at}, want {want}", ws[-4:]
+        return f"{arg['session']} got {len(ws)} wakes {span}, want {want}", ws[-4:]
     # `contains` / `not_contains`: the text of the last wake by then (the batch it announced).
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
             if not ws:
-                return f"{arg['session']} got no wake by {at} to look in", []
+                return f"{arg['session']} got no wake {span} to look in", []
             text, needle = str(ws[-1]["data"].get("text") or ""), view.expand(arg[key], at)
             if (needle in text) == negate:
                 return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
+    if "per_hour" in arg:
+        return windowed.per_hour(ws, arg, f"{arg['session']}'s wakes")
     return None, ws[-4:]
 
 
-def _echoes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
+def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     """The `[chat]` bubbles a session's transcript received by then (D-props-E3):
     `contains` selects the echoes holding it (at least one unless count / min /
     max bound how many), `not_contains` must be in none of them."""
-    label = arg["session"]
-    echoes = _upto(view, at, view.of("echo", session=label))
+    label, at = arg["session"], span.at
+    echoes = span.pick(view.of("echo", session=label))
     text = lambda e: str(e["data"].get("text") or "")  # noqa: E731
     hits = echoes
     what = "echoes"
@@ -80,12 +86,12 @@ def _echoes(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     if want is None and "contains" in arg and not any(k in arg for k in ("count", "min", "max")) and not hits:
         want = "at least 1"
     if want:
-        return f"{label} got {len(hits)} {what} by {at}, want {want}", (hits or echoes)[-4:]
+        return f"{label} got {len(hits)} {what} {span}, want {want}", (hits or echoes)[-4:]
     if "not_contains" in arg:
         needle = view.expand(arg["not_contains"], at)
         bad = [e for e in echoes if needle in text(e)]
         if bad:
-            return f"{label} got an echo containing {needle!r} by {at}: {text(bad[0])[:200]!r}", bad[:4]
+            return f"{label} got an echo containing {needle!r} {span}: {text(bad[0])[:200]!r}", bad[:4]
     return None, hits[-4:]
 
 
@@ -101,8 +107,10 @@ def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Option
 
 def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str], list]:
     label = arg["session"]
-    sample = _last_sample(view, at)
-    rows = (sample or {}).get("data", {}).get("sessions", {})
+    # The observer's own snapshot when it took one (before a sleep's catch-up), else the last sample.
+    seen = _observed(view, index, "sessions")
+    sample = seen or _last_sample(view, at)
+    rows = seen["data"]["detail"]["sessions"] if seen else (sample or {}).get("data", {}).get("sessions", {})
     for section, want_stale in (("active", False), ("stale", True)):
         for other in arg.get(section) or []:
             row = rows.get(other, {})
@@ -173,7 +181,7 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
     if seen is not None:
         is_reg, name, wit = bool(seen["data"]["detail"]["registered"]), seen["data"]["detail"].get("name"), [seen]
     elif at == "end":
-        row = next((r for r in view.db["sessions"] if r["session_id"] in view.ids.get(label, ())), None)
+        row = view.final_row(label)
         is_reg, name, wit = row is not None, row["name"] if row else None, [{"db_row": row}] if row else []
     else:
         sample = _last_sample(view, at)
@@ -190,6 +198,8 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
         first = (view.names_of(label) or [None])[0]
         if name is None or first is None or name.lower() == first.lower():
             return f"{label}'s name at {at} is {name}, want a fresh name (first minted {first})", wit
+    if "row" in arg:
+        return stored.registered_row(view, at, arg, index)
     return None, wit
 
 
@@ -221,11 +231,49 @@ def _host_kind(spec: Scenario, view: RunView, label: Any) -> Optional[str]:
     return view.proc_kind.get(proc) if proc else None
 
 
+def _title(exp: Expectation, arg: Any) -> str:
+    """`wakes of bob at 3h`, `wakes of bob between 1h and 2h`, `same_name of bob at 1h and 3h`, `messages at end`."""
+    if exp.kind == "messages" and isinstance(arg, dict):
+        who = "".join(f" {word} {arg[key]}" for key, word in (("from", "from"), ("to", "to")) if key in arg)
+    else:
+        who = next((arg[k] for k in ("session", "process", "base") if isinstance(arg, dict) and k in arg), None)
+        who = f" of {who}" if who is not None else ("" if isinstance(arg, dict) else f" of {arg}")
+    window = window_of(arg) if isinstance(arg, dict) and exp.kind in ("wakes", "echoes", "roster", "unread", "store_errors") else None
+    if window is not None:
+        return f"{exp.kind}{who} {Span(window[1], window)}"
+    if exp.kind == "same_name" and isinstance(arg, dict) and isinstance(arg.get("at"), list):
+        return f"{exp.kind}{who} at {' and '.join(_when(t) for t in moments_of(arg))}"
+    return f"{exp.kind}{who} at {_when(exp.at)}" + (" before the catch-up" if exp.before_catch_up else "")
+
+
+def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Optional[str], list]:
+    """One expectation whose body is well formed, judged over `view`."""
+    kind, at, window = exp.kind, exp.at, window_of(arg)
+    span = Span(at, None) if window is None else Span(window[1], window)
+    if kind == "wakes":
+        return _wakes(view, span, arg)
+    if kind == "echoes":
+        return _echoes(view, span, arg)
+    if kind == "store_errors":
+        return windowed.store_errors(view, span, arg)
+    if kind == "roster":
+        return (_roster(view, at, arg, index) if window is None
+                else windowed.roster_throughout(view, arg, window, view.expand))
+    if kind == "unread":
+        return _unread(view, at, arg, index) if window is None else windowed.unread_throughout(view, arg, window)
+    if kind == "hook_line":
+        return _hook_line(view, at, arg)
+    if kind == "registered":
+        return _registered(view, at, arg, index)
+    if kind == "same_name":
+        return stored.same_name(view, arg, index)
+    return {"counter": stored.counter, "tombstones": stored.tombstones, "messages": stored.messages}[kind](view, at, arg, index)
+
+
 def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
     out = []
     for index, exp in enumerate(spec.expect):
         kind, arg, at = exp.kind, getattr(exp, exp.kind), exp.at
-        title = f"{kind} of {arg.get('session') if isinstance(arg, dict) else arg} at {_when(at)}"
         try:
             bad = expectation_body_problems(kind, arg)
             if not bad and kind == "hook_line":
@@ -234,25 +282,38 @@ def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
                 # Normally refused at load time (validate.py); a scenario built in Python lands here.
                 sub, problem, hint = bad[0]
                 problem, wit = f"{'.'.join([kind, *map(str, sub)])}: {problem} — {hint}", []
-            elif kind == "wakes":
-                problem, wit = _wakes(view, at, arg)
-            elif kind == "echoes":
-                problem, wit = _echoes(view, at, arg)
-            elif kind == "roster":
-                problem, wit = _roster(view, at, arg, index)
-            elif kind == "hook_line":
-                problem, wit = _hook_line(view, at, arg)
-            elif kind == "registered":
-                problem, wit = _registered(view, at, arg, index)
             else:
-                problem, wit = _unread(view, at, arg, index)
+                problem, wit = _judge(_before_catch_up(view, index) if exp.before_catch_up else view, exp, arg, index)
         except (KeyError, TypeError, ValueError) as exc:
             problem, wit = f"cannot evaluate: {type(exc).__name__}: {exc}", []
         wit = [brief(e) if "kind" in e else e for e in wit if e][:8]
         if problem and at != "end":
             problem = problem.replace(f" at {at}", f" at {_when(at)}").replace(f" by {at}", f" by {_when(at)}")
-        out.append(Verdict(f"expect#{index}", title, "fail" if problem else "pass", problem or "as expected", (), wit))
+        out.append(Verdict(f"expect#{index}", _title(exp, arg), "fail" if problem else "pass", problem or "as expected", (), wit))
     return out + check_step_replies(spec, view)
+
+
+class _HistoryBefore:
+    """A RunView cut at one history position: an expectation observed before the catch-up
+    at a sleep's end sees nothing that ran at that instant after it (the catch-up wakes)."""
+
+    def __init__(self, view: RunView, limit: int) -> None:
+        self._view, self._limit = view, limit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._view, name)
+
+    def of(self, *kinds: str, **where: Any) -> list[dict]:
+        return [e for e in self._view.of(*kinds, **where) if e["i"] <= self._limit]
+
+    def calls_of(self, *args: Any, **kwargs: Any) -> list:
+        return [c for c in self._view.calls_of(*args, **kwargs) if c.i <= self._limit]
+
+
+def _before_catch_up(view: RunView, index: int) -> Any:
+    """The view as the `before_catch_up` observation of expectation `index` saw it."""
+    ev = stored.observed(view, index)
+    return view if ev is None else _HistoryBefore(view, ev["i"])
 
 
 # -- step reply expectations (`steps[i].expect`) ---------------------------------
@@ -275,8 +336,7 @@ def _expand_at(view: RunView, text: Any, i: int) -> Any:
     """`{label}` -> the name the label went by at event `i` (else its last name)."""
     if not isinstance(text, str):
         return text
-    return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}",
-                  lambda m: view.name_at(m.group(1), i) or view.name_at(m.group(1)) or m.group(0), text)
+    return LABEL_PLACEHOLDER.sub(lambda m: view.name_at(m.group(1), i) or view.name_at(m.group(1)) or m.group(0), text)
 
 
 def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[str]:

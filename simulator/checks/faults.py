@@ -15,13 +15,27 @@ from simulator.scenario.model import Scenario, format_duration
 
 # Why a fault of each kind can fail to take effect, for its not-reached message.
 NOT_REACHED_REASONS = {
-    "crash": "no statement matched the crash point while the process ran",
+    "crash": "the process never reached the crash point's statement or step while it ran",
     "kill": "the process was not running",
     "lock": "no store call met the held lock",
     "fork": "the session's host was not running or refused the fork",
     "resume": "the resuming process did not start",
     "restart": "the daemon or its replacement did not start",
 }
+
+
+def crash_cut_short(crash: dict[str, Any], point: str) -> bool:
+    """The `crash` event killed its process just before `point` (its statement never ran,
+    its transaction never committed); a crash `after` a point left that work done."""
+    data = crash.get("data") or {}
+    return data.get("point") == point and data.get("when", "before") == "before"
+
+
+def crash_lost_a_stamp(crash: dict[str, Any]) -> bool:
+    """The `crash` event fell between a wake prompt and its delivered stamp (R23): just
+    before the stamp statement, or just after the prompt reached the session."""
+    data = crash.get("data") or {}
+    return crash_cut_short(crash, "delivered-stamp") or (data.get("point") == "wake-prompt" and data.get("when") == "after")
 
 
 def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdict]:

@@ -7,11 +7,8 @@ from typing import Optional
 
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import RunView
-from simulator.design import HOOK_LINE_RE, mcp_session_id
+from simulator.design import HOOK_LINE_RE, MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
 from simulator.result import Verdict
-
-# R2: an assigned name is a lowercase base of one or more words and a number of five or more digits.
-NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
 
 
 def _legacy_name(view: RunView, label: str, name: str) -> bool:
@@ -23,9 +20,29 @@ def _legacy_name(view: RunView, label: str, name: str) -> bool:
     return False
 
 
-@prop("P6", "names", rules=("R2", "R5", "R6"))
+TURN_END_HOOKS = ("Stop", "stop")  # R36: they check mail; only the identity hooks ensure-register (R31)
+
+
+def _chain_hops(view: RunView, label: str, hook: dict) -> int:
+    """Session-id forks of `label` since its identity was last anchored (an identity hook line
+    printed or a registration observed) before `hook`: the continued-in records the hook's walk
+    must follow back to the nearest registered (or tombstoned) ancestor."""
+    anchors = [e["i"] for e in view.of("hook", "registered", session=label) if e["i"] < hook["i"]
+               and (e["kind"] == "registered" or (e["data"].get("line") and e["data"].get("hook") not in TURN_END_HOOKS))]
+    since = anchors[-1] if anchors else -1
+    return sum(1 for f in view.of("fork", session=label) if since < f["i"] < hook["i"])
+
+
+def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
+    """`label`'s identity hook lines that came after a fork chain longer than the walk may go
+    (R33: at most 10 hops): there the conversation starts afresh under a new name."""
+    return [h for h in view.of("hook", session=label) if HOOK_LINE_RE.match(str(h["data"].get("line") or ""))
+            and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
+
+
+@prop("P6", "names", rules=("R2", "R5", "R6", "R33"))
 def p6_names(view: RunView) -> Verdict:
-    """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost) and are never reissued: a session that left and came back gets a name never seen before."""
+    """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost, a fork chain of at most 10 hops) and are never reissued: a session that left and came back gets a name never seen before."""
     obs = view.name_observations()
     if not any(n for _, _, n in obs):
         return skipped(p6_names, "no session was ever registered")
@@ -41,7 +58,8 @@ def p6_names(view: RunView) -> Verdict:
         if key in owner and owner[key][0] != label:
             return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}", [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
-        if prev is not None and prev.lower() != key and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label)):
+        if prev is not None and prev.lower() != key and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label)) \
+                and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label)):
             return verdict(p6_names, "fail", f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
         if key in owner:
             # Its own old name again: fine on a reclaim, never after a leave (names are not reissued).
@@ -57,12 +75,7 @@ def p6_names(view: RunView) -> Verdict:
                 if row["name"].lower() in seen:
                     return verdict(p6_names, "fail", f"{seen[row['name'].lower()]} and {label} share the name {row['name']}", [e])
                 seen[row["name"].lower()] = label
-    return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued")
-
-
-# R7/R26: the hourly prune removes tombstones older than 7 days, after which
-# a session may auto-register again (under a fresh name, which P6 checks).
-TOMBSTONE_TTL_MS = 7 * 86_400_000
+    return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued", len(owner))
 
 
 @prop("P7", "tombstones", rules=("R7", "R17"))
@@ -83,15 +96,14 @@ def p7_tombstones(view: RunView) -> Verdict:
                 wit = [leave, sample_row(e, label) if e["kind"] == "sample" else e]
                 return verdict(p7_tombstones, "fail", f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
                                "without an explicit chat_register", wit)
-    return passed(p7_tombstones, f"{len(leaves)} leaves stuck")
+    return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
 
 
 @prop("P9", "continuation", rules=("R33",))
 def p9_continuation(view: RunView) -> Verdict:
-    """After a session-id fork the session's next hook line shows the name it had before, and no mail is left addressed to the old identity."""
-    forks = view.of("fork")
+    """After a session-id fork the session's next hook line shows the name it had before and no mail is left addressed to the old identity, when the chain of forks since its identity was last anchored is at most 10 hops long; past 10 hops nothing is adopted and the next hook line shows a fresh name."""
     checked = 0
-    for f in forks:
+    for f in view.of("fork"):
         label = f.get("session")
         before = view.name_at(label, f["i"]) if label else None
         nxt = next((h for h in view.of("hook", session=label) if h["i"] > f["i"] and HOOK_LINE_RE.match(str(h["data"].get("line") or ""))), None)
@@ -99,12 +111,19 @@ def p9_continuation(view: RunView) -> Verdict:
             continue
         checked += 1
         shown = HOOK_LINE_RE.match(nxt["data"]["line"]).group("name")
+        hops = _chain_hops(view, label, nxt)
+        if hops > MAX_CONTINUATION_HOPS:
+            if shown.lower() == before.lower():
+                return verdict(p9_continuation, "fail", f"{label}'s hook line after a chain of {hops} forks still says {before}: "
+                               f"the walk stops at {MAX_CONTINUATION_HOPS} hops, so nothing may be adopted", [f, nxt], checked)
+            continue
         if shown.lower() != before.lower():
-            return verdict(p9_continuation, "fail", f"{label} was {before} before the fork but its next hook line says {shown}", [f, nxt])
+            return verdict(p9_continuation, "fail", f"{label} was {before} before the fork but its next hook line says {shown}", [f, nxt], checked)
         old = mcp_session_id(f["data"]["old_host_id"]) if f["data"].get("old_host_id") else None
         left = [r for r in view.db["messages"] if old and r["to_session"] == old]
         if left:
-            return verdict(p9_continuation, "fail", f"{len(left)} message(s) still addressed to {label}'s pre-fork id {old}", [f, nxt, {"db_row": left[0]}])
+            return verdict(p9_continuation, "fail", f"{len(left)} message(s) still addressed to {label}'s pre-fork id {old}",
+                           [f, nxt, {"db_row": left[0]}], checked)
     if not checked:
         return skipped(p9_continuation, "no fork followed by a hook line")
-    return passed(p9_continuation, f"{checked} forks carried name and mail")
+    return passed(p9_continuation, f"{checked} forks carried name and mail (or, past {MAX_CONTINUATION_HOPS} hops, started afresh)", checked)

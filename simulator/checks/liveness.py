@@ -87,4 +87,4 @@ def p4_liveness(view: RunView) -> Verdict:
                                f"(t={polls[-1]['t']}) by its dead host {inc.proc}#{inc.n}", [polls[-1], inc.exit_event, sample_row(s, label)])
     if not checked:
         return skipped(p4_liveness, "no sample of a hosted or orphaned opencode session to judge")
-    return passed(p4_liveness, f"{checked} sampled sessions consistent with their hosts")
+    return passed(p4_liveness, f"{checked} sampled sessions consistent with their hosts", checked)

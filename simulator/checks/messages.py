@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from simulator.checks.faults import crash_cut_short
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
+from simulator.design import HELD_REPLY_RE
 from simulator.result import Verdict
 
 
@@ -28,13 +30,13 @@ def _read_crashes(view: RunView) -> list[dict]:
     return [c for c in view.of("crash") if c["data"].get("point") == "read-stamp"]
 
 
-def _send_sender(view: RunView, call: Call) -> Optional[str]:
-    """The label a send is stored from: the caller, except on Cursor, whose
-    server trusts the claimed `as` (R32), so a claim naming another session
-    is stored as that session's mail."""
+def acting_identity(view: RunView, call: Call) -> Optional[str]:
+    """The label a tool call acts as: the caller, except on Cursor, whose server
+    trusts the claimed `as` (R32): a send claiming another session is stored as
+    that session's mail, and a read claiming it drains that session's inbox."""
     claim = call.args.get("as") if isinstance(call.args, dict) else None
     if claim and view.proc_kind.get(call.proc) == "cursor":
-        return view.label_for_name(str(claim)) or call.session
+        return view.label_for_name(str(claim)) or view.label_of.get(str(claim)) or call.session
     return call.session
 
 
@@ -42,10 +44,12 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     """Ok chat_send calls by (sender label, recipient, trimmed body)."""
     results: dict[tuple, list[Call]] = {}
     for c in view.calls_of("send", ok=True):
+        if HELD_REPLY_RE.match(c.text):
+            continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
         m = _SENT_TO.match(c.text)
         to = m.group(1) if m else str(c.args.get("to", ""))
         # Recipients compare by label when known: a name can change after a leave.
-        results.setdefault((_send_sender(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(), c.body), []).append(c)
+        results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(), c.body), []).append(c)
     return results
 
 
@@ -77,16 +81,19 @@ def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[st
 
 
 def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
-    """A row is returned by at most one read of its recipient (barring a read-stamp crash) and stamped once returned."""
+    """A row is returned by at most one read of its recipient's inbox, whoever called it (barring a
+    read-stamp crash), and stamped once returned."""
     for r in view.db["messages"]:
         label = view.label_of.get(r["to_session"])
         needle = f" at {r['created_at']}: {r['body']}"
-        seen = [c for c in reads if c.session == label and needle in c.text]
+        seen = [c for c in reads if acting_identity(view, c) == label and needle in c.text]
         twins = sum(1 for x in view.db["messages"] if x["to_session"] == r["to_session"] and x["created_at"] == r["created_at"] and x["body"] == r["body"])
         if len(seen) > twins:
             a, b = seen[0], seen[twins]
             if not any(a.i < k["i"] < b.i for k in crashes):
-                return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times with no crash in chat_read between",
+                callers = sorted({str(c.session) for c in seen})
+                return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times (by {', '.join(callers)}) "
+                               "with no crash in chat_read between",
                                a.witness() + b.witness())
         if seen and not r["read_at"] and not crashes:
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was returned by chat_read but is not stamped read", seen[0].witness())
@@ -101,11 +108,11 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
         label = view.label_of.get(r["to_session"])
         if not r["read_at"] or label is None or crashes:
             continue
-        if any(c.result is None for c in view.calls if c.tool == "read" and c.session == label):
+        if any(c.result is None for c in view.calls if c.tool == "read" and acting_identity(view, c) == label):
             continue
         needle = f" at {r['created_at']}: {r['body']}"
-        if not any(c.session == label and needle in c.text for c in reads):
-            got = [c for c in reads if c.session == label]
+        if not any(acting_identity(view, c) == label and needle in c.text for c in reads):
+            got = [c for c in reads if acting_identity(view, c) == label]
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
                            "but no chat_read of its recipient returned it",
                            [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])
@@ -116,17 +123,18 @@ def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optio
     """Every message a read returned is still in the db (unless prune swept the reader)."""
     present = {(r["to_session"], r["body"]) for r in view.db["messages"]}
     for c in reads:
+        reader = acting_identity(view, c)
         for line in re.findall(r"^from .+? at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: (.*)$", c.text, re.M):
-            if not any(sid for sid in view.ids.get(c.session or "", ()) if (sid, line) in present) \
-                    and not any(b.startswith(line) for (sid, b) in present if view.label_of.get(sid) == c.session) \
-                    and not any(sid in pruned for sid in view.ids.get(c.session or "", ())):
-                return verdict(p5_no_loss, "fail", f"a message {c.session} read at t={c.t} is gone from the db", c.witness())
+            if not any(sid for sid in view.ids.get(reader or "", ()) if (sid, line) in present) \
+                    and not any(b.startswith(line) for (sid, b) in present if view.label_of.get(sid) == reader) \
+                    and not any(sid in pruned for sid in view.ids.get(reader or "", ())):
+                return verdict(p5_no_loss, "fail", f"a message {reader} read at t={c.t} is gone from the db", c.witness())
     return None
 
 
 @prop("P5", "no-loss", rules=("R9", "R10", "R11", "R26"))
 def p5_no_loss(view: RunView) -> Verdict:
-    """Every ok chat_send is stored exactly once (sender, recipient name, trimmed body) unless prune swept it; a message appears in at most one ok chat_read of its recipient unless a crash at read-stamp came between; a message seen by a read is still in the db, stamped read."""
+    """Every ok chat_send is stored exactly once (sender, recipient name, trimmed body) unless prune swept it; a message appears in at most one ok chat_read of its recipient's inbox (whoever called it: a Cursor read drains the inbox its `as` claims) unless a crash at read-stamp came between; a message seen by a read is still in the db, stamped read."""
     pruned = _pruned_ids(view)
     results = _accepted_sends(view)
     reads = view.calls_of("read", ok=True)
@@ -137,7 +145,8 @@ def p5_no_loss(view: RunView) -> Verdict:
         return failure
     if not results and not reads:
         return skipped(p5_no_loss, "no accepted send and no read in the run")
-    return passed(p5_no_loss, f"{sum(map(len, results.values()))} sends stored once, {len(reads)} reads consistent")
+    sends = sum(map(len, results.values()))
+    return passed(p5_no_loss, f"{sends} sends stored once, {len(reads)} reads consistent", sends + len(reads))
 
 
 _BCAST = re.compile(r"^Broadcast sent to (\d+) sessions?(?:: (.*?))?\.(?: Skipped \d+ stale: (.*)\.)?$", re.S)
@@ -159,7 +168,7 @@ def p8_broadcast(view: RunView) -> Verdict:
     for c in bcasts:
         mine = [r for r in view.db["messages"] if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
         if c.result is None or not c.ok:
-            crashed = any(k["data"].get("point") == "broadcast-insert" and k.get("proc") == c.proc for k in view.of("crash"))
+            crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of("crash"))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
             if c.result is None and crashed and mine and not later:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows", c.witness() + [{"db_row": r} for r in mine[:3]])
@@ -192,4 +201,4 @@ def p8_broadcast(view: RunView) -> Verdict:
                     return verdict(p8_broadcast, "fail", f"broadcast by {c.session} left out the mcp session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
                 if row.get("host_kind", "opencode") == "opencode" and row.get("stale") and a[label].get("last_seen") == row.get("last_seen") and name in recips:
                     return verdict(p8_broadcast, "fail", f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
-    return passed(p8_broadcast, f"{len(bcasts)} broadcasts all-or-nothing with the right recipients")
+    return passed(p8_broadcast, f"{len(bcasts)} broadcasts all-or-nothing with the right recipients", len(bcasts))

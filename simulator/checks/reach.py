@@ -190,6 +190,12 @@ def _store_busy(view: RunView) -> Witness:
     return next(([e] for e in view.of("store-error")), None)
 
 
+@reach("event-in-wake", "a host event (a session's turn ending, a window change) handed to the runtime inside a wake "
+       "prompt call, re-entering the poller while it delivers (events: synchronous)", rules=("R24",))
+def _event_in_wake(view: RunView) -> Witness:
+    return next(([e] for e in view.of("stream-event") if e["data"].get("inside") == "wake"), None)
+
+
 def _decision(h: dict) -> str:
     return str(h["data"].get("decision") or "").lower()
 

@@ -5,8 +5,10 @@ whose docstring states the property in one sentence (the precise definitions
 and their tolerances are in docs/decisions/properties.md). A checker gets a
 `RunView` and returns a `Verdict`: "pass", "fail" (a short message and the few
 events that break it), or "skipped" when the situation never occurred in the
-run. `check_properties` turns a skip of a property the scenario listed by
-name into "not-reached" (Reach, not just pass).
+run, with `judged`: how many things (messages, wakes, samples, names...) it
+actually judged. `check_properties` turns a property the scenario listed by
+name that judged nothing (skipped, or a pass over nothing) into "not-reached"
+(Reach, not just pass).
 
 Safety properties (P1, P2, P5-P10) are judged over the whole run; the
 progress parts of P3 and P4 only where the run gave the system a chance.
@@ -39,18 +41,20 @@ def prop(pid: str, title: str, *, rules: tuple[str, ...] = ()) -> Callable[[Chec
     return deco
 
 
-def verdict(fn: Checker, status: str, message: str = "", witness: list[dict] | None = None) -> Verdict:
-    """A verdict of the registered checker `fn`, with at most WITNESS_MAX witness events."""
+def verdict(fn: Checker, status: str, message: str = "", witness: list[dict] | None = None, judged: int = 1) -> Verdict:
+    """A verdict of the registered checker `fn`, with at most WITNESS_MAX witness events.
+    `judged` defaults to 1 for a failure: the thing that broke it was judged."""
     wit = [brief(e) if "kind" in e else e for e in (witness or [])][:WITNESS_MAX]
-    return Verdict(fn.pid, fn.title, status, message, fn.rules, wit)  # type: ignore[attr-defined,arg-type]
+    return Verdict(fn.pid, fn.title, status, message, fn.rules, wit, judged)  # type: ignore[attr-defined,arg-type]
 
 
-def passed(fn: Checker, message: str) -> Verdict:
-    return verdict(fn, "pass", message)
+def passed(fn: Checker, message: str, judged: int) -> Verdict:
+    """A pass over `judged` things (0: it passed over nothing; listed by name, that is not reached)."""
+    return verdict(fn, "pass", message, judged=judged)
 
 
 def skipped(fn: Checker, message: str) -> Verdict:
-    return verdict(fn, "skipped", message)
+    return verdict(fn, "skipped", message, judged=0)
 
 
 def sample_row(sample: dict, label: str) -> dict:
@@ -62,7 +66,7 @@ def sample_row(sample: dict, label: str) -> dict:
 
 def check_properties(spec: Scenario, view: RunView) -> list[Verdict]:
     """One verdict per property the scenario checks, in its order."""
-    listed = spec.properties != "all"
+    listed = spec.lists_properties()  # `all` and `{exclude: [...]}` claim nothing one by one
     out = []
     for pid in spec.checked_properties():
         title, rules, fn = REGISTRY[pid]
@@ -70,7 +74,7 @@ def check_properties(spec: Scenario, view: RunView) -> list[Verdict]:
             v = fn(view)
         except Exception as exc:  # noqa: BLE001 - a checker bug must show as a failure, not kill the report
             v = Verdict(pid, title, "fail", f"checker error: {type(exc).__name__}: {exc}", rules)
-        if listed and v.status == "skipped":
+        if listed and (v.status == "skipped" or (v.status == "pass" and not v.judged)):
             v.status = "not-reached"
             v.message = f"listed in properties: but nothing to check ({v.message})"
         out.append(v)

@@ -334,9 +334,15 @@ class RunView:
             if lab == label and n and (i is None or e["i"] <= i):
                 name = n
         if name is None and i is None:
-            row = next((r for r in self.db["sessions"] if r["session_id"] in self.ids.get(label, ())), None)
+            row = self.final_row(label)
             name = row["name"] if row else None
         return name
+
+    def final_row(self, label: str) -> Optional[dict]:
+        """The label's row in the final database under its newest id: a fork chain past the
+        hop limit (R33) leaves the old row behind, registered under the old name."""
+        rows = {r["session_id"]: r for r in self.db["sessions"]}
+        return next((rows[sid] for sid in reversed(self.ids.get(label, ())) if sid in rows), None)
 
     def id_names(self) -> dict[str, str]:
         """chat session id -> a name it went by (db rows win)."""
@@ -484,14 +490,15 @@ class RunView:
 
 def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:
     """The final database's tables as lists of dicts (empty when absent)."""
-    out: dict[str, list[dict[str, Any]]] = {"sessions": [], "messages": [], "pruned": [], "tombstones": []}
+    out: dict[str, list[dict[str, Any]]] = {"sessions": [], "messages": [], "pruned": [], "tombstones": [], "held": []}
     if db_path is None or not Path(db_path).exists():
         return out
     conn = sqlite3.connect(str(db_path))
     conn.row_factory = sqlite3.Row
     try:
         for key, table in (("sessions", "chat_sessions"), ("messages", "chat_messages"),
-                           ("pruned", "chat_pruned"), ("tombstones", "chat_leave_tombstones")):
+                           ("pruned", "chat_pruned"), ("tombstones", "chat_leave_tombstones"),
+                           ("held", "chat_held")):  # messages a policy held (simulator/checks/policies.py)
             try:
                 out[key] = [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]
             except sqlite3.Error:

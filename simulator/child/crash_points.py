@@ -1,27 +1,51 @@
-"""Crash points: a harness process SIGKILLs itself just before a chosen statement.
+"""Crash points: a harness process SIGKILLs itself just before, or just after, a chosen step.
 
 A harness process calls `crash_points().install(conn)` on every SQLite
-connection it opens. Once the orchestrator arms a point (OP_ARM_CRASH),
-SQLite's trace callback sees every statement just before it starts running;
-on the nth match the process records a `crash` event, saves its coverage data
-and SIGKILLs itself, so the statement never runs and its transaction is rolled
-back by the next opener, exactly like a power cut at that line.
+connection it opens. Once the orchestrator arms a point (OP_ARM_CRASH), the
+process watches for it; at the nth occurrence it records a `crash` event,
+saves its coverage data and SIGKILLs itself, exactly like a power cut there.
 
-Named points match the real statements of `thatch_core/store.py` (checked
+Two kinds of step:
+
+- SQL statements. SQLite's trace callback sees every statement just before
+  it starts running. `before`: the process dies there, so the statement never
+  runs and its transaction is rolled back by the next opener. `after`: the
+  process dies as soon as the statement's transaction has committed. The
+  trace callback sees the COMMIT only before it runs, so at the COMMIT that
+  ends the matched statement's transaction (or at the statement itself, when
+  it runs outside BEGIN ... COMMIT and commits as it finishes) a one-shot
+  profile hook is set on this thread: the first Python event after the
+  C-level call returns (the caller's next call or return) finds the
+  connection out of its transaction (the commit is durable) and fires: any
+  act of the process goes through a call, so none happens between the commit
+  and the crash. A COMMIT that failed (busy) leaves the
+  transaction open: the hook lets it be and waits for the retried COMMIT; a
+  ROLLBACK undoes the match, and the point waits for the next one.
+- Host steps (`HOST_POINTS`): a step of the fake host itself, which the
+  harness announces with `reached(name, when, session=...)` just before and
+  just after it (the fake opencode server receiving a wake prompt).
+
+Named SQL points match the real statements of `thatch_core/store.py` (checked
 against its text). Python 3.11 hands the trace callback the *expanded* SQL
 (bound values inlined), so named points are regexes over the lower-cased,
 whitespace-collapsed text and a scenario's `sql:` substring is matched the
 same way (write it without `?` placeholders).
+
+The `crash` event is `{point, sql, step}` for a statement and
+`{point, step}` (with the session) for a host step, plus `when: "after"`
+for a crash after its step (docs/history.md).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import signal
 import sqlite3
+import sys
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from simulator.child.hygiene import save_coverage
 
@@ -39,7 +63,18 @@ NAMED_POINTS: dict[str, tuple[str, int]] = {
     "heartbeat": (r"^update chat_sessions set last_seen = \S+ where session_id in\b", 1),
 }
 
+# Steps of the fake host, announced by the harness (`reached`), with what they are.
+HOST_POINTS: dict[str, str] = {
+    # before: the prompt never reaches the session; after: it did, and the poller has not stamped it (R21, R23)
+    "wake-prompt": "the fake opencode server receives a synthetic wake prompt (harness/opencode.py)",
+}
+
+WHENS = ("before", "after")
+
 _WS = re.compile(r"\s+")
+_COMMIT = re.compile(r"^(?:commit|end)\b")
+_ROLLBACK = re.compile(r"^rollback\b(?! to)")
+_THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 
 
 def normalize_sql(sql: str) -> str:
@@ -49,10 +84,20 @@ def normalize_sql(sql: str) -> str:
 @dataclass
 class _Armed:
     point: Optional[str]
-    pattern: re.Pattern
+    pattern: Optional[re.Pattern]   # None for a host step
     nth: int
     step: Optional[int]
     seen: int = 0
+    when: str = "before"
+    # `after` a statement: the connection whose transaction holds the match, until it commits
+    open_tx: Optional[sqlite3.Connection] = None
+    matched_sql: str = ""
+
+    def handed_on(self) -> "_Armed":
+        """A copy for another process: its own counts, no transaction of ours."""
+        twin = copy.copy(self)
+        twin.open_tx = None
+        return twin
 
 
 class CrashPoints:
@@ -72,27 +117,33 @@ class CrashPoints:
         """Watch `conn`. The trace callback is only set while a point is armed (it costs per statement)."""
         self._conns.append(conn)
         if self._armed:
-            conn.set_trace_callback(self._trace)
+            conn.set_trace_callback(self._tracer(conn))
         return conn
 
     def arm(self, point: Optional[str] = None, sql: Optional[str] = None, nth: Optional[int] = None,
-            step: Optional[int] = None) -> None:
+            step: Optional[int] = None, when: Optional[str] = None) -> None:
         if (point is None) == (sql is None):
             raise ValueError("arm a crash with exactly one of point= (a named step) or sql= (a statement substring)")
-        if point is not None:
+        when = when or "before"
+        if when not in WHENS:
+            raise ValueError(f"a crash comes before or after its step, not {when!r}")
+        pattern: Optional[re.Pattern]
+        if point is not None and point in HOST_POINTS:
+            pattern, default_nth = None, 1
+        elif point is not None:
             if point not in NAMED_POINTS:
-                raise ValueError(f"unknown crash point {point!r}; known: {', '.join(NAMED_POINTS)}")
+                raise ValueError(f"unknown crash point {point!r}; known: {', '.join([*NAMED_POINTS, *HOST_POINTS])}")
             regex, default_nth = NAMED_POINTS[point]
             pattern = re.compile(regex)
         else:
             default_nth = 1
             pattern = re.compile(re.escape(normalize_sql(sql)))
-        self._armed.append(_Armed(point, pattern, nth or default_nth, step))
-        self._set_all(self._trace)
+        self._armed.append(_Armed(point, pattern, nth or default_nth, step, when=when))
+        self._set_all(True)
 
     def disarm(self) -> None:
         self._armed.clear()
-        self._set_all(None)
+        self._set_all(False)
 
     def snapshot(self) -> list:
         """The armed points as they stand (live objects, in arming order), for
@@ -103,13 +154,13 @@ class CrashPoints:
         """Make `arms` this process's armed set (a forked hook/MCP child takes
         its host's points; the trace callback follows whether any are armed)."""
         self._armed[:] = list(arms)
-        self._set_all(self._trace if self._armed else None)
+        self._set_all(bool(self._armed))
 
-    def _set_all(self, callback) -> None:
+    def _set_all(self, on: bool) -> None:
         live = []
         for conn in self._conns:
             try:
-                conn.set_trace_callback(callback)
+                conn.set_trace_callback(self._tracer(conn) if on else None)
                 live.append(conn)
             except sqlite3.ProgrammingError:  # closed: forget it
                 pass
@@ -119,17 +170,75 @@ class CrashPoints:
     def armed(self) -> bool:
         return bool(self._armed)
 
-    def _trace(self, sql: str) -> None:
-        text = normalize_sql(sql)
+    # -- host steps --------------------------------------------------------------
+
+    def reached(self, point: str, when: str, *, session: Optional[str] = None) -> None:
+        """The harness is just `when` (before/after) host step `point` (one of HOST_POINTS)."""
         for armed in self._armed:
-            if armed.pattern.search(text) if armed.point is None else armed.pattern.match(text):
+            if armed.point == point and armed.when == when:
                 armed.seen += 1
                 if armed.seen >= armed.nth:
-                    self._fire(armed, sql)
+                    self._fire(armed, session=session)
 
-    def _fire(self, armed: _Armed, sql: str) -> None:
+    # -- statements ----------------------------------------------------------------
+
+    def _tracer(self, conn: sqlite3.Connection) -> Callable[[str], None]:
+        return lambda sql: self._trace(conn, sql)
+
+    def _trace(self, conn: sqlite3.Connection, sql: str) -> None:
+        text = normalize_sql(sql)
+        for armed in self._armed:
+            if armed.open_tx is conn:
+                self._transaction_moves(armed, conn, text)
+            elif armed.pattern is not None and self._matches(armed, text):
+                armed.seen += 1
+                if armed.seen < armed.nth:
+                    continue
+                if armed.when == "before":
+                    self._fire(armed, sql=sql)
+                elif conn.in_transaction:
+                    armed.open_tx, armed.matched_sql = conn, sql  # it commits with its transaction
+                else:
+                    self._fire_once_returned(armed, conn, sql, committing=False)  # it commits as it finishes
+
+    @staticmethod
+    def _matches(armed: _Armed, text: str) -> bool:
+        return bool(armed.pattern.search(text) if armed.point is None else armed.pattern.match(text))
+
+    def _transaction_moves(self, armed: _Armed, conn: sqlite3.Connection, text: str) -> None:
+        """A statement in the transaction holding an `after` match: its COMMIT arms the
+        post-commit hook; a ROLLBACK undoes the match (wait for the next one)."""
+        if _COMMIT.match(text):
+            self._fire_once_returned(armed, conn, armed.matched_sql, committing=True)
+        elif _ROLLBACK.match(text):
+            armed.open_tx = None
+
+    def _fire_once_returned(self, armed: _Armed, conn: sqlite3.Connection, sql: str, *, committing: bool) -> None:
+        """Fire at the first Python event after the statement being traced returns
+        (a profile hook on this thread, removed at that event). A COMMIT that left
+        the transaction open failed: no crash, the retry is traced again."""
+        previous = sys.getprofile()
+
+        def on_event(frame, event, arg) -> None:
+            if os.path.normcase(os.path.abspath(frame.f_code.co_filename)) == _THIS_FILE:
+                return  # still unwinding the trace callback, inside the statement's call
+            sys.setprofile(previous)
+            if committing and conn.in_transaction:
+                return
+            armed.open_tx = None
+            self._fire(armed, sql=sql)
+
+        sys.setprofile(on_event)
+
+    def _fire(self, armed: _Armed, *, sql: Optional[str] = None, session: Optional[str] = None) -> None:
         if self.recorder is not None:
-            self.recorder.emit("crash", point=armed.point or "sql", sql=normalize_sql(sql)[:200], step=armed.step)
+            data: dict[str, Any] = {"point": armed.point or "sql"}
+            if sql is not None:
+                data["sql"] = normalize_sql(sql)[:200]
+            data["step"] = armed.step
+            if armed.when != "before":
+                data["when"] = armed.when
+            self.recorder.emit("crash", session, **data)
         save_coverage()
         self._kill()
 

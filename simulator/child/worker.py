@@ -23,6 +23,7 @@ import calendar
 import cProfile
 import dataclasses
 import os
+import sys
 import time
 import traceback
 from datetime import timedelta
@@ -35,9 +36,10 @@ from multiprocess.connection import Connection
 from simulator import clock
 from simulator.child import hygiene
 from simulator.child.crash_points import CrashPoints, crash_points
+from simulator.child.window import WindowRunner
 from simulator.history import Recorder
 from simulator.protocol import (
-    OP_ARM_CRASH, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame,
+    OP_ARM_CRASH, OP_RUN_WINDOW, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame,
 )
 
 
@@ -51,6 +53,7 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
     move_to = _mover(freeze_time(clock.START_INSTANT, tick=False).start())
     _memoize_fake_time()
     server = _CommandServer(ctx, make_harness, recorder, points)
+    window = WindowRunner(server.answer, move_to, recorder)
     profiler = _profiler()
     while True:
         try:
@@ -61,6 +64,9 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
         if cmd.op == OP_SAVE_COVERAGE:  # a SIGKILL is coming: keep the lines run so far (no event, no clock move)
             hygiene.save_coverage()
             _send(conn, Reply(cmd.dispatch))
+            continue
+        if cmd.op == OP_RUN_WINDOW:  # many entries, each at its own time (simulator/child/window.py)
+            _send(conn, window.run(cmd))
             continue
         move_to(cmd.t)
         recorder.current(cmd.dispatch, cmd.t)
@@ -97,7 +103,8 @@ class _CommandServer:
     def _serve(self, cmd: Command) -> Reply:
         if cmd.op == OP_ARM_CRASH:
             args = cmd.args
-            self.points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"))
+            self.points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"),
+                            when=args.get("when"))
             return Reply(cmd.dispatch)
         if self.harness is None and cmd.op != OP_START:
             return Reply(cmd.dispatch, ok=False, fatal=True, error=f"{self.ctx.label}: {cmd.op} before start")
@@ -159,24 +166,25 @@ def _memoize_fake_time() -> None:
 
     freezegun's `fake_time` turns the frozen datetime into a float on every
     call (timegm of a timetuple), and a poll reads the clock ~6 times. This
-    keeps its semantics call for call: the same `_should_use_real_time`
-    check (same frame depth: called straight from the caller), the same
-    factory, the same expression, only remembered while the frozen datetime
-    object stays the same. Installed on the `time` module only, and only
-    over freezegun's own fake (private freezegun API: a change there only
-    costs speed, see engine/preload.py's _warm_freezegun_cache).
+    keeps its semantics call for call: the same factory, the same expression,
+    only remembered while the frozen datetime object stays the same; and
+    `_uses_real_time`, freezegun's own caller check. Installed on the `time`
+    module only, and only over freezegun's own fake (private freezegun API:
+    a change there only costs speed, see engine/preload.py's
+    _warm_freezegun_cache).
     """
     fz = freezegun_api
     try:
-        should_use_real, current, real_time = fz._should_use_real_time, fz.get_current_time, fz.real_time
+        current, real_time = fz.get_current_time, fz.real_time
     except AttributeError:  # pragma: no cover
         return
-    if time.time is not getattr(fz, "fake_time", None):
+    if time.time is not getattr(fz, "fake_time", None) or not hasattr(fz, "_should_use_real_time"):
         return
+    uses_real_time = _caller_check(fz)
     memo: list = [None, 0.0]
 
     def fake_time() -> float:
-        if should_use_real():
+        if uses_real_time(sys._getframe(1)):
             return real_time()
         now = current()
         if now is not memo[0]:
@@ -184,6 +192,48 @@ def _memoize_fake_time() -> None:
         return memo[1]
 
     time.time = fake_time
+
+
+def _caller_check(fz) -> Callable[[Any], bool]:
+    """freezegun's `_should_use_real_time` for a given caller frame, each module's answer remembered.
+
+    The same rule on the same frames: no inspection limit means fake time, no
+    freezer means real time, an empty ignore list means fake time, else real
+    time when one of the `call_stack_inspection_limit` frames from the caller
+    up belongs to a module whose name starts with an ignored prefix. Only the
+    `startswith` answer per module name is kept (for the current ignore
+    tuple): the walk itself runs on every call, as freezegun's does.
+    """
+    answers: dict = {}
+    seen: list = [None]
+
+    def uses_real_time(frame) -> bool:
+        limit = fz.call_stack_inspection_limit
+        if not limit:
+            return False
+        lists = fz.ignore_lists
+        if not lists:
+            return True
+        prefixes = lists[-1]
+        if not prefixes:
+            return False
+        if prefixes is not seen[0]:
+            answers.clear()
+            seen[0] = prefixes
+        for _ in range(limit):
+            name = frame.f_globals.get("__name__")
+            if name:
+                hit = answers.get(name)
+                if hit is None:
+                    hit = answers[name] = name.startswith(prefixes)
+                if hit:
+                    return True
+            frame = frame.f_back
+            if frame is None:
+                break
+        return False
+
+    return uses_real_time
 
 
 def _profiler() -> Optional[cProfile.Profile]:

@@ -17,9 +17,11 @@ from simulator.protocol import FollowUp
 
 
 class Priority(IntEnum):
-    """Same-time order: starts and fault bookkeeping, then the script, then what
-    the harnesses asked for, then timers, then observers, then the end."""
+    """Same-time order: an observer asked to run first (`before_catch_up`), then
+    starts and fault bookkeeping, then the script, then what the harnesses asked
+    for, then timers, then observers, then the end."""
 
+    OBSERVE_FIRST = -1
     CONTROL = 0
     STEP = 1
     PHASE = 2
@@ -77,7 +79,16 @@ class Poll(NamedTuple):
 
 
 class Expect(NamedTuple):
-    """A point expectation to observe, by its index in the scenario."""
+    """A point expectation to observe, by its index in the scenario (`moment`: which of
+    its times, for a kind observed at several: `same_name`)."""
+
+    index: int
+    moment: Optional[int] = None
+
+
+class ExpectFirst(NamedTuple):
+    """A point expectation observed before anything else due at its time: at a sleep's
+    end, before the pollers' catch-up beats (`before_catch_up`)."""
 
     index: int
 
@@ -90,9 +101,10 @@ class End(NamedTuple):
     """The end of the run (`duration + drain`)."""
 
 
-Entry = Union[StartProcess, SleepEnd, LockRelease, Step, Phase, HarnessFollowUp, Poll, Expect, Sample, End]
+Entry = Union[StartProcess, SleepEnd, LockRelease, Step, Phase, HarnessFollowUp, Poll, Expect, ExpectFirst, Sample, End]
 
 PRIORITY: dict[type, Priority] = {
+    ExpectFirst: Priority.OBSERVE_FIRST,
     StartProcess: Priority.CONTROL, SleepEnd: Priority.CONTROL, LockRelease: Priority.CONTROL,
     Step: Priority.STEP, Phase: Priority.PHASE, HarnessFollowUp: Priority.FOLLOWUP, Poll: Priority.POLL,
     Expect: Priority.EXPECT, Sample: Priority.SAMPLE, End: Priority.END,

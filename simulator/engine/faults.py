@@ -5,7 +5,8 @@ took effect (docs/history.md); one that never takes effect is reported as
 `fault-not-fired` at the end and fails its verdict as not reached.
 
 - kill: SIGKILL now; the process's sessions are left unhosted.
-- crash: OP_ARM_CRASH to the process; fired when it dies with a `crash` event.
+- crash: OP_ARM_CRASH to the process (the named step or statement, `before`
+  or `after` it); fired when it dies with a `crash` event.
 - sleep: no dispatch in [t, t+for): polls and samples in the window are
   dropped, expectations in it are observed at once (the sleep-start state,
   recorded at their own t), everything else waits for the wake; every live
@@ -83,8 +84,8 @@ def _crash(engine: FaultEngine, t: int, idx: int, d: int, args: CrashArgs) -> No
     if live is None:
         return
     nth = args.nth if "nth" in args.model_fields_set else None  # None: the named point's own default
-    engine.exchange(t, d, [ProcessCommand(live, OP_ARM_CRASH, None,
-                                          {"point": args.before, "sql": args.sql, "nth": nth, "step": idx})])
+    engine.exchange(t, d, [ProcessCommand(live, OP_ARM_CRASH, None, {
+        "point": args.point, "sql": args.sql, "nth": nth, "step": idx, "when": args.timing})])
 
 
 def _sleep(engine: FaultEngine, t: int, idx: int, d: int, args: SleepArgs) -> None:

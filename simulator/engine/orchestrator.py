@@ -27,6 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +40,14 @@ from simulator import clock as vclock
 from simulator import design
 from simulator.engine import faults
 from simulator.engine.agenda import (
-    Agenda, End, Entry, Expect, HarnessFollowUp, LockRelease, Phase, Poll, Sample, SleepEnd, StartProcess, Step,
+    Agenda, End, Entry, Expect, ExpectFirst, HarnessFollowUp, LockRelease, Phase, Poll, Sample, SleepEnd, StartProcess,
+    Step,
 )
 from simulator.engine.dispatch_log import DispatchLog
-from simulator.engine.observer import Observer
+from simulator.engine.observer import Observer, observations
 from simulator.engine.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
+from simulator.engine.window import ENGINES, Windows
 from simulator.engine.world import World
 from simulator.history import merge, read_events
 from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, recv_msg, send_msg
@@ -92,8 +95,11 @@ class Orchestrator:
     def __init__(self, spec: Scenario, run_dir: Path, *, seed: Optional[int] = None, wall_timeout_s: float = 120.0,
                  overrides: Optional[dict] = None, sample_interval_ms: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None, busy_timeout_ms: Optional[int] = None,
-                 stop_grace_s: float = STOP_GRACE_S) -> None:
+                 stop_grace_s: float = STOP_GRACE_S, engine: Optional[str] = None) -> None:
         self.spec = spec
+        self.engine = engine or os.environ.get("THATCH_SIM_ENGINE") or "lockstep"
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
         self.seed = spec.seed if seed is None else seed
         self.run_dir = Path(run_dir)
         has_lock = any(s.action == "lock" for s in spec.steps)
@@ -108,6 +114,8 @@ class Orchestrator:
         self.wall_timeout_s = wall_timeout_s
         self.progress = progress
         self.concurrent = spec.dispatch == "concurrent"
+        # Concurrent dispatch keeps its waves (its races are the point); windows are a serial engine.
+        self.windows = Windows(self, SimulationError) if self.engine == "windowed" and not self.concurrent else None
         self.end_t = spec.duration + spec.drain
         self.sample_interval = sample_interval_ms or min((p.poll_interval for p in spec.processes), default=30_000)
         self.hosting: dict[str, str] = {}          # session label -> process label hosting it now
@@ -187,8 +195,8 @@ class Orchestrator:
                 self.agenda.push(proc.start, StartProcess(proc.id))
         for idx, step in enumerate(self.spec.steps):
             self.agenda.push(step.at, Step(idx))
-        for idx, exp in enumerate(self.spec.expect):
-            self.agenda.push(self.end_t if exp.at == "end" else exp.at, Expect(idx))
+        for t, entry in observations(self.spec, self.end_t):
+            self.agenda.push(t, entry)
         self.agenda.push(self.spec.duration, Phase("drain"))
         self.agenda.push(0, Sample())
         self.agenda.push(self.end_t, End())
@@ -206,6 +214,11 @@ class Orchestrator:
                 self._while_asleep(t, entry)
                 continue
             self.clock.advance_to(t)
+            if self.windows is not None:
+                if self.windows.try_run(t, entry):
+                    self._report_progress()
+                    continue
+                self.windows.invalidate()
             if self._is_command(entry):
                 batch = [entry]
                 while self.concurrent and self._next_is_command_at(t):
@@ -213,9 +226,12 @@ class Orchestrator:
                 self._run_batch(t, batch)
             else:
                 self._handle(t, entry)
-            if self.progress is not None and self.log.dispatch - self._progress_at >= PROGRESS_EVERY:
-                self._progress_at = self.log.dispatch
-                self.progress(self.clock.now, self.end_t)
+            self._report_progress()
+
+    def _report_progress(self) -> None:
+        if self.progress is not None and self.log.dispatch - self._progress_at >= PROGRESS_EVERY:
+            self._progress_at = self.log.dispatch
+            self.progress(self.clock.now, self.end_t)
 
     def _while_asleep(self, t: int, entry: Entry) -> None:
         """The machine is asleep: timers and samples miss the window, the rest waits for the wake."""
@@ -226,7 +242,7 @@ class Orchestrator:
             # Nothing runs while asleep, so the state at t is the sleep's start state: observe it
             # now, at its stated t, not after the wake's catch-up work (D-sim-19).
             self.clock.advance_to(t)
-            self.observer.expectation(t, entry.index, asleep=True)
+            self.observer.expectation(t, entry.index, asleep=True, moment=entry.moment)
         elif not isinstance(entry, Poll):  # poll timers restart at the wake (_sleep_end)
             self.agenda.push(self.sleep_until, entry)
 
@@ -255,8 +271,10 @@ class Orchestrator:
                 self.observer.sample(t)
                 if t + self.sample_interval < self.end_t:
                     self.agenda.push(t + self.sample_interval, Sample())
-            case Expect(index):
-                self.observer.expectation(t, index)
+            case Expect(index, moment):
+                self.observer.expectation(t, index, moment=moment)
+            case ExpectFirst(index):
+                self.observer.expectation(t, index, before_catch_up=True)
             case SleepEnd(step):
                 self._sleep_end(t, step)
             case LockRelease(step):
@@ -433,6 +451,8 @@ class Orchestrator:
             if not exit_recorded:
                 self.log.next_dispatch()
             detail = {"point": data.get("point"), "sql": data.get("sql")}
+            if data.get("when"):
+                detail["when"] = data["when"]  # a crash after its step (before: the default, unrecorded)
             if not exit_recorded:
                 detail["child"] = True  # the harness survived: one of its hook/MCP children died
             self.fired(idx, detail)
@@ -503,6 +523,8 @@ class Orchestrator:
                 self.log.record("fault-not-fired", fresh=True, fault=f.fault, step=idx)
         self.log.record("run-end", fresh=True, **({"partial": True} if partial else {}))
         self.log.close()
+        if self.windows is not None:
+            self.windows.remap_history(self.run_dir)
         return merge(self.run_dir, self.world.proc_order())
 
 

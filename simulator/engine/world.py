@@ -31,6 +31,7 @@ from simulator.engine.legacy import write_legacy_db
 from simulator.history import HISTORY_DIR
 from simulator.protocol import HarnessContext, SessionInfo
 from simulator.scenario.model import Process, Scenario, Session
+from simulator.scenario.policies import process_options
 
 DB_NAME = "thatch.db"
 
@@ -97,8 +98,11 @@ class World:
         for pw in self.procs.values():
             pw.state_dir.mkdir(parents=True, exist_ok=True)
             cfg = pw.spec.config
-            pw.config_path.write_text(json.dumps(
-                {"chat": {"enabled": cfg.enabled, "autoRegister": cfg.auto_register}}, indent=2) + "\n")
+            chat: dict[str, Any] = {"enabled": cfg.enabled, "autoRegister": cfg.auto_register}
+            options = process_options(self.spec, pw.spec)
+            if not options.is_thatch:  # thatch's design writes no `chat.policy` at all
+                chat["policy"] = options.to_config()
+            pw.config_path.write_text(json.dumps({"chat": chat}, indent=2) + "\n")
             pw.directory.mkdir(parents=True, exist_ok=True)
             if pw.spec.checkout == "root":
                 (pw.directory / ".git").mkdir(exist_ok=True)
@@ -155,6 +159,7 @@ class World:
             config_path=pw.config_path, state_dir=state_dir or pw.state_dir,
             transcripts_dir=self.transcripts_dir, startup=startup,
             directory_sessions=list(directory_sessions or []), rehost_grace_ms=rehost_grace_ms,
-            overrides=dict(self.overrides), names_by_label=self.names_by_label())
+            overrides=dict(self.overrides), names_by_label=self.names_by_label(),
+            events=pw.spec.events)
         pw.incarnations += 1
         return ctx

@@ -345,7 +345,11 @@ class Harness:
         return self._result(self.tool(label, tool, {}, step=self._step))
 
     def act_read(self, label, args):
-        return self._plain("read", label, args)
+        if args.get("as") is None:
+            return self._plain("read", label, args)
+        label = self._sender(label, args)
+        # A claimed `as` (R32): Cursor's server reads that session's inbox.
+        return self._result(self.tool(label, "read", {"as": self.expand_claim(str(args["as"]))}, step=self._step))
 
     def act_register(self, label, args):
         return self._plain("register", label, args)

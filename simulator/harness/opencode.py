@@ -18,6 +18,12 @@ turn runs): it is processed at the end of the current command, never inside
 the runtime call that sent it. That keeps "wake sent, then stamp" ordered
 like the real thing, so a crash at the delivered stamp finds the batch
 unread (R23).
+
+Receiving a wake prompt is the host step `wake-prompt` of the crash points
+(simulator/child/crash_points.py): a crash `before` it leaves the prompt
+unsent, `after` it leaves the prompt received and unstamped. With
+`events: synchronous` a prompt call first hands over the host events due
+at its instant (simulator/harness/events.py).
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ from thatch_core import clock
 from thatch_core.config import ConfigSource
 from thatch_core.runtime import OpencodeRuntime
 
+from simulator.child.crash_points import crash_points
 from simulator.harness.base import Harness, Refused
+from simulator.harness.events import HostEventStream
+from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
 
 _NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
@@ -64,6 +73,9 @@ class FakeOpencodeClient:
         if label is None:
             # The real server answers 404 for a session it does not have.
             raise RuntimeError(f"session {session_id} not found")
+        if not no_reply:
+            crash_points().reached("wake-prompt", "before", session=label)
+        h.deliver_stream_events(inside="echo" if no_reply else "wake", prompted=label)
         text = _parts_text(parts)
         synthetic = any(p.get("synthetic") for p in parts)
         if no_reply:
@@ -75,6 +87,7 @@ class FakeOpencodeClient:
         hosted = h.runtime is not None and session_id in h.runtime.hosted_sessions()
         h.emit("wake", label, senders=senders, count=count, text=text, hosted=hosted)
         h.inbox.append((label, list(parts), "wake"))
+        crash_points().reached("wake-prompt", "after", session=label)
 
     def session_title(self, session_id: str) -> Optional[str]:
         label = self.h.hosted_label(session_id)
@@ -107,6 +120,7 @@ class OpencodeHarness(Harness):
         # Sessions that existed before this process (a resume or a restart):
         # their auto-titler already landed in the previous process.
         self.pre_titled: set[str] = set()
+        self.stream = HostEventStream(self._host_event, self.emit) if ctx.events == "synchronous" else None
 
     # -- start -----------------------------------------------------------------
 
@@ -181,6 +195,32 @@ class OpencodeHarness(Harness):
         if self.names.get(label) != row.name:
             self.names[label] = row.name
             self.emit("registered", label, session_id=row.session_id, name=row.name, how=how)
+
+    # -- the event stream (events: synchronous) -------------------------------------
+
+    def later(self, at: int, op: str, session: Optional[str] = None, **args: Any) -> None:
+        super().later(at, op, session, **args)
+        if self.stream is not None:
+            self.stream.scheduled(self._followups[-1])
+
+    def deliver_stream_events(self, *, inside: str, prompted: str) -> None:
+        """Inside a prompt call: the host events due now, before the prompt (synchronous mode)."""
+        if self.stream is not None:
+            self.stream.deliver_due(self.t, self.dispatch, inside=inside, prompted=prompted)
+
+    def _host_event(self, cmd: Command) -> Any:
+        """One host event delivered by the stream, as its own command would run it."""
+        return {OP_TURN_END: Harness.op_turn_end, OP_WINDOW: Harness.op_window}[cmd.op](self, cmd)
+
+    def op_turn_end(self, cmd) -> Any:
+        if self.stream is not None and self.stream.already_delivered(cmd):
+            return None
+        return super().op_turn_end(cmd)
+
+    def op_window(self, cmd) -> Any:
+        if self.stream is not None and self.stream.already_delivered(cmd):
+            return None
+        return super().op_window(cmd)
 
     # -- ops ---------------------------------------------------------------------
 
@@ -268,20 +308,41 @@ class OpencodeHarness(Harness):
         return {"ok": True}
 
     def act_delete(self, label, args):
-        label = self._label(label, args)
-        self.runtime.on_session_deleted(self.sid(label))  # R17
-        self.closed_sessions.add(label)
-        self.names.pop(label, None)
-        return {"ok": True}
+        return self._close_session(label, args, self.runtime.on_session_deleted)  # R17
 
     def act_exit(self, label, args):
         """A greenlit /thatch/exit. D-harness-7: the session is closed; the fake
         server keeps serving its other sessions (the orchestrator owns process exits)."""
+        return self._close_session(label, args, self.runtime.on_exit)  # R7
+
+    def _close_session(self, label, args, leave) -> dict:
         label = self._label(label, args)
-        self.runtime.on_exit(self.sid(label))  # R7
+        leave(self.sid(label))
         self.closed_sessions.add(label)
         self.names.pop(label, None)
         return {"ok": True}
+
+    def act_approve(self, label, args):
+        return self._review(label, args, "approved")
+
+    def act_decline(self, label, args):
+        return self._review(label, args, "declined")
+
+    def _review(self, label, args, decision: str):
+        """The session's user approves or declines a held message (messaging policies);
+        recorded like a tool call so a step `expect:` can judge the reply."""
+        label = self._label(label, args)
+        sender = args.get("from") or args.get("sender")
+        run_id = (self.ctx.names_by_label or {}).get(sender) if sender else None
+        sender_id = self.chat_id_of(run_id) if run_id else None  # an MCP host's sender is its mcp_ id
+        action = "approve" if decision == "approved" else "decline"
+        self.emit("tool-call", label, tool=action, args={"from": sender} if sender else {})
+        res = self.runtime.review_held(self.sid(label), decision, from_session=sender_id)
+        data = {"tool": action, "ok": bool(res.ok), "text": res.text}
+        if self._step is not None:
+            data["step"] = self._step
+        self.emit("tool-result", label, **data)
+        return {"ok": bool(res.ok), "text": res.text}
 
     # -- lifecycle ---------------------------------------------------------------
 

@@ -22,7 +22,6 @@ it: the child's own pipe end is its recorder.
 
 from __future__ import annotations
 
-import copy
 import os
 import traceback
 from typing import Any, Callable, Optional
@@ -59,12 +58,12 @@ class _PipeRecorder:
 
 def _armed_now() -> list:
     """The crash points armed in this process (copied, so the child's counts are its own)."""
-    return [copy.copy(a) for a in crash_points().snapshot()]
+    return [a.handed_on() for a in crash_points().snapshot()]
 
 
 def _armed_keyed() -> list:
     """(key, copy) of every armed point: the server child syncs its set to these."""
-    return [(id(a), copy.copy(a)) for a in crash_points().snapshot()]
+    return [(id(a), a.handed_on()) for a in crash_points().snapshot()]
 
 
 def _sync_arms(mine: dict, keyed: list) -> None:

@@ -1,32 +1,39 @@
-"""pytest plugin: every `scenarios/**/*.yaml` file becomes test items.
+"""pytest plugin: scenario YAML files become test items.
 
-Registered as the `thatch_scenarios` pytest11 entry point (this module). The
-parts: `items` (what a scenario file collects into, how an item runs and
-fails), `tally` (the per-property table printed at the end), `hookspec`
-(`pytest_sim_run_scenario`, the seam that runs one scenario; the
-implementation here runs the real engine).
+Registered as the `thatch_scenarios` pytest11 entry point (this module, thin
+hooks only). The parts: `collection` (which YAML files are scenarios: those
+with the scenario schema comment, those under ini `sim_scenario_paths`, and
+any file named on the command line), `settings` (the `--sim-*` options and
+their `sim_*` ini defaults), `items` (what a scenario file collects into,
+how an item runs, fails and is reported), `tally` (the per-property table
+printed at the end), `hookspec` (`pytest_sim_run_scenario`, the seam that
+runs one scenario; the implementation here runs the real engine).
 
 Options: `--sim-seed N` (override every scenario's seed), `--sim-repeat K`
-(seeds N..N+K-1), `--sim-report always|failed|never` (copy the run directory
-to reports/runs/<scenario>/ and write its run report), `--sim-timeout S`
-(wall clock per run). ini `scenario_paths`: extra globs/directories
-(relative to rootdir) whose YAML files are scenarios.
+(seeds N..N+K-1, items `name[seedN]`), `--sim-report always|failed|never`
+(keep the run with its HTML report), `--sim-report-dir DIR` (where kept runs
+go; default reports/runs under the rootdir), `--sim-timeout S` (wall clock
+per run). The ini keys `sim_report`, `sim_report_dir` and `sim_timeout` set
+a project's defaults.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 from typing import Optional
 
 import pytest
 
 from simulator.api import run_scenario
-from simulator.pytest_plugin import hookspec
-from simulator.pytest_plugin.items import ScenarioFile
+from simulator.pytest_plugin import hookspec, settings
+from simulator.pytest_plugin.collection import NAMED_FILES, is_scenario_file, named_files
+from simulator.pytest_plugin.items import InvalidScenarioItem, ScenarioFile, ScenarioItem, dress_failure
 from simulator.pytest_plugin.tally import PropertyTally
 from simulator.result import RunResult
-from simulator.scenario.model import Scenario
+from simulator.scenario.model import KNOWN_MARKERS, Scenario
+
+# `--sim-explore N`: generated scenarios as items (a plugin module of its own).
+pytest_plugins = ["simulator.pytest_plugin.explore"]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -34,48 +41,36 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("thatch-scenarios", "thatch chat scenarios")
-    group.addoption("--sim-seed", type=int, default=None, metavar="N",
-                    help="run every scenario with seed N instead of its own `seed:`")
-    group.addoption("--sim-repeat", type=int, default=1, metavar="K",
-                    help="run each scenario K times with seeds N, N+1, ... (items named name[seed=N])")
-    group.addoption("--sim-report", choices=("always", "failed", "never"), default="failed",
-                    help="when to keep the run directory under reports/runs/<scenario>/ (default: failed)")
-    group.addoption("--sim-timeout", type=float, default=120.0, metavar="S",
-                    help="wall-clock limit of one scenario run in seconds (default 120)")
-    parser.addini("scenario_paths", type="linelist", default=[],
-                  help="extra globs or directories (relative to rootdir) holding scenario YAML files")
+    settings.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: long-running scenario or test")
-    config.addinivalue_line("markers", "race: exercises concurrent dispatch")
-    # Under xdist the controller gets every worker's reports (with user_properties), so it tallies all runs.
+    # The scenario language's markers, registered here and nowhere else (D-plugin-7).
+    for name, meaning in KNOWN_MARKERS:
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+    config.stash[settings.SETTINGS] = settings.resolve(config)
+    config.stash[NAMED_FILES] = named_files(config)
+    # Under xdist the controller gets every worker's reports (with their attributes), so it tallies all runs.
     config.pluginmanager.register(PropertyTally(), "thatch-scenario-tally")
 
 
-def _is_scenario_file(path: Path, config: pytest.Config) -> bool:
-    if path.suffix not in (".yaml", ".yml"):
-        return False
-    try:
-        rel = path.relative_to(config.rootpath)
-    except ValueError:
-        rel = path
-    # `pytest scenarios/` without an ini file makes scenarios/ itself the rootdir.
-    if "scenarios" in rel.parent.parts or config.rootpath.name == "scenarios":
-        return True
-    posix = rel.as_posix()
-    for pattern in config.getini("scenario_paths"):
-        pattern = pattern.strip().rstrip("/")
-        if pattern and (fnmatch.fnmatch(posix, pattern) or posix.startswith(pattern + "/")):
-            return True
-    return False
-
-
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Optional[pytest.Collector]:
-    if _is_scenario_file(file_path, parent.config):
+    if is_scenario_file(file_path, parent.config):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if isinstance(item, (ScenarioItem, InvalidScenarioItem)):
+        item.annotate(report, call)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    dress_failure(report)
 
 
 @pytest.hookimpl(trylast=True)

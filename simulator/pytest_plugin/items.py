@@ -1,27 +1,39 @@
 """What a scenario file collects into: one ScenarioItem per seed, or one InvalidScenarioItem.
 
-Node ids are `<file>::<name>` or `<file>::<name>[seed=N]`, built only from the
+Node ids are `<file>::<name>` or `<file>::<name>[seedN]`, built only from the
 file path, the scenario name and the seed, so every xdist worker collects the
 same ids (D-plugin-3). A malformed file does not stop the session (pytest
 interrupts the whole run on any collection error): it collects as one
 `<file>::load-error` item that errors at setup with the loader's `file:line`
 message (D-plugin-1).
+
+A run happens in a fresh directory under the system temp dir: removed when
+the run passes, kept and named in the failure when it fails (D-plugin-9).
+What pytest reports about an item is annotated in `pytest_runtest_makereport`:
+the run's verdicts travel as a report attribute (for the tally, across xdist),
+and a failure carries a one-line headline, its first failing verdict, which
+pytest's short summary and junit's failure message show (D-plugin-10).
 """
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
+from simulator.pytest_plugin.settings import SETTINGS, Settings
+from simulator.pytest_plugin.tally import VERDICTS_ATTR, encode_verdicts
 from simulator.report.publish import publish_run
-from simulator.report.text import format_failure, rerun_commands
+from simulator.report.text import format_failure, rerun_commands, verdict_heading
 from simulator.result import RunResult
-from simulator.scenario.loader import ScenarioError, load_file
+from simulator.scenario.loader import ScenarioError, ScenarioSyntaxError, load_file
 from simulator.scenario.model import Scenario
-from simulator.pytest_plugin.tally import VERDICTS_PROPERTY, encode_verdicts
+
+HEADLINE_ATTR = "sim_headline"
 
 
 def shown_path(path: Path, config: pytest.Config) -> str:
@@ -42,12 +54,16 @@ class ScenarioFile(pytest.File):
         except ScenarioError as exc:
             yield InvalidScenarioItem.from_parent(self, name="load-error", error=exc)
             return
+        except Exception as exc:  # noqa: BLE001 - one file's failure never stops the session (D-loader-8)
+            error = ScenarioSyntaxError(f"cannot be loaded ({type(exc).__name__}: {exc})", file=file, line=1)
+            yield InvalidScenarioItem.from_parent(self, name="load-error", error=error)
+            return
         spec = loaded.spec
-        base = self.config.getoption("sim_seed")
-        base = spec.seed if base is None else base
-        repeat = max(1, self.config.getoption("sim_repeat"))
-        for seed in range(base, base + repeat):
-            name = spec.name if repeat == 1 else f"{spec.name}[seed={seed}]"
+        settings = self.config.stash[SETTINGS]
+        base = spec.seed if settings.seed is None else settings.seed
+        for seed in range(base, base + settings.repeat):
+            # `[seedN]`, not `[seed=N]`: `-k seed8` must be a valid expression
+            name = spec.name if settings.repeat == 1 else f"{spec.name}[seed{seed}]"
             item = ScenarioItem.from_parent(self, name=name, spec=spec, seed=seed, file=file)
             for marker in spec.markers:
                 item.add_marker(marker)
@@ -63,6 +79,23 @@ class ScenarioFailed(Exception):
         self.result, self.report_dir = result, report_dir
 
 
+def headline(result: RunResult) -> str:
+    """A failed run in one line: the engine error, or the first failing verdict (and how many more)."""
+    failures = result.failures()
+    if result.error is not None or not failures:
+        lines = (result.error or "").strip().splitlines()
+        return "engine error: " + (lines[0] if lines else "no message")
+    first = failures[0]
+    text = f"{first.check} {first.title}: {first.message.splitlines()[0]}" if first.message else verdict_heading(first)
+    return text + (f" (+{len(failures) - 1} more)" if len(failures) > 1 else "")
+
+
+def run_dir_for(name: str) -> Path:
+    """A fresh directory for one run of the item `name`, under the system temp dir (TMPDIR)."""
+    slug = name.replace("[", "-").replace("]", "")
+    return Path(tempfile.mkdtemp(prefix=f"thatch-sim-{slug}-"))
+
+
 class ScenarioItem(pytest.Item):
     """One run of one scenario with one seed, in its own run directory."""
 
@@ -71,39 +104,42 @@ class ScenarioItem(pytest.Item):
         self.spec, self.seed, self.file = spec, seed, file
         self.rerun, self.rerun_cli = rerun_commands(file, spec.name, seed)
         self.user_properties += [("seed", str(seed)), ("rerun", self.rerun), ("scenario_file", file)]
-
-    def _run_dir(self) -> Path:
-        factory = getattr(self.config, "_tmp_path_factory", None)
-        slug = self.name.replace("[", "-").replace("]", "").replace("=", "")
-        if factory is not None:
-            return factory.mktemp(f"run-{slug}", numbered=True)
-        return Path(tempfile.mkdtemp(prefix=f"run-{slug}-"))
+        self.result: Optional[RunResult] = None
 
     def runtest(self) -> None:
+        settings = self.config.stash[SETTINGS]
+        run_dir = run_dir_for(self.name)
         try:
             result = self.config.hook.pytest_sim_run_scenario(
-                spec=self.spec, run_dir=self._run_dir(), seed=self.seed,
-                wall_timeout_s=self.config.getoption("sim_timeout"))
+                spec=self.spec, run_dir=run_dir, seed=self.seed, wall_timeout_s=settings.timeout_s)
         except Exception:
             # The engine itself broke: the traceback is pytest's, the rerun line is ours.
-            self.add_report_section("call", "rerun", f"{self.rerun}\n{self.rerun_cli}")
+            self.add_report_section("call", "rerun", f"{self.rerun}\n{self.rerun_cli}\nrun dir: {run_dir}")
             raise
-        self.user_properties.append((VERDICTS_PROPERTY, encode_verdicts(result.verdicts)))
-        report_dir = self._publish(result)
+        self.result = result
+        report_dir = self.keep_run(result, settings)
         if not result.ok:
             raise ScenarioFailed(result, report_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
 
-    def _publish(self, result: RunResult) -> Optional[Path]:
-        mode = self.config.getoption("sim_report")
-        if mode == "never" or (mode == "failed" and result.ok):
+    def keep_run(self, result: RunResult, settings: Settings) -> Optional[Path]:
+        if settings.report == "never" or (settings.report == "failed" and result.ok):
             return None
-        repeat = self.config.getoption("sim_repeat") > 1
-        out = self.config.rootpath / "reports" / "runs" / (f"{self.spec.name}.seed-{self.seed}" if repeat else self.spec.name)
+        name = f"{self.spec.name}.seed-{self.seed}" if settings.repeat > 1 else self.spec.name
+        out = settings.report_dir / name
         problem = publish_run(result, out)
         if problem:
             self.add_report_section("call", "report", problem)
         self.user_properties.append(("run_report", str(out)))
         return out
+
+    def annotate(self, report: pytest.TestReport, call: pytest.CallInfo) -> None:
+        """The run's verdicts on its call report, and the headline when it failed."""
+        if report.when != "call" or self.result is None:
+            return
+        setattr(report, VERDICTS_ATTR, encode_verdicts(self.result.verdicts))
+        if report.failed and not self.result.ok:
+            setattr(report, HEADLINE_ATTR, headline(self.result))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ScenarioFailed):
@@ -129,17 +165,44 @@ class InvalidScenarioItem(pytest.Item):
     def runtest(self) -> None:  # never reached: setup raises
         raise self.error
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, ScenarioError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
-
-    # pytest formats setup errors with _repr_failure_py, not repr_failure:
-    # the loader's message is the whole story, a traceback would bury it.
-    def _repr_failure_py(self, excinfo, style=None):
-        if isinstance(excinfo.value, ScenarioError):
-            return str(excinfo.value)
-        return super()._repr_failure_py(excinfo, style=style)
+    def annotate(self, report: pytest.TestReport, call: pytest.CallInfo) -> None:
+        """The loader's message is the whole story of a setup error: a traceback would bury it."""
+        if report.when == "setup" and call.excinfo is not None and isinstance(call.excinfo.value, ScenarioError):
+            report.longrepr = str(call.excinfo.value)
+            setattr(report, HEADLINE_ATTR, report.longrepr.splitlines()[0])
 
     def reportinfo(self):
         return self.path, None, f"invalid scenario file {shown_path(self.path, self.config)}"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Where pytest's short summary (`longrepr.reprcrash.message`) and junit's failure message look."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:  # the `--tb=line` form
+        return f"{self.path}: {self.message}"
+
+
+class FailureText:
+    """A scenario item's failure as pytest shows it: the whole story, plus a one-line headline."""
+
+    def __init__(self, text: str, path: str, headline: str) -> None:
+        self.text, self.reprcrash = text, Crash(path, headline)
+
+    def toterminal(self, tw) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def dress_failure(report: pytest.TestReport) -> None:
+    """Give a failed scenario report its headline. Runs where reports are logged, so also in the
+    xdist controller, which receives the story as plain text."""
+    line = getattr(report, HEADLINE_ATTR, None)
+    if line and not isinstance(report.longrepr, FailureText):
+        report.longrepr = FailureText(str(report.longrepr), report.nodeid.split("::", 1)[0], line)

@@ -1,16 +1,18 @@
 """The per-property tally: over every scenario run of the session, how often each
-property and reach claim was checked, passed, failed or was not reached.
+property and reach claim was checked, passed, failed or was not reached, and
+how many things (messages, wakes, samples, names...) each property judged in
+all (a property that judged nothing shows 0 there, however often it passed).
 
 Under xdist a run happens in a worker and the tally lives in the controller,
-so a run's verdicts travel in its report's `user_properties` as JSON under
-`VERDICTS_PROPERTY` (check -> [status, title]) and are decoded back into
-verdicts there (D-plugin-5). Point expectations and fault checks are per
-scenario and are not tallied.
+so a run's verdicts travel as the report attribute `VERDICTS_ATTR` (a list of
+[check, status, title, judged], which xdist carries with the report) and are decoded
+back into verdicts there (D-plugin-5). Point expectations and fault checks
+are per scenario and are not tallied; a check that no run checked (every run
+skipped it) has no row.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -19,19 +21,19 @@ import pytest
 from simulator.result import Verdict
 from simulator.scenario.model import PROPERTY_IDS
 
-VERDICTS_PROPERTY = "sim_verdicts"
-COLUMNS = ("checked", "passed", "failed", "not reached")
+VERDICTS_ATTR = "sim_verdicts"
+COLUMNS = ("checked", "passed", "failed", "not reached", "judged")
 # a status not named here (fail) counts as failed
 _COLUMN_OF_STATUS = {"pass": "passed", "not-reached": "not reached"}
 
 
-def encode_verdicts(verdicts: Iterable[Verdict]) -> str:
-    """A run's verdicts as the JSON that travels in its report's user_properties."""
-    return json.dumps({v.check: [v.status, v.title] for v in verdicts}, sort_keys=True)
+def encode_verdicts(verdicts: Iterable[Verdict]) -> list[list]:
+    """A run's verdicts as plain lists, the form a report attribute travels in between xdist processes."""
+    return [[v.check, v.status, v.title, v.judged] for v in verdicts]
 
 
-def decode_verdicts(text: str) -> list[Verdict]:
-    return [Verdict(check, title, status) for check, (status, title) in json.loads(text).items()]
+def decode_verdicts(rows: Iterable[list]) -> list[Verdict]:
+    return [Verdict(check, title, status, judged=int(rest[0]) if rest else 0) for check, status, title, *rest in rows]
 
 
 def is_tallied(check: str) -> bool:
@@ -68,27 +70,37 @@ class PropertyTally:
                 continue
             row.counts["checked"] += 1
             row.counts[_COLUMN_OF_STATUS.get(v.status, "failed")] += 1
+            row.counts["judged"] += v.judged
+
+    def checked_rows(self) -> list[TallyRow]:
+        """The rows some run checked: properties in id order, then reach claims."""
+        return [self.rows[c] for c in sorted(self.rows, key=_order) if self.rows[c].counts["checked"]]
 
     def table(self) -> list[str]:
-        """The header and one line per check (properties in id order, then reach claims), columns aligned."""
-        width = max(len(row.label) for row in self.rows.values())
+        """The header and one line per checked check, columns aligned; no lines when nothing was checked."""
+        rows = self.checked_rows()
+        if not rows:
+            return []
+        width = max(len(row.label) for row in rows)
         lines = [f"{'check':<{width}}  " + "  ".join(COLUMNS)]
-        for check in sorted(self.rows, key=_order):
-            row = self.rows[check]
-            counts = "  ".join(f"{row.counts[c]:>{len(c)}}" for c in COLUMNS)
+        for row in rows:
+            # a reach claim judges nothing by count: it happened or it did not
+            counts = "  ".join(f"{'-' if c == 'judged' and row.label.startswith('reach:') else row.counts[c]:>{len(c)}}"
+                               for c in COLUMNS)
             lines.append(f"{row.label:<{width}}  {counts}")
         return lines
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
             return
-        props = dict(report.user_properties)
-        if VERDICTS_PROPERTY in props:
-            self.add(decode_verdicts(props[VERDICTS_PROPERTY]))
+        rows = getattr(report, VERDICTS_ATTR, None)
+        if rows:
+            self.add(decode_verdicts(rows))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.rows:
+        lines = self.table()
+        if not lines:
             return
         terminalreporter.write_sep("=", "scenario checks")
-        for line in self.table():
+        for line in lines:
             terminalreporter.write_line(line)

@@ -1,4 +1,4 @@
-"""Durations in the scenario language: `90s`, `15m`, `5m30s`, or a bare integer of milliseconds.
+"""Durations in the scenario language: `90s`, `15m`, `5m30s` (a bare integer of milliseconds from Python only).
 
 The parser, the shortest spelling used in messages and reports, the help text
 every duration field's description repeats, and the JSON Schema editors check
@@ -33,8 +33,24 @@ def parse_duration(value: Any) -> int:
     if isinstance(value, str):
         match = _DURATION.match(value)
         if match:
-            return round(sum(float(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _PART_UNITS) if n is not None))
+            total = sum(float(n) * _UNIT_MS[u] for n, u in zip(match.groups(), _PART_UNITS) if n is not None)
+            if total == float("inf"):  # so many digits the float overflows; the world's limits are in bounds.py
+                raise ValueError(f"{value[:40]!r} is far too long a duration — write at most a few days, e.g. 7d")
+            return round(total)
     raise ValueError(f"{value!r} is not a duration — write {DURATION_HELP}")
+
+
+# The validation-context key under which a scenario file's durations must carry
+# their unit (the loader sets it; Python callers may pass integer milliseconds).
+UNITS_REQUIRED = "units_required"
+
+
+def refuse_bare_number(value: Any) -> None:
+    """A duration written without its unit in a scenario file: `at: 90` would
+    silently be 90 ms. Zero is the same in every unit and stays allowed."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        raise ValueError(f"{value} has no unit — write `{value}s` or `{value}ms` "
+                         f"(a bare number would silently mean {value} ms)")
 
 
 def parse_word_or_duration(value: Any, word: str) -> Any:
@@ -59,5 +75,6 @@ def format_duration(ms: int) -> str:
 def duration_json_schema(word: Optional[str] = None) -> dict[str, Any]:
     """The JSON Schema of a duration field, or of a `word`-or-duration field when
     `word` is given: what the validators accept, so editors do not flag `2m`."""
-    shapes: list[dict[str, Any]] = [{"type": "string", "pattern": _DURATION.pattern}, {"type": "integer", "minimum": 0}]
+    # A number needs its unit in a file; only 0 (the same in every unit) may be bare.
+    shapes: list[dict[str, Any]] = [{"type": "string", "pattern": _DURATION.pattern}, {"const": 0}]
     return {"anyOf": ([{"const": word}] if word is not None else []) + shapes}

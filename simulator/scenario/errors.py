@@ -75,8 +75,18 @@ class ScenarioErrors(ScenarioError):
         return list(self._errors)
 
 
+# A file with thousands of mistakes (a generated one, a paste gone wrong) is
+# reported by its first ones: the rest usually repeat them.
+MAX_REPORTED_ERRORS = 50
+
+
 def raise_errors(errors: list[ScenarioError]) -> None:
-    """Raise the one error, or a group, or nothing."""
+    """Raise the one error, or a group (at most MAX_REPORTED_ERRORS and a count of the rest), or nothing."""
+    if len(errors) > MAX_REPORTED_ERRORS:
+        rest = errors[MAX_REPORTED_ERRORS:]
+        errors = errors[:MAX_REPORTED_ERRORS] + [ScenarioError(
+            f"{len(rest)} more errors from here on, not shown", file=rest[0].file, line=rest[0].line,
+            hint="fix the ones above and check the file again")]
     if len(errors) == 1:
         raise errors[0]
     if errors:

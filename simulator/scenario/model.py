@@ -18,13 +18,22 @@ import typing
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import (
-    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator,
+    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, WithJsonSchema,
+    model_serializer, model_validator,
 )
 
 from simulator.scenario.durations import (
-    DURATION_HELP, duration_json_schema, format_duration, parse_duration, parse_word_or_duration,
+    DURATION_HELP, UNITS_REQUIRED, duration_json_schema, format_duration, parse_duration, parse_word_or_duration,
+    refuse_bare_number,
 )
 from simulator.scenario.errors import did_you_mean
+from simulator.scenario.expectation_keys import (  # noqa: F401 - EXPECTATION_KEYS .. hook_line_host_problems re-exported
+    EXPECTATION_KEYS, EXPECTATION_KINDS, HOST_HOOKS, KIND_DESCRIPTIONS, body_schema, expectation_body_problems,
+    hook_line_host_problems,
+)
+from simulator.scenario import replicas as replica_blocks
+from simulator.scenario.policies import POLICY_DESC, REVIEW_ACTIONS, PolicyField
+from simulator.scenario.replicas import MAX_REPLICAS
 
 
 class _Strict(BaseModel):
@@ -33,17 +42,32 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
 
 
+def _units_required(info: ValidationInfo) -> bool:
+    """A scenario file must write every duration with its unit; Python callers may pass milliseconds."""
+    return bool(info.context and info.context.get(UNITS_REQUIRED))
+
+
+def _duration(value: Any, info: ValidationInfo) -> int:
+    if _units_required(info):
+        refuse_bare_number(value)
+    return parse_duration(value)
+
+
 # A duration field: parsed per field so a bad value is reported at its own key path.
-DurationMs = Annotated[int, BeforeValidator(parse_duration), WithJsonSchema(duration_json_schema())]
+DurationMs = Annotated[int, BeforeValidator(_duration), WithJsonSchema(duration_json_schema())]
 
 
-def _end_or_duration(value: Any) -> Any:
+def _end_or_duration(value: Any, info: ValidationInfo) -> Any:
     """An expectation's `at`: a duration or `end`."""
+    if _units_required(info):
+        refuse_bare_number(value)
     return parse_word_or_duration(value, "end")
 
 
-def _never_or_duration(value: Any) -> Any:
+def _never_or_duration(value: Any, info: ValidationInfo) -> Any:
     """A process's `start`: a duration or `never`."""
+    if _units_required(info):
+        refuse_bare_number(value)
     return parse_word_or_duration(value, "never")
 
 
@@ -52,6 +76,11 @@ def _never_or_duration(value: Any) -> Any:
 # ---------------------------------------------------------------------------
 
 AgentKind = Literal["reader", "ping-pong", "silent"]
+
+REPLICAS_DESC = ("Copies of this block, written out at load: copy i (1 .. N) has `{i}` replaced by i in every text of it "
+                 "(ids: `w{i}` gives w1, w2, ...; projects, titles).")
+# A process or session label as the file may write it: in a replicated block it holds `{i}`.
+BlockLabel = Annotated[str, WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z]([A-Za-z0-9_-]|\{i\})*$"})]
 
 
 class Window(_Strict):
@@ -91,12 +120,13 @@ class Session(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
                               json_schema_extra=lambda schema, cls: _bare_agent_schema(schema))
 
-    id: str = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
+    id: BlockLabel = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
     agent: Agent = Field(default_factory=Agent, description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
     title: Optional[str] = Field(None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
     parent: Optional[str] = Field(None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
     joins: Literal["first-prompt", "idle", "explicit", "never"] = Field("first-prompt", description="How the session enters the directory: its first user message (default), the first idle event only, an explicit chat_register step, or never.")
     start: DurationMs = Field(0, description=f"Virtual time of the session's first user message ({DURATION_HELP}).")
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description=REPLICAS_DESC)
 
     @model_validator(mode="before")
     @classmethod
@@ -115,23 +145,41 @@ class ChatConfigSpec(_Strict):
 
 ProcessKind = Literal["opencode", "claude-code", "cursor"]
 
+# How the fake opencode server hands its host events (a session's status,
+# chat.message) to the thatch runtime (simulator/harness/events.py).
+HostEvents = Literal["queued", "synchronous"]
+HOST_EVENTS_DESC = ("opencode only. queued (default): the server hands its events to the runtime after the command "
+                    "that caused them. synchronous: an event stream read on the caller's thread - a prompt call first "
+                    "hands over every event due at that instant (another session's turn ending: its idle status, "
+                    "a busy/compacting window opening or closing), before it returns, so the poller is re-entered "
+                    "while it delivers (R24).")
+
 
 class Process(_Strict):
     """One fake harness: an OS process forked by the orchestrator."""
 
-    id: str = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this process (h1, laptop-tab).")
+    id: BlockLabel = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this process (h1, laptop-tab).")
     kind: ProcessKind = Field("opencode", description="opencode: a fake server with the thatch runtime and poller; claude-code: a host whose hooks and MCP server are real child processes; cursor: one workspace process running hooks and MCP.")
     project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
     checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
     start: Annotated[Union[Literal["never"], int], BeforeValidator(_never_or_duration), WithJsonSchema(duration_json_schema("never"))] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
     config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
     poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
+    events: HostEvents = Field("queued", description=HOST_EVENTS_DESC)
     sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description=REPLICAS_DESC + " A replicated process's sessions are copied with it (their ids need `{i}` too).")
+    policy: PolicyField = Field(None, description=POLICY_DESC + " Laid over the scenario's `policy:`; opencode processes only.")
 
 
 # ---------------------------------------------------------------------------
 # Steps: actions and faults on the timeline
 # ---------------------------------------------------------------------------
+
+
+# `{label}` in an expected text (and a claimed `as`, a `cli_tail.who`): the name that
+# session went by at the time checked. validate.py refuses one naming no declared session.
+LABEL_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_-]*)\}")
+REPLY_TEXT_KEYS = ("equals", "contains", "not_contains", "matches")
 
 
 class ReplyExpectation(_Strict):
@@ -236,6 +284,10 @@ class SessionArg(_Strict):
     session: str = Field(..., description="Label of the session that acts.")
 
 
+class ReadArgs(SessionArg):
+    claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed; Cursor trusts it (R32), so the read drains that session's inbox. `{label}` expands to that session's name at the step's time.")
+
+
 class PromptArgs(_Strict):
     session: str = Field(..., description="Label of the session the user types into.")
     text: Optional[str] = Field(None, description="What the user types; faker writes a line when omitted.")
@@ -252,21 +304,72 @@ class ConfigArgs(_Strict):
     auto_register: Optional[bool] = Field(None, alias="autoRegister", description="New chat.autoRegister.")
 
 
+class ReviewArgs(_Strict):
+    """The user of a session reviews its oldest held message (Qoder's `/peers approve` / `/peers deny`)."""
+
+    session: str = Field(..., description="Label of the session whose user reviews a held message.")
+    sender: Optional[str] = Field(None, alias="from", description="Label of the sender whose held message to review (default: the oldest held message).")
+
+
 class ProcessArg(_Strict):
     process: str = Field(..., description="Label of the process.")
 
 
-CrashPoint = Literal["delivered-stamp", "read-stamp", "broadcast-insert", "register-insert", "unregister", "heartbeat"]
+CrashPoint = Literal["delivered-stamp", "read-stamp", "broadcast-insert", "register-insert", "unregister", "heartbeat",
+                     "wake-prompt"]
+CrashWhen = Literal["before", "after"]
+
+# Named crash points that are a step of the fake host, not an SQL statement,
+# and the process kinds that take that step.
+HOST_CRASH_POINTS: dict[str, tuple[str, ...]] = {"wake-prompt": ("opencode",)}
+
+_CRASH_FORMS = ("write `before: <named step>`, `after: <named step>` or `sql: <statement substring>` "
+                "(with `when: after` to die once its transaction commits)")
+_NAMED_STEPS_HELP = ("delivered-stamp = the poller's delivered_at stamp, after the wake prompt; read-stamp = chat_read's "
+                     "stamp, after its select; broadcast-insert = the inserts of a broadcast transaction (nth: 2 by default); "
+                     "register-insert, unregister, heartbeat = those statements; wake-prompt = the fake opencode server "
+                     "receiving a wake prompt (opencode processes only).")
 
 
-class CrashArgs(_EitherOr):
+class CrashArgs(_Strict):
+    """Where a process dies: just before or just after a named step, or an SQL statement."""
+
     process: str = Field(..., description="Label of the process that dies at the crash point.")
-    before: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just before it. delivered-stamp = after the wake prompt, before delivered_at; read-stamp = between chat_read's select and stamp; broadcast-insert = inside a broadcast transaction.")
-    sql: Optional[str] = Field(None, description="Instead of `before`: a substring of the SQL statement to die before.")
-    nth: int = Field(1, ge=1, description="Die on the nth matching statement after the point is armed.")
+    before: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just before it (a statement never runs; the wake prompt never reaches the session). " + _NAMED_STEPS_HELP)
+    after: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just after it (a statement's transaction has committed and is durable; the wake prompt has reached the session and the poller has not stamped it). " + _NAMED_STEPS_HELP)
+    sql: Optional[str] = Field(None, description="Instead of a named step: a substring of the SQL statement to die at.")
+    when: Optional[CrashWhen] = Field(None, description="With `sql` only: die just `before` the statement runs (default), or just `after` its transaction commits.")
+    nth: int = Field(1, ge=1, description="Die at the nth occurrence of the step (the nth matching statement) after the point is armed.")
 
-    either_or = ("before", "sql", "a crash needs exactly one crash point — "
-                 "write `before: <named step>` or `sql: <statement substring>`, not both")
+    @model_validator(mode="after")
+    def _one_point(self) -> "CrashArgs":
+        given = [key for key in ("before", "after", "sql") if getattr(self, key) is not None]
+        if len(given) != 1:
+            found = f", found {' and '.join(f'`{k}`' for k in given)}" if given else ""
+            raise ValueError(f"a crash needs exactly one crash point{found} — {_CRASH_FORMS}")
+        if self.when is not None and self.sql is None:
+            raise ValueError(f"`when` goes with `sql` only — write `{self.when}: {self.before or self.after}` alone")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler) -> dict[str, Any]:
+        """`after` and `when` appear in a dump only when given, so the record
+        of a `before:` crash reads as it always did."""
+        data = handler(self)
+        for key in ("after", "when"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    @property
+    def point(self) -> Optional[str]:
+        """The named step (None for an `sql` crash)."""
+        return self.before or self.after
+
+    @property
+    def timing(self) -> CrashWhen:
+        """`after` for `after:` and `when: after`, else `before`."""
+        return "after" if self.after is not None or self.when == "after" else "before"
 
 
 class SleepArgs(_Strict):
@@ -330,13 +433,13 @@ class CliTailArgs(_Strict):
 # YAML key -> attribute name, where the key would shadow a Python name.
 _ATTR = {"register": "register_", "list": "list_"}
 
-ACTION_KEYS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "prompt", "delete", "exit", "title", "config", "start", "cli_list", "cli_tail")
+ACTION_KEYS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "prompt", "delete", "exit", "title", "config", "start", "cli_list", "cli_tail") + REVIEW_ACTIONS
 FAULT_KEYS = ("kill", "crash", "sleep", "resume", "restart", "fork", "lock")
 # Actions whose reply the harness records (a `tool-result` carrying the step
 # index), so a step `expect:` can be judged; `prompt` too, but only on MCP hosts
 # (claude-code, cursor), where it prints the identity hook line. The rest
 # (delete, exit, title, config, start and every fault) leave no reply.
-REPLY_ACTIONS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "cli_list", "cli_tail")
+REPLY_ACTIONS = ("send", "broadcast", "read", "register", "unregister", "list", "status", "cli_list", "cli_tail") + REVIEW_ACTIONS
 HOOK_REPLY_ACTIONS = ("prompt",)
 
 
@@ -349,7 +452,7 @@ class Step(_Strict):
     # actions
     send: Optional[SendArgs] = Field(None, description="chat_send from one session to another.")
     broadcast: Optional[BroadcastArgs] = Field(None, description="chat_broadcast from a session.")
-    read: Optional[SessionArg] = Field(None, description="chat_read by a session.")
+    read: Optional[ReadArgs] = Field(None, description="chat_read by a session.")
     register_: Optional[SessionArg] = Field(None, alias="register", description="An explicit chat_register by a session.")
     unregister: Optional[SessionArg] = Field(None, description="chat_unregister by a session (a leave: tombstone).")
     list_: Optional[SessionArg] = Field(None, alias="list", description="chat_list by a session.")
@@ -362,9 +465,11 @@ class Step(_Strict):
     start: Optional[ProcessArg] = Field(None, description="Start a process declared with `start: never`.")
     cli_list: Optional[CliListArgs] = Field(None, description="Run `thatch chat list` through the CLI entry point (stale: N or all).")
     cli_tail: Optional[CliTailArgs] = Field(None, description="Run `thatch chat tail --once` through the CLI entry point (limit, grep, who, since, until).")
+    approve: Optional[ReviewArgs] = Field(None, description="The session's user approves a held message: it is delivered on the next turn (messaging policies).")
+    decline: Optional[ReviewArgs] = Field(None, description="The session's user declines a held message: it is dropped and its sender told it was refused (messaging policies).")
     # faults
     kill: Optional[ProcessArg] = Field(None, description="Fault: SIGKILL the whole harness process.")
-    crash: Optional[CrashArgs] = Field(None, description="Fault: arm a crash point; the process SIGKILLs itself just before it.")
+    crash: Optional[CrashArgs] = Field(None, description="Fault: arm a crash point; the process SIGKILLs itself just before (or after) it.")
     sleep: Optional[SleepArgs] = Field(None, description="Fault: the machine sleeps (every process stops beating), then catches up.")
     resume: Optional[ResumeArgs] = Field(None, description="Fault: resume a session in a new process with -s or -c (or any command line, `argv`).")
     restart: Optional[RestartArgs] = Field(None, description="Fault: the opencode daemon dies and a new one re-hosts its open tabs (rehost grace).")
@@ -404,116 +509,27 @@ class Step(_Strict):
 # ---------------------------------------------------------------------------
 
 
-# The keys each point-expectation kind reads (simulator/checks/expectations.py), with
-# the type of each value; validate.py refuses any other key at load time and
-# expectations.py refuses it again for scenarios built in Python.
-_BOUNDS = {"count": "count", "min": "count", "max": "count"}
-_TEXT = {"contains": "text", "not_contains": "text"}
-EXPECTATION_KEYS: dict[str, dict[str, str]] = {
-    "wakes": {"session": "label", **_BOUNDS, **_TEXT},
-    "echoes": {"session": "label", **_BOUNDS, **_TEXT},
-    "roster": {"session": "label", **_TEXT, "active": "labels", "stale": "labels"},
-    "hook_line": {"session": "label", "hook": "text", **_TEXT, "equals": "text", "matches": "text", "absent": "bool", **_BOUNDS},
-    "registered": {"session": "label", "is": "bool", "name_kept": "bool"},
-    "unread": {"session": "label", **_BOUNDS},
-}
-EXPECTATION_KINDS = tuple(EXPECTATION_KEYS)
-
-_KEY_SCHEMA = {
-    "label": {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9_-]*$"},
-    "labels": {"type": "array", "items": {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9_-]*$"}},
-    "count": {"type": "integer", "minimum": 0},
-    "text": {"type": "string"},
-    "bool": {"type": "boolean"},
-}
-
-
-_TYPE_HINT = {"label": "a session label", "labels": "a list of session labels", "count": "a whole number, 0 or more",
-              "text": "a string (quote it)", "bool": "true or false"}
-
-
-def expectation_body_problems(kind: str, body: Any) -> list[tuple[tuple, str, str]]:
-    """(key path inside the body, problem, what to write instead) for each key a
-    `kind` expectation does not read and each value of the wrong type."""
-    keys = EXPECTATION_KEYS[kind]
-    if not isinstance(body, dict):
-        return [((), f"expected a mapping, got {body!r}", f"write {{{', '.join(keys)}}}")]
-    out = []
-    for key, value in body.items():
-        if key not in keys:
-            hint = did_you_mean(str(key), list(keys)) or f"a `{kind}` expectation takes: {', '.join(keys)}"
-            out.append(((key,), f"unknown key `{key}` in a `{kind}` expectation", hint))
-            continue
-        want = keys[key]
-        ok = {"label": isinstance(value, str), "text": isinstance(value, str), "bool": isinstance(value, bool),
-              "count": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-              "labels": isinstance(value, list) and all(isinstance(v, str) for v in value)}[want]
-        if not ok:
-            out.append(((key,), f"{value!r} is not allowed here", f"write {_TYPE_HINT[want]}"))
-    return out
-
-
-# The hooks each host kind runs, exactly as its harness records them in `hook`
-# events (simulator/harness/claude_code.py, cursor.py): a `hook_line`'s `hook:`
-# must name one, or `absent: true` / `count: 0` would pass on a typo. An
-# opencode host runs no hooks and prints no hook line.
-HOST_HOOKS: dict[str, tuple[str, ...]] = {
-    "claude-code": ("SessionStart", "UserPromptSubmit", "Stop"),
-    "cursor": ("SessionStart", "UserPromptSubmit", "stop"),
-}
-
-
-def hook_line_host_problems(host_kind: Optional[str], body: Any) -> list[tuple[tuple, str, str]]:
-    """(key path inside the body, problem, what to write instead) when a `hook_line`
-    expectation cannot match anything on the session's host: the host prints no
-    hook line (opencode), or `hook:` is not one of the hooks it runs.
-    `host_kind` None (an undefined session) is reported elsewhere."""
-    if host_kind is None or not isinstance(body, dict):
-        return []
-    label = body.get("session")
-    if host_kind not in HOST_HOOKS:
-        return [(("session",), f"`{label}` is a session of an {host_kind} process, which prints no hook line",
-                 "hook_line checks claude-code or cursor sessions; for an opencode session check "
-                 "`wakes`, `echoes` or `registered` instead")]
-    hook, names = body.get("hook"), HOST_HOOKS[host_kind]
-    if not isinstance(hook, str) or hook in names:
-        return []
-    listing = f"a {host_kind} session runs: {', '.join(names)}"
-    hint = (did_you_mean(hook, names, listing=listing, case_insensitive=True)
-            or f"write one of the hooks {listing} (case-sensitive)")
-    return [(("hook",), f"unknown hook `{hook}` for `{label}`, a session of a {host_kind} process", hint)]
-
-
-_WAKES_DESC = ("Wake prompts a session received by then: {session, count | min | max, contains | not_contains}; "
-               "contains / not_contains look in the text of the last wake.")
-_ECHOES_DESC = ("The `[chat]` echo bubbles in a session's transcript by then: {session, count | min | max, contains | not_contains}; "
-                "contains selects the echoes whose text contains it (at least one, or count | min | max of them), "
-                "not_contains: no echo contains it.")
-_ROSTER_DESC = "chat_list as seen by a session: {session, active: [labels], stale: [labels], contains | not_contains}."
-_HOOK_LINE_DESC = ("The last hook line a Claude Code/Cursor session printed: {session, hook: the host's hook name, exactly "
-                   "(claude-code: SessionStart, UserPromptSubmit, Stop; cursor: SessionStart, UserPromptSubmit, stop; default: the identity hooks), "
-                   "contains | not_contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead.")
-_REGISTERED_DESC = "Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a fresh name)}."
-_UNREAD_DESC = "Unread mail count: {session, count | min | max}."
-
-
 def _body_type(kind: str) -> Any:
     """A dict-typed expectation body whose schema lists exactly the keys it takes (editors complete them)."""
-    schema = {"type": "object", "required": ["session"], "additionalProperties": False,
-              "properties": {key: dict(_KEY_SCHEMA[t]) for key, t in EXPECTATION_KEYS[kind].items()}}
-    return Optional[Annotated[dict[str, Any], WithJsonSchema(schema)]]
+    return Optional[Annotated[dict[str, Any], WithJsonSchema(body_schema(kind))]]
 
 
 class Expectation(_Strict):
     """A point expectation checked against the history (and database) at a virtual time."""
 
     at: Annotated[Union[Literal["end"], int], BeforeValidator(_end_or_duration), WithJsonSchema(duration_json_schema("end"))] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
-    wakes: _body_type("wakes") = Field(None, description=_WAKES_DESC)
-    echoes: _body_type("echoes") = Field(None, description=_ECHOES_DESC)
-    roster: _body_type("roster") = Field(None, description=_ROSTER_DESC)
-    hook_line: _body_type("hook_line") = Field(None, description=_HOOK_LINE_DESC)
-    registered: _body_type("registered") = Field(None, description=_REGISTERED_DESC)
-    unread: _body_type("unread") = Field(None, description=_UNREAD_DESC)
+    before_catch_up: bool = Field(False, description="At the instant a machine sleep ends (`at` = the sleep's end): observe before the pollers' catch-up beats, so the state the sleep left (everyone stale) is seen.")
+    wakes: _body_type("wakes") = Field(None, description=KIND_DESCRIPTIONS["wakes"])
+    echoes: _body_type("echoes") = Field(None, description=KIND_DESCRIPTIONS["echoes"])
+    roster: _body_type("roster") = Field(None, description=KIND_DESCRIPTIONS["roster"])
+    hook_line: _body_type("hook_line") = Field(None, description=KIND_DESCRIPTIONS["hook_line"])
+    registered: _body_type("registered") = Field(None, description=KIND_DESCRIPTIONS["registered"])
+    unread: _body_type("unread") = Field(None, description=KIND_DESCRIPTIONS["unread"])
+    same_name: _body_type("same_name") = Field(None, description=KIND_DESCRIPTIONS["same_name"])
+    counter: _body_type("counter") = Field(None, description=KIND_DESCRIPTIONS["counter"])
+    tombstones: _body_type("tombstones") = Field(None, description=KIND_DESCRIPTIONS["tombstones"])
+    messages: _body_type("messages") = Field(None, description=KIND_DESCRIPTIONS["messages"])
+    store_errors: _body_type("store_errors") = Field(None, description=KIND_DESCRIPTIONS["store_errors"])
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "Expectation":
@@ -533,9 +549,29 @@ class Expectation(_Strict):
 Reach = Literal[
     "re-nudge", "rate-cap", "ping-pong", "broadcast-skip", "adoption", "rehost", "graduation",
     "stale", "prune", "refusal", "echo", "tombstone-gate", "store-busy", "stop-reminder", "cursor-followup",
+    "event-in-wake",
 ]
 
 PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
+
+# The pytest markers a scenario's `markers:` may carry, with their meaning: the
+# one list the loader validates against and the pytest plugin registers.
+KNOWN_MARKERS: tuple[tuple[str, str], ...] = (
+    ("slow", "long-running scenario or test"),
+    ("race", "exercises concurrent dispatch"),
+)
+
+
+def _known_marker(marker: str) -> str:
+    names = [name for name, _ in KNOWN_MARKERS]
+    if marker not in names:
+        listing = f"known markers: {', '.join(names)}"
+        raise ValueError(f"unknown marker `{marker}` — " + (did_you_mean(marker, names, listing=listing)
+                                                             or f"write one of the {listing}"))
+    return marker
+
+
+MarkerName = Annotated[str, AfterValidator(_known_marker), WithJsonSchema({"enum": [name for name, _ in KNOWN_MARKERS]})]
 
 
 def _rule_id(rule: str) -> str:
@@ -555,6 +591,12 @@ RuleId = Annotated[str, AfterValidator(_rule_id)]
 PropertyId = Annotated[str, AfterValidator(_property_id)]
 
 
+class AllExcept(_Strict):
+    """`properties: {exclude: [P10]}`: every property but the excluded ones."""
+
+    exclude: list[PropertyId] = Field(..., min_length=1, description="The P-ids not to check (say why in `story`).")
+
+
 class LegacyRow(_Strict):
     """A 002-era directory row (a claimed name) in the database the run starts from."""
 
@@ -567,6 +609,11 @@ class LegacyRow(_Strict):
     mail: list[str] = Field(default_factory=list, description="Bodies of unread messages waiting for this row, from a 002-era sender long gone.")
 
 
+def _replicated(proc: BaseModel) -> bool:
+    """A process built in Python that is, or holds, a replicated block."""
+    return getattr(proc, "replicas", 1) > 1 or any(getattr(s, "replicas", 1) > 1 for s in getattr(proc, "sessions", []))
+
+
 class Scenario(_Strict):
     """A whole scenario: the world, the timeline, and what must hold."""
 
@@ -574,17 +621,33 @@ class Scenario(_Strict):
     story: str = Field("", description="The story the scenario tells, in a sentence or two.")
     rules: list[RuleId] = Field(default_factory=list, description="The design rules it covers (R1-R36).")
     seed: int = Field(0, description="Seed of the one random generator (names, ids, faker bodies, dispatch order).")
-    markers: list[str] = Field(default_factory=list, description="pytest markers: slow, race, ...")
+    markers: list[MarkerName] = Field(default_factory=list, description="pytest markers: " + ", ".join(f"{n} ({h})" for n, h in KNOWN_MARKERS) + ".")
     duration: DurationMs = Field(..., description=f"Length of the scripted phase ({DURATION_HELP}).")
     drain: DurationMs = Field(300_000, description=f"Fault-free quiet phase after the script; progress is judged at its end ({DURATION_HELP}).")
     dispatch: Literal["serial", "concurrent"] = Field("serial", description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
-    properties: Union[Literal["all"], list[PropertyId]] = Field("all", description="Properties to check: `all` or a list of P-ids.")
+    properties: Union[Literal["all"], list[PropertyId], AllExcept] = Field(
+        "all", description="Properties to check: `all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those).")
     reaches: list[Reach] = Field(default_factory=list, description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
     legacy: list[LegacyRow] = Field(default_factory=list, description="002-era rows: the run starts from a 002-era schema database holding them (no auto/worktree, case-sensitive names, no via_broadcast, counters, tombstones or host pids), which the first process's open_db migrates.")
     processes: list[Process] = Field(..., min_length=1, description="The harness processes.")
     steps: list[Step] = Field(default_factory=list, description="The timeline, in time order.")
     expect: list[Expectation] = Field(default_factory=list, description="Point expectations.")
+    policy: PolicyField = Field(None, description=POLICY_DESC + " Omitted: thatch's design.")
 
+
+    @model_validator(mode="before")
+    @classmethod
+    def _written_out(cls, data: Any) -> Any:
+        """`replicas: N` blocks as N copies (the loader has already done it, keeping lines)."""
+        if not isinstance(data, dict) or not isinstance(data.get("processes"), list):
+            return data
+        procs = [p.model_dump(by_alias=True, exclude_unset=True) if isinstance(p, BaseModel) and _replicated(p) else p
+                 for p in data["processes"]]
+        expansion = replica_blocks.expand({**data, "processes": procs})
+        if expansion.problems:
+            path, problem, hint = expansion.problems[0]
+            raise ValueError(f"{'.'.join(map(str, path))}: {problem} — {hint}")
+        return expansion.data
 
     # Cross-reference checks (undefined labels, steps out of order) live in
     # simulator.scenario.validate so they can point at the exact step with file:line.
@@ -594,4 +657,10 @@ class Scenario(_Strict):
         return {s.id: p.id for p in self.processes for s in p.sessions}
 
     def checked_properties(self) -> tuple[str, ...]:
+        if isinstance(self.properties, AllExcept):
+            return tuple(p for p in PROPERTY_IDS if p not in self.properties.exclude)
         return PROPERTY_IDS if self.properties == "all" else tuple(self.properties)
+
+    def lists_properties(self) -> bool:
+        """The scenario names the properties it checks one by one (a claim each must live up to)."""
+        return isinstance(self.properties, list)

@@ -14,18 +14,21 @@ import yaml
 
 from simulator.scenario.errors import KeyPath, ScenarioError, ScenarioSyntaxError
 from simulator.scenario.model import Scenario
+from simulator.scenario.replicas import to_template
 
 
 @dataclass
 class Positions:
-    """Key path -> 1-based (line, column), for values and for the keys that name them."""
+    """Key path -> 1-based (line, column), for values and for the keys that name them.
+    A path into a replicated block's copy is looked up at its template (`template_of`)."""
 
     values: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
     keys: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    template_of: dict[KeyPath, KeyPath] = field(default_factory=dict)
 
     def line_of(self, path: KeyPath) -> tuple[int, int]:
         """The key's line when the path ends in a key, else its value's; the nearest ancestor if absent."""
-        path = tuple(path)
+        path = to_template(path, self.template_of)
         while path:
             if path in self.keys:
                 return self.keys[path]

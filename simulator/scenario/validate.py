@@ -8,7 +8,12 @@ what they can act on, a step `expect:` sits only on a step that leaves a reply
 kind reads, with values of the right type (D-validate-3), and a `hook_line`
 names a hook its session's host runs (D-validate-4), and a `resume`'s
 `argv` is a non-empty list of strings whose only placeholder is `{id}`
-(D-validate-5). Each error points at the offending key with file:line, in the same `FILE:LINE: key path: problem — fix` shape as the loader.
+(D-validate-5), a `{label}` placeholder names a declared session
+(D-language-1), only an opencode session is resumed (D-language-3), the
+windowed, database and `same_name` expectations say when and what they judge
+and `before_catch_up` sits at a sleep's end (D-language-6 .. 9). Each error
+points at the offending key with file:line, in the same `FILE:LINE: key path:
+problem — fix` shape as the loader.
 
 `check_spec` runs the same checks on a Scenario built in Python (no file, no
 lines), so the API refuses the same mistakes.
@@ -16,15 +21,21 @@ lines), so the API refuses the same mistakes.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Optional
 
+from simulator.scenario.bounds import bounds_problems
 from simulator.scenario.durations import format_duration
 from simulator.scenario.errors import (
     BadValueError, CrossReferenceError, KeyPath, ScenarioError, UnknownKeyError, did_you_mean,
 )
+from simulator.scenario.expectation_keys import REQUIRED_KEYS, moments_of, window_of
+from simulator.scenario.fault_checks import fault_problems
+from simulator.scenario.policies import policy_problems
 from simulator.scenario.model import (
-    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, REPLY_ACTIONS, Scenario, Step, expectation_body_problems, hook_line_host_problems,
+    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, LABEL_PLACEHOLDER, PROPERTY_IDS, REPLY_ACTIONS, REPLY_TEXT_KEYS, AllExcept,
+    Expectation, Scenario, Step, expectation_body_problems, hook_line_host_problems,
 )
 from simulator.scenario.positions import LoadedScenario, Positions
 
@@ -36,8 +47,9 @@ HOOK_KINDS = ("claude-code", "cursor")  # hosts whose `prompt` prints a hook lin
 
 
 class _Checker:
-    def __init__(self, spec: Scenario, positions: Optional[Positions], file: str) -> None:
+    def __init__(self, spec: Scenario, positions: Optional[Positions], file: str, units_required: bool = False) -> None:
         self.spec, self.positions, self.file = spec, positions, file
+        self.units_required = units_required
         self.errors: list[ScenarioError] = []
         self.procs = {p.id: p for p in spec.processes}
         self.session_proc = spec.session_labels()
@@ -59,6 +71,18 @@ class _Checker:
             self.error(path, f"undefined process `{label}`", self._suggest(label, list(self.procs), "processes"))
             return False
         return True
+
+    def placeholders(self, path: KeyPath, text: Any) -> None:
+        """Each `{word}` in an expanded text must name a declared session: an
+        unknown one would stay literal, and a `not_contains` would pass on a typo."""
+        for word in LABEL_PLACEHOLDER.findall(text) if isinstance(text, str) else ():
+            if word in self.session_proc:
+                continue
+            defined = ", ".join(f"{{{label}}}" for label in self.session_proc) or "none declared"
+            close = difflib.get_close_matches(word, list(self.session_proc), n=1, cutoff=0.6)
+            hint = (f"did you mean `{{{close[0]}}}`? (`{{label}}` is a declared session's name: {defined})" if close
+                    else f"write a declared session's label in braces ({defined}), or drop the braces")
+            self.error(path, f"`{{{word}}}` names no declared session, so it would stay literal text", hint)
 
     # -- declarations ------------------------------------------------------
 
@@ -111,6 +135,8 @@ class _Checker:
             self.step_refs(base, step)
             if step.expect is not None:
                 self.step_expect(base, step)
+                for key in REPLY_TEXT_KEYS:
+                    self.placeholders(base + ("expect", key), getattr(step.expect, key))
 
     def step_refs(self, base: KeyPath, step: Step) -> None:
         action, args = step.action, step.args
@@ -127,6 +153,13 @@ class _Checker:
             self.never_started(path + (key,), fields[key], action)
         if action == "resume":
             self.resume_args(path, step)
+            self.resumed_kind(path, fields["session"], fields["process"])
+        if action in ("send", "read"):
+            self.placeholders(path + ("as",), fields.get("as"))
+        if action == "cli_tail":
+            who = fields.get("who")
+            for j, text in enumerate(who if isinstance(who, list) else [who]):
+                self.placeholders(path + (("who", j) if isinstance(who, list) else ("who",)), text)
         if action == "restart" and fields["process"] in self.procs and self.procs[fields["process"]].kind != "opencode":
             self.error(path + ("process",), f"restart of `{fields['process']}`, a {self.procs[fields['process']].kind} process",
                        "restart models the opencode daemon: name an opencode process (use `kill` for other kinds)")
@@ -140,6 +173,18 @@ class _Checker:
             if kind not in CRASHABLE_KINDS:
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
                            "crash points run inside opencode or cursor processes: use `kill` for a claude-code host")
+
+    def resumed_kind(self, path: KeyPath, session: str, process: str) -> None:
+        """A resume starts an opencode process on an opencode session id (`-s <ses_...>`):
+        a Claude Code or Cursor session resumed there would run and then fail P6 for the
+        wrong reason (D-language-3)."""
+        home = self.procs.get(self.session_proc.get(session, ""))
+        if home is None or home.kind == "opencode":
+            return
+        how = "its id forks with `fork`" if home.kind == "claude-code" else "its conversation stays in its workspace process"
+        self.error(path + ("session",), f"`{session}` is a session of {home.id}, a {home.kind} process, "
+                   f"which an opencode process (`{process}`) cannot resume",
+                   f"resume an opencode session; a {home.kind} session continues in its own host ({how})")
 
     def resume_args(self, path: KeyPath, step: Step) -> None:
         """`argv`: a non-empty list of strings whose only placeholder is `{id}`,
@@ -215,21 +260,69 @@ class _Checker:
             body = getattr(exp, kind) or {}
             path: KeyPath = ("expect", i, kind)
             # The bodies are free-form dicts in the model: their keys and value types are checked here.
-            for sub, problem, hint in expectation_body_problems(kind, body):
+            bad = expectation_body_problems(kind, body, units_required=self.units_required)
+            for sub, problem, hint in bad:
                 self.error(path + sub, problem, hint, UnknownKeyError if problem.startswith("unknown key") else BadValueError)
             if not isinstance(body, dict):
                 continue
-            if "session" not in body:
-                self.error(path, f"the `{kind}` expectation names no session", f"add `session: <label>` under `{kind}`")
-            else:
-                self.session_ref(path + ("session",), body["session"])
-                if kind == "hook_line":
-                    self.hook_line_host(path, body)
-            for key in ("active", "stale"):
-                labels = body.get(key)
-                for j, label in enumerate(labels if isinstance(labels, list) else []):
-                    self.session_ref(path + (key, j), label)
+            missing = [key for key in REQUIRED_KEYS.get(kind, ()) if key not in body]
+            for key in missing:
+                what, value = ("names no session", "<label>") if key == "session" else (f"has no `{key}`", "[<time>, <time>]")
+                self.error(path, f"the `{kind}` expectation {what}", f"add `{key}: {value}` under `{kind}`")
+            self.expectation_refs(path, kind, body)
+            if not bad and not missing:
+                self.expectation_times(("expect", i), exp, body)
 
+    def expectation_refs(self, path: KeyPath, kind: str, body: dict) -> None:
+        """The labels and `{label}` texts a body names."""
+        for key in ("session", "from", "to"):
+            if key in body:
+                self.session_ref(path + (key,), body[key])
+        if isinstance(body.get("process"), str):
+            self.process_ref(path + ("process",), body["process"])
+        if kind == "hook_line" and isinstance(body.get("session"), str):
+            self.hook_line_host(path, body)
+        for key in ("active", "stale"):
+            labels = body.get(key)
+            for j, label in enumerate(labels if isinstance(labels, list) else []):
+                self.session_ref(path + (key, j), label)
+        for key in REPLY_TEXT_KEYS:
+            self.placeholders(path + (key,), body.get(key))
+
+    def expectation_times(self, path: KeyPath, exp: Expectation, body: dict) -> None:
+        """`at` against the body's own times (`between`, `same_name.at`), `before_catch_up`
+        against the sleeps, and every time inside the run."""
+        kind, end = exp.kind, self.spec.duration + self.spec.drain
+        own = "between" if "between" in body else ("at" if kind == "same_name" else None)
+        if own is not None and "at" in exp.model_fields_set:
+            self.error(path + ("at",), f"`at` on a `{kind}` expectation that gives its own times (`{kind}.{own}`)",
+                       f"drop this `at`: `{kind}.{own}` says when it is judged")
+        times = list(window_of(body) or ()) + [t for t in (moments_of(body) if kind == "same_name" else []) if t != "end"]
+        for t in times:
+            if t > end:
+                self.error(path + (kind, own), f"{format_duration(t)} is after the end of the run ({format_duration(end)}: duration + drain)",
+                           "write times inside the run, or `end`" if kind == "same_name" else "write a window inside the run")
+                break
+        if exp.before_catch_up:
+            self.before_catch_up(path, exp, own)
+
+    def before_catch_up(self, path: KeyPath, exp: Expectation, own: Optional[str]) -> None:
+        """`before_catch_up` is an observation at the instant a sleep ends; anywhere else it means nothing."""
+        wakes = {s.at + s.sleep.duration: s for s in self.spec.steps if s.action == "sleep"}
+        if own is not None or exp.at == "end":
+            self.error(path + ("before_catch_up",), f"`before_catch_up` on an expectation {'with `' + own + '`' if own else 'at `end`'}",
+                       "put it on an expectation whose `at` is the instant a sleep ends")
+        elif exp.at not in wakes:
+            ends = ", ".join(f"the sleep at {format_duration(s.at)} for {format_duration(s.sleep.duration)} ends at {format_duration(t)}"
+                             for t, s in sorted(wakes.items()))
+            self.error(path + ("before_catch_up",), f"`before_catch_up` at {format_duration(exp.at)}, when no sleep ends",
+                       f"set `at` to a sleep's end ({ends})" if ends else "add a `sleep` step, and set `at` to its end")
+
+    def properties(self) -> None:
+        props = self.spec.properties
+        if isinstance(props, AllExcept) and set(props.exclude) >= set(PROPERTY_IDS):
+            self.error(("properties", "exclude"), "`exclude` lists every property, so nothing would be checked",
+                       "exclude fewer, or list the few to check instead: properties: [P1, ...]")
 
     def hook_line_host(self, path: KeyPath, body: dict) -> None:
         """A `hook_line` must be able to match: its session's host prints hook lines, and
@@ -240,16 +333,24 @@ class _Checker:
 
 
 def check(loaded: LoadedScenario) -> list[ScenarioError]:
-    """Every cross-reference error of a loaded scenario, in file order."""
-    return check_spec(loaded.spec, positions=loaded.positions, file=loaded.file)
+    """Every cross-reference error of a loaded scenario, in file order (its times need their units)."""
+    return check_spec(loaded.spec, positions=loaded.positions, file=loaded.file, units_required=True)
 
 
-def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: str = "<scenario>") -> list[ScenarioError]:
+def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: str = "<scenario>",
+               units_required: bool = False) -> list[ScenarioError]:
     """The same checks on a Scenario from anywhere (lines only when positions are given)."""
-    checker = _Checker(spec, positions, file)
+    checker = _Checker(spec, positions, file, units_required)
     checker.declarations()
     checker.steps()
     checker.expectations()
+    checker.properties()
     for i, row in enumerate(spec.legacy):  # a legacy row's owner must be a declared session
         checker.session_ref(("legacy", i, "session"), row.session)
+    for path, problem, hint in bounds_problems(spec):  # the size of the world (D-bounds-1)
+        checker.error(path, problem, hint, BadValueError)
+    for path, problem, hint in fault_problems(spec):  # host steps and event streams exist on opencode only
+        checker.error(path, problem, hint)
+    for path, problem, hint in policy_problems(spec):  # messaging policies model opencode hosts
+        checker.error(path, problem, hint)
     return sorted(checker.errors, key=lambda e: e.line or 0)

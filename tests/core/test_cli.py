@@ -12,9 +12,10 @@ from freezegun import freeze_time
 
 from thatch_core import clock
 from thatch_core.cli import (
-    HIDDEN_NOTE, filter_tail_rows, format_roster, main, tail_backlog, tail_diff, tail_poll,
+    filter_tail_rows, format_roster, main, tail_backlog, tail_diff, tail_poll,
 )
 from thatch_core.db import open_db
+from thatch_core.prompts import STALE_EXPLAINER, hidden_stale_note
 from thatch_core.store import ChatStore
 from thatch_core.types import FeedRow, SessionRow
 
@@ -54,18 +55,18 @@ def test_roster_sections_order_and_alignment():
     out = format_roster(rows, now_ms=NOW)
     lines = out.splitlines()
     assert lines[0].split() == ["NAME", "SEEN", "PROJECT", "LOC", "TOPIC"]
-    assert lines[1] == "Active (4)"
+    assert lines[1] == "Active (4):"
     assert [ln.split()[0] for ln in lines[2:6]] == ["gamma-00003", "alpha-00002", "zeta-00001", "delta-00004"]
-    assert lines[6].startswith("Stale (2) - no heartbeat for over 60s")
-    assert [ln.split()[0] for ln in lines[7:9]] == ["omega-00005", "sigma-00006"]
-    assert len(lines) == 9
+    assert lines[6:8] == ["Stale (2):", STALE_EXPLAINER]
+    assert [ln.split()[0] for ln in lines[8:10]] == ["omega-00005", "sigma-00006"]
+    assert len(lines) == 10
     # Every column starts at the same offset in every row.
     for col in ("SEEN", "PROJECT", "LOC", "TOPIC"):
         at = lines[0].index(col)
-        for ln in lines[2:6] + lines[7:9]:
+        for ln in lines[2:6] + lines[8:10]:
             assert ln[at - 2:at] == "  " and ln[at] != " "
-    assert "1s ago" in lines[2] and "2h ago" in lines[8]
-    assert lines[4].endswith("release QA") and lines[5].split()[3:] == ["-", "-", "-"]
+    assert "1s ago" in lines[2] and "2h ago" in lines[9]
+    assert lines[4].endswith("release QA") and lines[5].split()[3:] == ["-", "?", "-"]
 
 
 @pytest.mark.rules("R16")
@@ -76,15 +77,16 @@ def test_stale_rows_older_than_the_bound_are_hidden_with_a_note():
             row("old-00003", ago_s=2 * 86_400), row("older-00004", ago_s=9 * 86_400)]
     default = format_roster(rows, now_ms=NOW)
     assert "stale-00002" in default and "old-00003" not in default and "older-00004" not in default
-    assert default.splitlines()[-1] == HIDDEN_NOTE.format(n=2) == \
+    assert default.splitlines()[-1] == hidden_stale_note(2) == \
         "(2 older stale sessions hidden - --stale all to show)"
     week = format_roster(rows, now_ms=NOW, stale_days=7)
-    assert "old-00003" in week and week.splitlines()[-1] == HIDDEN_NOTE.format(n=1)
+    assert "old-00003" in week and week.splitlines()[-1] == hidden_stale_note(1) == \
+        "(1 older stale session hidden - --stale all to show)"
     everything = format_roster(rows, now_ms=NOW, stale_days=None)
     assert "older-00004" in everything and "hidden" not in everything
     # Only hidden stale rows: the Stale section still says what is hidden.
     only_old = format_roster([row("old-00003", ago_s=2 * 86_400)], now_ms=NOW)
-    assert "Stale (0)" in only_old and only_old.endswith(HIDDEN_NOTE.format(n=1))
+    assert "Stale (0):" in only_old and only_old.endswith(hidden_stale_note(1))
 
 
 def test_roster_self_marker_color_and_empty():
@@ -94,7 +96,7 @@ def test_roster_self_marker_color_and_empty():
     assert "me-00001 (you)" in plain and "\x1b[" not in plain
     colored = format_roster(rows, now_ms=NOW, color=True, self_session="ses_me-00001")
     assert "\x1b[32m" in colored and "\x1b[2m" in colored
-    assert [l for l in colored.replace("\x1b[0m", "").replace("\x1b[1m", "").replace("\x1b[2m", "")
+    assert [line for line in colored.replace("\x1b[0m", "").replace("\x1b[1m", "").replace("\x1b[2m", "")
             .replace("\x1b[32m", "").splitlines()] == plain.splitlines()
     assert format_roster([], now_ms=NOW) == "No registered sessions."
 
@@ -114,7 +116,7 @@ def test_list_command_on_a_real_database(db_path):
         out = io.StringIO()
         assert main(["list", "--db", str(db_path)], out=out) == 0
         text = out.getvalue()
-        assert new in text and old not in text and "(1 older stale sessions hidden" in text
+        assert new in text and old not in text and "(1 older stale session hidden" in text
         out = io.StringIO()
         main(["list", "--db", str(db_path), "--stale", "all"], out=out)
         assert old in out.getvalue()
@@ -217,13 +219,13 @@ def test_tail_command_on_a_real_database(db_path):
         conn.close()
         out = io.StringIO()
         assert main(["tail", "--db", str(db_path), "--once"], out=out) == 0
-        events = [json.loads(l) for l in out.getvalue().splitlines()]
+        events = [json.loads(line) for line in out.getvalue().splitlines()]
         assert [(e["event"], e["from"], e["to"], e.get("broadcast", False)) for e in events] == [
             ("sent", n1, n2, False), ("sent", n2, n1, True), ("sent", n2, n3, True)]
         out = io.StringIO()
         main(["tail", "--db", str(db_path), "--once", "--who", n3.upper(), "--since", "2026-11-29T12:00:05Z"],
              out=out)
-        assert [json.loads(l)["to"] for l in out.getvalue().splitlines()] == [n3]
+        assert [json.loads(line)["to"] for line in out.getvalue().splitlines()] == [n3]
 
 
 def test_tail_rejects_a_bad_regex(db_path, capsys):
@@ -245,7 +247,7 @@ def test_runs_as_a_module(db_path):
     proc = subprocess.run([sys.executable, "-m", "thatch_core.cli", "tail", "--db", str(db_path), "--once"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
-    (event,) = [json.loads(l) for l in proc.stdout.splitlines()]
+    (event,) = [json.loads(line) for line in proc.stdout.splitlines()]
     assert event["event"] == "sent" and event["body"] == "via the module"
 
 

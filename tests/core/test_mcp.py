@@ -454,7 +454,7 @@ def test_cursor_conversation_rejoins_its_own_identity_after_a_leave(store):
     assert line == f'{LEAVE_LINE} (pass as: "{hid}")'
     store.register("peer", kind="opencode")
     sent = srv.call("thatch_chat_send", {"as": hid, "to": "peer", "body": "x"})
-    assert (sent.ok, sent.text) == (False, "You are not registered - call chat_register first.")
+    assert (sent.ok, sent.text) == (False, "You are not registered - call thatch_chat_register first.")
     back = srv.call("thatch_chat_register", {"as": hid})
     assert back.ok and "fresh name" in back.text
     new = name_of(chat_hook_line(store, ON, "cur-a"))

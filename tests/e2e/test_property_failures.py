@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from scenario_builders import (act, claude_code, crash_at_stamp_then_resume, crash_between_two_batches, explain,
-                               opencode, run, scenario, send, session, two_tabs)
+from scenario_builders import (act, claude_code, crash_at_stamp_then_resume, crash_at_wake_prompt,
+                               crash_between_two_batches, cursor, explain, idle_inside_wake_prompt,
+                               leave_then_crash_after_commit, opencode, run, scenario, send, session, two_tabs)
 from simulator.scenario.model import PROPERTY_IDS
 from thatch_core import clock
 from thatch_core.db import immediate
@@ -26,7 +27,7 @@ from thatch_core.poller import ChatPoller
 from thatch_core.staleness import is_stale
 from thatch_core.store import ChatStore
 from thatch_core.store_guard import marks
-from thatch_core.types import BroadcastResult
+from thatch_core.types import BroadcastResult, InboxItem
 
 PROVEN: dict[str, str] = {}  # P-id -> the test that breaks it (checked by test_every_property_is_broken_once)
 
@@ -387,3 +388,186 @@ def test_p10_fails_when_ping_pong_is_uncapped(tmp_path):
 def test_every_property_is_broken_once():
     """Every P-id has a failure test here (the issue's "prove each property can fail")."""
     assert sorted(PROVEN, key=lambda p: int(p[1:])) == list(PROPERTY_IDS)
+
+
+# ---------------------------------------------------------------------------
+# The faults and host modes that stage the design's own comments: a crash after
+# a commit, at the wake prompt, and host events handed over inside a prompt call
+# ---------------------------------------------------------------------------
+
+class TwoStepLeaveStore(ChatStore):
+    """A leave that commits the row's removal, then writes its tombstone in a
+    second transaction (breaks R7: one transaction for both)."""
+
+    def unregister(self, session_id):
+        with immediate(self.conn):
+            deleted = self.conn.execute("DELETE FROM chat_sessions WHERE session_id = ?", (session_id,)).rowcount > 0
+        with immediate(self.conn):
+            self.conn.execute("INSERT OR REPLACE INTO chat_leave_tombstones (session_id, left_at) VALUES (?, ?)",
+                              (session_id, clock.iso()))
+        return deleted
+
+
+class _OpenGate:
+    """A lock that never refuses: the guard is there, and guards nothing."""
+
+    def acquire(self, blocking=True):
+        return True
+
+    def release(self):
+        return None
+
+
+class UnguardedPoller(ChatPoller):
+    """A delivery pass that does not drop a re-entrant call (breaks R24): an idle
+    event handed over inside a wake prompt runs a second pass over the same batch."""
+
+    def __init__(self, store, **kw):
+        super().__init__(store, **kw)
+        self._deliver_guard = _OpenGate()
+
+
+@pytest.mark.rules("R21", "R23", "R18")
+def test_p3_fails_when_the_stamp_lands_and_the_prompt_never_does(tmp_path):
+    """P3 at-least-once (R21, R23, R18): bob's harness dies just before the wake
+    prompt reaches him; `-s` resumes him at 4m. The real poller stamps only after
+    a prompt, so the resumed process wakes him at once. A stamp-before-prompt
+    poller stamped the batch first: nobody is woken before the 15-minute re-nudge."""
+    good, bad = assert_break("P3", crash_at_wake_prompt("before"), tmp_path, "no wake came",
+                             poller=StampFirstPoller)
+    assert [w["proc"] for w in good.events("wake", session="bob")] == ["h2-resumed"]
+    crash = good.events("crash")[0]
+    assert crash["data"] == {"point": "wake-prompt", "step": 0} and crash["session"] == "bob"
+    assert not bad.events("wake", session="bob")
+
+
+@pytest.mark.rules("R23", "R21")
+def test_p3_fails_when_a_prompt_then_death_leaves_the_batch_stamped(tmp_path):
+    """P3 at-least-once (R23, R21): bob's harness dies right after the wake
+    prompt reached him, before anything else ran: the prompt's turn is lost
+    with the process. The real poller had not stamped yet, so the resumed
+    process wakes him again; a stamp-before-prompt poller had, so nobody does."""
+    good, bad = assert_break("P3", crash_at_wake_prompt("after"), tmp_path, "lost its stamp to a crash",
+                             poller=StampFirstPoller)
+    assert [w["proc"] for w in good.events("wake", session="bob")] == ["h2", "h2-resumed"]
+    crash = good.events("crash")[0]
+    assert crash["data"] == {"point": "wake-prompt", "step": 0, "when": "after"}
+    assert [w["proc"] for w in bad.events("wake", session="bob")] == ["h2"]
+
+
+@pytest.mark.rules("R7")
+def test_p7_fails_when_a_leave_commits_in_two_transactions(tmp_path):
+    """P7 tombstones (R7): alice's greenlit exit leaves, and her harness dies just
+    after the leave's transaction commits. The real store wrote the row's removal
+    and the tombstone in that one transaction, so her `-s` resume and her next
+    message keep her out. A store that commits the removal first dies before
+    the tombstone: the resume brings her back."""
+    good, bad = assert_break("P7", leave_then_crash_after_commit(), tmp_path, "without an explicit chat_register",
+                             store=TwoStepLeaveStore)
+    crash = good.events("crash")[0]["data"]
+    assert crash["point"] == "unregister" and crash["when"] == "after"
+    assert not [e for e in good.events("registered", session="alice") if e["proc"] == "h1-resumed"]
+
+
+@pytest.mark.rules("R24", "R19")
+def test_p1_fails_when_an_idle_inside_a_wake_prompt_re_enters_delivery(tmp_path):
+    """P1 single-deliverer (R24, R19): with `events: synchronous` dave's idle is
+    handed to the runtime inside the wake prompt that carol's idle flush sends
+    bob. The real poller drops that re-entrant pass; one without the guard runs
+    it and wakes bob twice for one batch. With queued events the same broken
+    poller passes: the host mode is what exposes it."""
+    good, bad = assert_break("P1", idle_inside_wake_prompt(), tmp_path, "re-entered", poller=UnguardedPoller)
+    inside = good.events("stream-event")
+    assert [(e["session"], e["data"]["inside"], e["data"]["prompted"]) for e in inside] == [("dave", "wake", "bob")]
+    assert len(bad.events("wake", session="bob")) == 2
+    queued = run(idle_inside_wake_prompt("queued"), tmp_path / "queued", poller=UnguardedPoller)
+    assert queued.verdict("P1").status == "pass" and not queued.events("stream-event"), explain(queued, "P1")
+
+
+# ---------------------------------------------------------------------------
+# P3 judged wherever mail exists, P5 judged per inbox
+# ---------------------------------------------------------------------------
+
+class NoRenudgePoller(ChatPoller):
+    """Wakes a recipient once per batch and never again (breaks R18: mail delivered
+    more than 15 minutes ago and still unread needs another wake)."""
+
+    def __init__(self, store, **kw):
+        super().__init__(store, **{**kw, "renudge_minutes": 10**6})
+
+
+class EveryThirdPassPoller(ChatPoller):
+    """Runs only every third delivery pass, the idle flush included (breaks R13, R19:
+    deliverable mail waits up to three cycles)."""
+
+    def __init__(self, store, **kw):
+        super().__init__(store, **kw)
+        self.passes = 0
+
+    def deliver_pending(self):
+        self.passes += 1
+        if self.passes % 3 == 0:
+            super().deliver_pending()
+
+
+class SameSecondReadStore(ChatStore):
+    """chat_read also returns what the inbox held unread at the start of this second:
+    a row another reader stamped a moment earlier in the same second is returned
+    again (breaks R10: of two readers of one inbox, each message is returned by one)."""
+
+    def read(self, session_id):
+        items = super().read(session_id)
+        mine = {i.id for i in items}
+        rows = self.conn.execute(
+            "SELECT m.id, m.from_session, s.name, m.body, m.created_at FROM chat_messages m"
+            " LEFT JOIN chat_sessions s ON s.session_id = m.from_session"
+            " WHERE m.to_session = ? AND m.read_at = ? ORDER BY m.id", (session_id, clock.iso())).fetchall()
+        return items + [InboxItem(id=i, from_session=f, from_name=render_participant(n, f), body=b, created_at=c)
+                        for i, f, n, b, c in rows if i not in mine]
+
+
+@pytest.mark.rules("R18", "R21")
+def test_p3_fails_when_unread_mail_is_never_renudged(tmp_path):
+    """P3 at-least-once (R18, R21): silent bob never reads alice's message. The real
+    poller wakes him, then again once the stamp is 15 minutes old; one that never
+    re-nudges woke him once, which the old end-of-run judge took for enough."""
+    spec = two_tabs("p3-no-renudge", [send("30s", "alice", "bob", "is the release green?")],
+                    bob_agent="silent", duration="20m", drain="1m")
+    good, bad = assert_break("P3", spec, tmp_path, "due a re-nudge", poller=NoRenudgePoller)
+    assert len(good.events("wake", session="bob")) == 2 and len(bad.events("wake", session="bob")) == 1
+
+
+@pytest.mark.rules("R13", "R19")
+def test_p3_fails_when_mail_waits_cycles_for_its_wake(tmp_path):
+    """P3 at-least-once (R13, R19): bob reads on every wake, so nothing is unread at the
+    end either way; a poller that delivers on every third pass only wakes him cycles
+    late. Judged per message, the late wake fails; judged at the end, it passed."""
+    spec = two_tabs("p3-late-wake", [send("35s", "alice", "bob", "standup in 5"), send("3m5s", "alice", "bob", "moved to 10")],
+                    duration="6m", drain="1m")
+    good, bad = assert_break("P3", spec, tmp_path, "no wake came after it", poller=EveryThirdPassPoller)
+    assert good.verdict("P3").judged == 2
+    read = " ".join(e["data"]["text"] for e in bad.events("tool-result", session="bob"))
+    assert "standup in 5" in read and "moved to 10" in read  # nothing unread at the end: late, not lost
+
+
+@proves("P5")
+@pytest.mark.rules("R10", "R32")
+def test_p5_fails_when_two_readers_of_one_inbox_both_get_a_message(tmp_path):
+    """P5 no-loss (R10, R32): bob and carol are two conversations of one Cursor
+    workspace, whose server trusts a claimed `as`. At 1m bob reads his inbox and
+    carol's model reads it too, claiming bob. The real store hands the message to
+    the first reader only; one that returns rows stamped earlier in the same second
+    hands it to both. Judged per caller, each read saw it once."""
+    spec = scenario("p5-one-inbox-two-readers", [
+        opencode("h1", session("alice")),
+        cursor("w1", session("bob", "silent"), session("carol", "silent")),
+    ], [
+        act("10s", "prompt", session="bob", text="morning"),
+        act("10s", "prompt", session="carol", text="morning"),
+        send("30s", "alice", "bob", "the deploy key rotated"),
+        act("1m", "read", session="bob"),
+        {"at": "1m", "read": {"session": "carol", "as": "{bob}"}},
+    ])
+    good, bad = assert_break("P5", spec, tmp_path, "read 2 times (by bob, carol)", store=SameSecondReadStore)
+    reads = [e["data"]["text"] for e in good.events("tool-result") if e["data"]["tool"].endswith("read")]
+    assert "the deploy key rotated" in reads[0] and "the deploy key rotated" not in reads[1]

@@ -1,10 +1,20 @@
-"""`python -m simulator`: run, lint, new, schema, matrix, bench (called in-process through cli.main)."""
+"""`thatch-sim` (`python -m simulator`): run, lint, new, schema, matrix, bench.
+
+Mostly called in-process through cli.main; what only a real process shows
+(Ctrl-C, the wall guard, --help, --version, the bench's own parser) runs
+`python -m simulator` in a subprocess.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,9 +31,15 @@ INVALID = repo.INVALID_SCENARIOS
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-    """An empty working directory to scaffold and lint in."""
+    """An empty working directory to scaffold and lint in; run directories go to its tmp/."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     return tmp_path
+
+
+def run_dirs(repo: Path) -> list[Path]:
+    return sorted((repo / "tmp").glob("thatch-sim-*"))
 
 
 def scaffold(name: str) -> Path:
@@ -100,18 +116,48 @@ def _fake_engine(monkeypatch, ok: bool) -> list:
     return calls
 
 
-def test_run_prints_the_table_and_exit_code(repo, monkeypatch, capsys):
+def test_run_prints_the_table_and_a_passing_run_cleans_up(repo, monkeypatch, capsys):
     path = scaffold("basic/first-send")
     calls = _fake_engine(monkeypatch, ok=True)
     capsys.readouterr()
     assert cli.main(["run", str(path)]) == 0
     out = capsys.readouterr().out
+    assert out.startswith("running first-send seed=0 in ")
     assert "P1     PASS         single-deliverer [R25]" in out
     assert "first-send seed=0: PASSED (2/2 checks ok)" in out
+    assert "run dir" not in out
     assert calls == [0]
+    assert run_dirs(repo) == []
 
 
-def test_run_failure_shows_the_story_and_keeps_the_report(repo, monkeypatch, capsys):
+def test_run_engine_switch_reaches_run_scenario(repo, monkeypatch, capsys):
+    path = scaffold("basic/first-send")
+    engines = []
+    _fake_engine(monkeypatch, ok=True)
+    fake = cli.run_scenario
+    monkeypatch.setattr(cli, "run_scenario", lambda spec, **kw: engines.append(kw.get("engine")) or fake(spec, **kw))
+    assert cli.main(["run", str(path), "--engine", "windowed"]) == 0
+    assert cli.main(["run", str(path)]) == 0  # no flag: the API's default ($THATCH_SIM_ENGINE, else lockstep)
+    assert engines == ["windowed", None]
+    with pytest.raises(SystemExit):
+        cli.main(["run", str(path), "--engine", "warp"])
+    assert "invalid choice: 'warp'" in capsys.readouterr().err
+
+
+def test_run_keep_and_run_dir_keep_a_passing_run(repo, monkeypatch, capsys):
+    path = scaffold("basic/first-send")
+    _fake_engine(monkeypatch, ok=True)
+    assert cli.main(["run", str(path), "--keep"]) == 0
+    (kept,) = run_dirs(repo)
+    assert f"run dir: {kept}" in capsys.readouterr().out
+    assert cli.main(["run", str(path), "--run-dir", "mine"]) == 0
+    assert (repo / "mine" / "history.jsonl").exists()
+    assert "run dir: mine" in capsys.readouterr().out
+    assert cli.main(["run", str(path), "--run-dir", "mine"]) == 2  # not empty now
+    assert "mine is not an empty directory" in capsys.readouterr().err
+
+
+def test_run_failure_shows_the_story_and_keeps_the_run_and_the_report(repo, monkeypatch, capsys):
     path = scaffold("basic/first-send")
     calls = _fake_engine(monkeypatch, ok=False)
     capsys.readouterr()
@@ -122,42 +168,167 @@ def test_run_failure_shows_the_story_and_keeps_the_report(repo, monkeypatch, cap
     assert "  +1m1.5s  h1/alice  tool-result  tool=chat_read ok=true" in out
     assert "rerun: pytest 'scenarios/basic/first-send.yaml::first-send' --sim-seed 7 -p no:xdist" in out
     assert "   or: python -m simulator run scenarios/basic/first-send.yaml --seed 7" in out
+    (kept,) = run_dirs(repo)
+    assert f"run dir: {kept}" in out
     assert (repo / "out" / "r" / "history.jsonl").read_text() == "{}\n"
 
 
 def test_run_of_a_broken_file_exits_2(repo, capsys):
     assert cli.main(["run", str(INVALID / "typo_key.yaml")]) == 2
     assert "unknown key `sesions` — did you mean `sessions`?" in capsys.readouterr().err
+    assert run_dirs(repo) == []
+
+
+class Sink(list):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def write(self, text):
+        self.append(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return self.tty
 
 
 def test_progress_printer_is_quiet_for_short_runs():
-    class Sink(list):
-        def write(self, text):
-            self.append(text)
-
-        def flush(self):
-            pass
-
-    sink = Sink()
+    sink = Sink(tty=True)
     progress, finish = cli._progress_printer(sink)
     progress(1, 2)
     finish()
     assert sink == []
 
 
-def test_matrix_check_fails_when_a_rule_is_unnamed(repo, capsys):
+def test_progress_is_shown_on_a_terminal_only(monkeypatch):
+    clock = iter([0.0, 5.0, 5.0])
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
+    tty = Sink(tty=True)
+    progress, finish = cli._progress_printer(tty)
+    progress(5, 10)
+    finish()
+    assert tty == ["\r  running: 5/10 (50%) after 5s", "\n"]
+    progress, finish = cli._progress_printer(Sink(tty=False))
+    assert progress is None  # a log file gets no `\r` lines
+
+
+def test_matrix_check_prints_one_summary_line_and_the_listing_with_v(repo, capsys):
     assert cli.main(["matrix", "--check", "--root", str(repo)]) == 1
-    assert capsys.readouterr().out.splitlines()[-1].startswith("0/36 rules covered; missing: R1, R2,")
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("0/36 rules covered; missing: R1, R2,")
+    assert cli.main(["matrix", "--check", "-v", "--root", str(repo)]) == 1
+    listing = capsys.readouterr().out.splitlines()
+    assert len(listing) > 36 and listing[-1] == line
+    assert cli.main(["matrix", "--root", str(repo)]) == 0
+    assert capsys.readouterr().out.splitlines() == listing
 
 
-def test_bench_runs_bench_main(repo, capsys):
+def test_bench_runs_bench_main_with_its_own_arguments(repo, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "CHECKOUT", repo / "elsewhere")
     assert cli.main(["bench"]) == 2
     (repo / "bench").mkdir()
     (repo / "bench" / "bench.py").write_text("def main(argv=None):\n    print('bench ran', argv)\n    return 0\n")
     assert cli.main(["bench"]) == 0
-    assert "bench ran None" in capsys.readouterr().out
+    assert cli.main(["bench", "--quick", "-x"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["bench ran []", "bench ran ['--quick', '-x']"]
+
+
+def _sim(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "simulator", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
+
+
+def test_bench_help_is_the_benchs_own():
+    """issue 11: `bench` used to reach the benchmark's parser as an argument of its own."""
+    done = _sim("bench", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--quick" in done.stdout and "Simulator benchmark" in done.stdout
 
 
 def test_python_dash_m_entry_point():
-    out = subprocess.run([sys.executable, "-m", "simulator", "schema"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = _sim("schema", check=True).stdout
     assert json.loads(out)["title"] == "Scenario"
+
+
+def test_console_script_version_and_help_with_examples_and_exit_codes():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"thatch-sim": "simulator.cli:main"}
+    version = _sim("--version")
+    assert version.returncode == 0 and version.stdout.startswith("thatch-sim ")
+    top = _sim("--help").stdout
+    for command in ("run", "lint", "new", "schema", "matrix", "bench"):
+        assert f"\n    {command} " in top
+    assert "examples:\n  thatch-sim run " in top
+    assert "exit codes:" in top and "130  interrupted (Ctrl-C)" in top
+    run = _sim("run", "--help").stdout
+    assert "usage: thatch-sim run" in run and " FILE" in run and "--wall-budget S" in run
+    assert "examples:\n  thatch-sim run " in run
+    usage = _sim("run", "x.yaml", "--bogus")
+    assert usage.returncode == 2 and "unrecognized arguments: --bogus" in usage.stderr
+
+
+# Two processes polling for a virtual month: far longer than any test waits.
+LONG_SCENARIO = """\
+name: long-quiet-month
+duration: 30d
+drain: 0s
+processes:
+  - id: h1
+    sessions:
+      - id: alice
+  - id: h2
+    sessions:
+      - id: bob
+steps:
+  - at: 1m
+    send: {from: alice, to: bob, body: "hello"}
+"""
+
+
+def _kept_run_dir(line: str) -> Path:
+    return Path(line.split("run dir kept: ", 1)[1].split(" ", 1)[0])
+
+
+@pytest.fixture
+def long_scenario(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    path = tmp_path / "long.yaml"
+    path.write_text(LONG_SCENARIO)
+    return path
+
+
+@pytest.mark.slow  # ~3 s: a real run, stopped
+def test_ctrl_c_stops_a_run_with_one_line_and_keeps_its_directory(long_scenario):
+    # Ctrl-C signals the terminal's whole foreground process group: so does this test
+    proc = subprocess.Popen([sys.executable, "-m", "simulator", "run", str(long_scenario)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        started = proc.stdout.readline()
+        assert started.startswith("running long-quiet-month seed=0 in ")
+        # into the run proper (every child forked and writing its history), not its first milliseconds
+        run_dir = Path(started.split(" in ", 1)[1].strip())
+        last_child = run_dir / "history" / "h2.0.jsonl"
+        while proc.poll() is None and not (last_child.exists() and last_child.stat().st_size):
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130
+    assert "Traceback" not in out + err
+    (line,) = err.splitlines()
+    assert line.startswith("thatch-sim run: interrupted long-quiet-month seed=0; run dir kept: ")
+    assert _kept_run_dir(line) == run_dir and run_dir.is_dir()
+
+
+@pytest.mark.slow  # ~2 s: a real run, until its wall budget
+def test_wall_budget_stops_a_run_with_one_line_and_keeps_its_directory(long_scenario):
+    done = _sim("run", str(long_scenario), "--wall-budget", "1", timeout=60)
+    assert done.returncode == 3
+    assert "Traceback" not in done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "exceeded its wall-clock budget of 1s" in line and "(raise the budget with --wall-budget S)" in line
+    run_dir = _kept_run_dir(line)
+    assert run_dir.is_dir() and (run_dir / "thatch.db").exists()

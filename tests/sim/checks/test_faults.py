@@ -32,7 +32,7 @@ def test_a_fault_that_never_fired_says_why():
     vs = {v.check: v for v in fault_verdicts(_spec(), h.done())}
     assert vs["fault#1"].status == "not-reached"
     assert vs["fault#1"].message == ("step 1 (mid-stamp, crash at 2m) never took effect: "
-                                     "no statement matched the crash point while the process ran")
+                                     "the process never reached the crash point's statement or step while it ran")
     assert vs["fault#1"].witness[0]["kind"] == "fault-not-fired"
     assert vs["fault#2"].message.endswith("never took effect: no store call met the held lock")
 

@@ -37,7 +37,8 @@ def test_p1_passes_when_the_host_wakes(db):
     """R25: a wake received by the live host of the session passes."""
     h = H(); base_world(h)
     h.wake(60_000, "h1", "bob")
-    assert judge("P1", h, db).status == "pass"
+    v = judge("P1", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R25")
@@ -92,7 +93,8 @@ def test_p2_passes_six_wakes_an_hour(db):
     for k in range(6):
         h.wake(60_000 + k * 900_000 // 2, "h1", "bob")
     h.wake(60_000 + 3_600_000, "h1", "bob")
-    assert judge("P2", h, db).status == "pass"
+    v = judge("P2", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R22")
@@ -126,7 +128,7 @@ def _p3_db(tmp_path, read=None):
 @pytest.mark.rules("R18", "R19")
 def test_p3_passes_unread_mail_that_was_woken(tmp_path):
     """R18, R19: unread mail at the end with a wake after its creation passes."""
-    h = H(); base_world(h)
+    h = H(); base_world(h); h.status(1_000, "h1", "bob")
     h.send(10_000, "h1", "alice", N_BOB, "hello")
     h.wake(30_000, "h1", "bob")
     h.phase(600_000, "end")
@@ -135,8 +137,8 @@ def test_p3_passes_unread_mail_that_was_woken(tmp_path):
 
 @pytest.mark.rules("R18", "R19")
 def test_p3_fails_unread_mail_never_woken(tmp_path):
-    """R18, R19: unread mail to a live-hosted recipient with no wake after it fails."""
-    h = H(); base_world(h)
+    """R18, R19: unread mail to a live-hosted, idle recipient with no wake after it fails."""
+    h = H(); base_world(h); h.status(1_000, "h1", "bob")
     _, res = h.send(10_000, "h1", "alice", N_BOB, "hello")
     h.phase(600_000, "end")
     v = judge("P3", h, _p3_db(tmp_path))
@@ -146,7 +148,7 @@ def test_p3_fails_unread_mail_never_woken(tmp_path):
 @pytest.mark.rules("R18")
 def test_p3_does_not_blame_a_run_that_left_no_live_host(tmp_path):
     """R18: mail to a session whose host died is not an obligation (the run gave it no chance)."""
-    h = H(); base_world(h)
+    h = H(); base_world(h); h.status(1_000, "h1", "bob")
     h.send(10_000, "h1", "alice", N_BOB, "hello")
     h.exit(20_000, "h1", "killed")
     h.phase(600_000, "end")
@@ -156,12 +158,13 @@ def test_p3_does_not_blame_a_run_that_left_no_live_host(tmp_path):
 @pytest.mark.rules("R23", "R21")
 def test_p3_fails_a_lost_stamp_without_renudge(tmp_path):
     """R23: a crash at delivered-stamp after a wake must be followed by another wake once re-hosted."""
-    h = H(); base_world(h)
+    h = H(); base_world(h); h.status(1_000, "h1", "bob")
     h.send(10_000, "h1", "alice", N_BOB, "hello")
     w = h.wake(30_000, "h1", "bob")
     c = h.crash(30_000, "h1", "bob", "delivered-stamp")
     h.exit(30_000, "h1", "crashed")
     h.start(100_000, "h1", {"alice": ALICE, "bob": BOB}, incarnation=1)
+    h.status(100_000, "h1", "bob")
     h.phase(600_000, "end")
     v = judge("P3", h, _p3_db(tmp_path))
     assert v.status == "fail" and in_witness(v, w, c)
@@ -170,12 +173,13 @@ def test_p3_fails_a_lost_stamp_without_renudge(tmp_path):
 @pytest.mark.rules("R23", "R21")
 def test_p3_passes_a_renudge_after_the_crash(tmp_path):
     """R23: the re-hosted process wakes the same batch again."""
-    h = H(); base_world(h)
+    h = H(); base_world(h); h.status(1_000, "h1", "bob")
     h.send(10_000, "h1", "alice", N_BOB, "hello")
     h.wake(30_000, "h1", "bob")
     h.crash(30_000, "h1", "bob", "delivered-stamp")
     h.exit(30_000, "h1", "crashed")
     h.start(100_000, "h1", {"alice": ALICE, "bob": BOB}, incarnation=1)
+    h.status(100_000, "h1", "bob")
     h.wake(130_000, "h1", "bob")
     h.phase(600_000, "end")
     assert judge("P3", h, _p3_db(tmp_path)).status == "pass"
@@ -194,7 +198,8 @@ def test_p4_passes_live_sessions_never_stale(db):
     h = H(); base_world(h); _beating(h, 300_000)
     for t in (60_000, 120_000, 240_000):
         h.sample(t, {"alice": (N_ALICE, False, t - 29_000), "bob": (N_BOB, False, t - 29_000)})
-    assert judge("P4", h, db).status == "pass"
+    v = judge("P4", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R14")
@@ -247,7 +252,8 @@ def test_p5_passes_a_send_stored_once_and_read_once(tmp_path):
     h = H(); base_world(h)
     h.send(10_000, "h1", "alice", N_BOB, "  hello ")
     h.read(40_000, "h1", "bob", [(N_ALICE, 10_000, "hello")])
-    assert judge("P5", h, db).status == "pass"
+    v = judge("P5", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R9")
@@ -329,7 +335,8 @@ def test_p6_passes_names_kept_across_a_resume(db):
     h.exit(40_000, "h1", "killed")
     h.start(50_000, "h2", {"bob": BOB}, resumed="bob", how="-s")
     h.sample(60_000, {"alice": (N_ALICE, False, 29_000), "bob": (N_BOB, False, 55_000)})
-    assert judge("P6", h, db).status == "pass"
+    v = judge("P6", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R2")
@@ -388,7 +395,8 @@ def test_p7_passes_a_leave_until_explicit_register(db):
     h.sample(60_000, {"bob": (None, False, 0)})
     h.call(70_000, "h1", "bob", "register", {}, True, "You are registered as e-cho-00002.")
     h.sample(90_000, {"bob": ("e-cho-00002", False, 70_000)})
-    assert judge("P7", h, db).status == "pass"
+    v = judge("P7", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R7", "R1")
@@ -419,7 +427,7 @@ def _bcast_text(recips, skipped=()):
 @pytest.mark.rules("R12", "R35")
 def test_p8_passes_the_right_recipients(tmp_path):
     """R12, R35: one row per live or mcp recipient, none for the sender or stale opencode rows."""
-    from thatch_core.mcp import mcp_session_id
+    from simulator.design import mcp_session_id
     carol = mcp_session_id("cc-host-1")
     db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (carol, N_CAROL, "mcp", 0)),
                  messages=((ALICE, BOB, "all", 40_000, None, 1), (ALICE, carol, "all", 40_000, None, 1)))
@@ -427,7 +435,8 @@ def test_p8_passes_the_right_recipients(tmp_path):
     h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB, N_CAROL], ["ze-phyr-00001"]))
     h.sample(60_000, {"alice": (N_ALICE, False, 59_000), "bob": (N_BOB, False, 59_000),
                       "carol": (N_CAROL, True, 0, "mcp"), "dave": ("ze-phyr-00001", True, 0)})
-    assert judge("P8", h, db).status == "pass"
+    v = judge("P8", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R12", "R35")
@@ -479,11 +488,12 @@ def _fork_world(h, new_name):
 @pytest.mark.rules("R33")
 def test_p9_passes_name_and_mail_carried(tmp_path):
     """R33: after a fork the hook line shows the old name and the mail moved."""
-    from thatch_core.mcp import mcp_session_id
+    from simulator.design import mcp_session_id
     db = make_db(tmp_path / "d.db", sessions=((mcp_session_id("host-new"), N_CAROL, "mcp", 0),),
                  messages=((ALICE, mcp_session_id("host-new"), "hi", 10_000, None, 0),))
     h = H(); _fork_world(h, N_CAROL)
-    assert judge("P9", h, db).status == "pass"
+    v = judge("P9", h, db)
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R33")
@@ -498,7 +508,7 @@ def test_p9_fails_a_new_name_after_the_fork(tmp_path):
 @pytest.mark.rules("R33")
 def test_p9_fails_mail_left_on_the_old_id(tmp_path):
     """R33: mail addressed to the pre-fork identity must move to the new one."""
-    from thatch_core.mcp import mcp_session_id
+    from simulator.design import mcp_session_id
     db = make_db(tmp_path / "d.db", sessions=((mcp_session_id("host-new"), N_CAROL, "mcp", 0),),
                  messages=((ALICE, mcp_session_id("host-old"), "hi", 10_000, None, 0),))
     h = H(); f, _ = _fork_world(h, N_CAROL)
@@ -522,7 +532,8 @@ def test_p10_passes_a_bounded_exchange(tmp_path):
     for k in range(6):
         h.wake(60_000 + k * 120_000, "h1", "bob")
     h.phase(3_600_000, "end")
-    assert judge("P10", h, db, _pp_spec()).status == "pass"
+    v = judge("P10", h, db, _pp_spec())
+    assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
 @pytest.mark.rules("R22")
@@ -576,7 +587,7 @@ def test_check_all_reports_every_fault_step(db):
 @pytest.mark.rules("R18", "R19")
 def test_p3_counts_processes_that_exit_at_the_run_end_as_live(tmp_path):
     """R18, R19: a host whose process-exit is the run's own end (reason end) still owed the wake."""
-    h = H(); base_world(h)
+    h = H(); base_world(h); h.status(1_000, "h1", "bob")
     h.send(10_000, "h1", "alice", N_BOB, "hello")
     h.phase(600_000, "end")
     h.exit(600_000, "h1", "end")

@@ -102,12 +102,17 @@ def _cursor_followup(h, yes):
     h.ev(60_000, "hook", "u1", "dora", hook="stop", line="thatch chat: 1 unread" if yes else "", decision="followup" if yes else None)
 
 
+def _event_in_wake(h, yes):
+    h.ev(45_000, "stream-event", "h1", "carol", op="turn-end", inside="wake" if yes else "echo", prompted="bob")
+
+
 WORLDS = {
     "re-nudge": (_renudge, ("R21", "R23")), "rate-cap": (_rate_cap, ("R22",)), "ping-pong": (_ping_pong, ("R22",)),
     "broadcast-skip": (_broadcast_skip, ("R12",)), "adoption": (_adoption, ("R33",)), "rehost": (_rehost, ("R15",)),
     "graduation": (_graduation, ("R15",)), "stale": (_stale, ("R14",)), "prune": (_prune, ("R26",)),
     "refusal": (_refusal, ("R9",)), "echo": (_echo, ("R27",)), "tombstone-gate": (_tombstone_gate, ("R7",)),
     "store-busy": (_store_busy, ("R24",)), "stop-reminder": (_stop_reminder, ("R36",)), "cursor-followup": (_cursor_followup, ("R36",)),
+    "event-in-wake": (_event_in_wake, ("R24",)),
 }
 
 

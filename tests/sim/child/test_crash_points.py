@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from engine_harness import TinyHarness
 from simulator import Scenario, run_scenario
 from simulator.child.crash_points import NAMED_POINTS, CrashPoints, normalize_sql
+from thatch_core.db import open_db
 
 TINY = {"harness": TinyHarness}
 
@@ -233,3 +236,87 @@ def test_snapshot_and_adopt_hand_armed_points_to_another_registry():
     assert child.armed and [a.step for a in child.snapshot()] == [3]
     child.adopt([])
     assert not child.armed
+
+
+# ---------------------------------------------------------------------------
+# After a step: a committed statement, a host step
+# ---------------------------------------------------------------------------
+
+class _Notes:
+    """Stands in for the recorder: keeps the crash events."""
+
+    def __init__(self):
+        self.events = []
+
+    def emit(self, kind, session=None, **data):
+        self.events.append((kind, session, data))
+
+
+def _watching(conn, db_path, **arm):
+    """A registry on `conn` whose kill, instead of dying, notes what a second
+    connection sees of the database at that instant (what survives the crash)."""
+    cp, seen = CrashPoints(), []
+    other = open_db(db_path)
+
+    def look():
+        seen.append({
+            "rows": [r[0] for r in other.execute("SELECT session_id FROM chat_sessions ORDER BY session_id")],
+            "tombstones": [r[0] for r in other.execute("SELECT session_id FROM chat_leave_tombstones")],
+        })
+
+    cp._kill = look
+    cp.bind(_Notes())
+    cp.install(conn)
+    cp.arm(**arm)
+    return cp, seen, other
+
+
+@pytest.mark.rules("R7")
+def test_a_crash_after_a_statement_comes_once_its_transaction_is_durable(store, conn, db_path):
+    """R7: `after: unregister` fires once the leave's transaction committed:
+    another connection already sees the row gone and the tombstone written;
+    `before: unregister` fires with neither done."""
+    two_registered(store)
+    cp, seen, other = _watching(conn, db_path, point="unregister", when="after", step=4)
+    store.unregister("ses_a")
+    cp.disarm()
+    assert seen == [{"rows": ["ses_b"], "tombstones": ["ses_a"]}]
+    assert cp.recorder.events == [("crash", None, {
+        "point": "unregister", "sql": "delete from chat_sessions where session_id = 'ses_a'", "step": 4, "when": "after"})]
+    cp, seen, _ = _watching(conn, db_path, point="unregister", step=5)
+    store.unregister("ses_b")
+    assert seen == [{"rows": ["ses_b"], "tombstones": ["ses_a"]}]
+    assert "when" not in cp.recorder.events[0][2]  # a crash before its step records what it always did
+    other.close()
+
+
+def test_a_crash_after_waits_out_a_rolled_back_match(store, conn, db_path):
+    """A match whose transaction rolls back never committed: the point waits for
+    the next match, here one outside BEGIN ... COMMIT, which commits as it finishes."""
+    two_registered(store)
+    cp, seen, other = _watching(conn, db_path, sql="delete from chat_sessions where session_id = 'ses_a'",
+                                when="after")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM chat_sessions WHERE session_id = 'ses_a'")
+    conn.execute("ROLLBACK")
+    assert seen == []
+    conn.execute("DELETE FROM chat_sessions WHERE session_id = 'ses_a'")
+    observed = copy.deepcopy(seen)  # the crash comes at the first call after the statement returned
+    assert observed == [{"rows": ["ses_b"], "tombstones": []}]
+    other.close()
+
+
+def test_host_step_points_fire_on_their_own_side_of_the_step():
+    """A host step is announced before and after; an armed point counts only its own side."""
+    cp, fired = CrashPoints(), []
+    cp._kill = lambda: fired.append(True)
+    cp.bind(_Notes())
+    cp.arm(point="wake-prompt", when="after", nth=2, step=1)
+    for _ in range(2):
+        cp.reached("wake-prompt", "before", session="bob")
+    cp.reached("wake-prompt", "after", session="bob")
+    assert not fired
+    cp.reached("wake-prompt", "after", session="bob")
+    assert fired and cp.recorder.events == [("crash", "bob", {"point": "wake-prompt", "step": 1, "when": "after"})]
+    with pytest.raises(ValueError, match="before or after"):
+        cp.arm(point="wake-prompt", when="during")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -104,36 +105,63 @@ def test_graceful_end_stops_every_child(tmp_path):
         ("h2", "killed"), ("h1", "end"), ("h3", "end")]
 
 
+def wait_for_pidfiles(directory: Path, count: int, timeout_s: float) -> list[int]:
+    """The pids in `directory`'s `*.pid` files once `count` of them exist (or at the deadline).
+    Each file is renamed into place whole, so one that exists is never read half-written."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = sorted(int(p.read_text()) for p in directory.glob("*.pid"))
+        if len(pids) >= count or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.01)
+
+
+def wait_gone(pids: list[int], timeout_s: float) -> list[int]:
+    """The pids still running (not gone, not a zombie waiting for init) at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [p for p in pids if process_state(p) not in (None, "Z", "X")]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.01)
+
+
 def test_harness_processes_die_with_a_killed_orchestrator(tmp_path):
-    """The orchestrator itself is SIGKILLed (no finally runs): PR_SET_PDEATHSIG takes its children down."""
+    """The orchestrator itself is SIGKILLed (no finally runs): PR_SET_PDEATHSIG takes its children down.
+    Whatever happens, the test reaps its orchestrator and kills any harness it saw start."""
     spec = scenario()
-    pidfile = tmp_path / "harness.pid"
+    piddir = tmp_path / "pids"
+    piddir.mkdir()
 
     class PidHarness(TinyHarness):
         def handle(self, cmd):
             if cmd.op == "start":
-                pidfile.write_text(str(os.getpid()))
+                partial = piddir / f"{os.getpid()}.partial"
+                partial.write_text(str(os.getpid()))
+                partial.rename(piddir / f"{os.getpid()}.pid")
             if cmd.op == "poll":
                 time.sleep(60)  # the orchestrator is killed meanwhile
             return super().handle(cmd)
 
-    pid = os.fork()
-    if pid == 0:
+    orchestrator = os.fork()
+    if orchestrator == 0:
         try:
             run_scenario(spec, run_dir=tmp_path / "run", overrides={"harness": PidHarness}, check=False)
         finally:
             os._exit(0)
-    deadline = time.monotonic() + 30  # generous: a loaded machine forks slowly
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    harness_pid = int(pidfile.read_text())
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if process_state(harness_pid) in (None, "Z", "X"):  # gone, or dead and waiting for init to reap it
-            break
-        time.sleep(0.01)
-    else:
-        os.kill(harness_pid, signal.SIGKILL)
-        pytest.fail("a harness process outlived its orchestrator")
+    harness_pids: list[int] = []
+    try:
+        # h1 and h2 start at 0 (h3 never does); generous: a loaded machine forks slowly
+        harness_pids = wait_for_pidfiles(piddir, 2, timeout_s=60)
+        assert len(harness_pids) == 2, f"only {len(harness_pids)} of 2 harness processes started"
+        os.kill(orchestrator, signal.SIGKILL)
+        os.waitpid(orchestrator, 0)
+        orchestrator = 0
+        assert wait_gone(harness_pids, timeout_s=15) == [], "a harness process outlived its orchestrator"
+    finally:
+        if orchestrator:
+            os.kill(orchestrator, signal.SIGKILL)
+            os.waitpid(orchestrator, 0)
+        for pid in wait_gone(harness_pids, timeout_s=0):
+            with contextlib.suppress(ProcessLookupError):  # it may die on its own meanwhile
+                os.kill(pid, signal.SIGKILL)

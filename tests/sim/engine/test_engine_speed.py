@@ -98,6 +98,45 @@ def test_direct_freezer_move_and_memoized_time_match_freezegun():
     assert abs(time.time() - fz.real_time()) < 5  # stop() restores the real clock
 
 
+def test_memoized_time_answers_like_freezegun_for_ignored_callers():
+    """freezegun hands real time to callers in its ignore list (threading, queue, ...)
+    within `call_stack_inspection_limit` frames of the caller; the worker's
+    memoized time.time agrees with freezegun's fake_time caller for caller."""
+    from freezegun import api as fz
+    from freezegun import freeze_time
+
+    from simulator.child.worker import _memoize_fake_time
+
+    def caller(module: str, inner=None):
+        scope = {"__name__": module, "inner": inner}
+        exec("def call(clock):\n    return inner(clock) if inner else clock()", scope)
+        return scope["call"]
+
+    def under_threading(levels: int):
+        """A `threading` frame `levels` frames above the one that reads the clock."""
+        inner = caller("mine.level0")
+        for depth in range(1, levels):
+            inner = caller(f"mine.level{depth}", inner)
+        return caller("threading", inner)
+
+    shallow, deep = under_threading(4), under_threading(5)
+    callers = [caller("threading"), caller("queue.sub"), caller("mine"), caller("mine", caller("threading")),
+               caller("multiprocessing_x"), caller("gi"), shallow, deep]
+    real = [True, True, False, True, True, True, True, False]  # the deep one: past the 5-frame limit
+
+    freezer = freeze_time(clock.START_INSTANT, tick=False)
+    freezer.start()
+    try:
+        frozen = fz.fake_time()
+        assert [c(fz.fake_time) != frozen for c in callers] == real
+        _memoize_fake_time()
+        assert time.time is not fz.fake_time
+        for _ in range(2):  # the second time from the remembered answers
+            assert [c(time.time) != frozen for c in callers] == real
+    finally:
+        freezer.stop()
+
+
 def test_recorder_encoder_is_json_dumps_with_the_same_options():
     """One prebuilt encoder: byte for byte json.dumps(sort_keys, compact, ensure_ascii=False, default=str)."""
     event = {"t": 1, "dispatch": 2, "proc": "h1", "inc": 0, "session": None, "kind": "wake",

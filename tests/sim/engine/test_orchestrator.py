@@ -115,7 +115,9 @@ def test_followups_from_replies_are_scheduled(tmp_path):
 
 
 def test_start_followups_reach_the_agenda(tmp_path):
-    ups = lambda t: [FollowUp(t + 5_000, "turn-end", "alice", {"cause": "wake"})]
+    def ups(t):
+        return [FollowUp(t + 5_000, "turn-end", "alice", {"cause": "wake"})]
+
     r = run_scenario(scenario(steps=[]), run_dir=tmp_path, overrides={**TINY, "followups": ups}, check=False)
     assert [(e["proc"], e["t"]) for e in r.events("turn-end")][:1] == [("h1", 5_000)]
 

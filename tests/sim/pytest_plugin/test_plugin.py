@@ -8,8 +8,10 @@ without running a simulation.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import shlex
 import xml.etree.ElementTree as ET
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -24,7 +26,7 @@ pytest_plugins = ["pytester"]
 ROOT = repo.ROOT
 HEADER = "# yaml-language-server: $schema=../../simulator/scenario/scenario.schema.json\n"
 
-SCENARIO = HEADER + """\
+SCENARIO = """\
 name: {name}
 seed: 3
 markers: [{markers}]
@@ -41,8 +43,9 @@ steps:
 
 # A stand-in engine, answering the plugin's own hook: a scenario whose name
 # contains "fail" breaks P3 and a reach claim; "boom" raises. Every call is
-# logged to runs.jsonl with its seed. The run report is the real one, drawn
-# from the one-event history written here.
+# logged to runs.jsonl with its seed, run directory and wall budget. P2 is
+# always skipped (the tally shows no row for it). The run report is the real
+# one, drawn from the one-event history written here.
 FAKE_ENGINE = '''
 import json
 from pathlib import Path
@@ -51,7 +54,8 @@ from simulator.result import RunResult, Verdict
 
 def pytest_sim_run_scenario(spec, run_dir, seed, wall_timeout_s):
     with open(Path(__file__).parent / "runs.jsonl", "a") as log:
-        log.write(json.dumps({"name": spec.name, "seed": seed}) + "\\n")
+        log.write(json.dumps({"name": spec.name, "seed": seed, "run_dir": str(run_dir),
+                              "timeout": wall_timeout_s}) + "\\n")
     if "boom" in spec.name:
         raise RuntimeError("engine exploded")
     ok = "fail" not in spec.name
@@ -61,6 +65,7 @@ def pytest_sim_run_scenario(spec, run_dir, seed, wall_timeout_s):
     history.write_text(json.dumps(wake, sort_keys=True) + "\\n")
     verdicts = [
         Verdict("P1", "single-deliverer", "pass", rules=("R25",)),
+        Verdict("P2", "ordering", "skipped"),
         Verdict("P3", "at-least-once", "pass" if ok else "fail", "bob had unread mail and no wake came.",
                 ("R18", "R19"), [wake]),
         Verdict("reach:re-nudge", "re-nudge", "pass" if ok else "not-reached"),
@@ -78,59 +83,90 @@ def _plugin_args() -> list[str]:
 @pytest.fixture
 def sim(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    pytester.makeini("[pytest]\nscenario_paths = extra\n")
+    monkeypatch.delenv("CI", raising=False)  # pytest words its short summary differently on CI
+    monkeypatch.setenv("COLUMNS", "200")  # and trims it to the terminal's width
+    (pytester.path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))  # the kept run directories of failing items
+    pytester.makeini("[pytest]\nsim_scenario_paths = extra\n")
     pytester.makeconftest(FAKE_ENGINE)
-    (pytester.path / "scenarios" / "basic").mkdir(parents=True)
 
-    def write(rel: str, name: str, markers: str = "") -> None:
+    def write(rel: str, name: str, markers: str = "", header: str = HEADER) -> Path:
         path = pytester.path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(SCENARIO.format(name=name, markers=markers))
+        path.write_text(header + SCENARIO.format(name=name, markers=markers))
+        return path
 
     def run(*args: str):
-        return pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider", "-p", "no:randomly",
-                                             "-p", "no:benchmark", "-p", "no:hypothesispytest", *args)
+        return pytester.runpytest_subprocess(*_plugin_args(), "-p", "no:randomly", "-p", "no:benchmark",
+                                             "-p", "no:hypothesispytest", *args)
 
     def runs() -> list[dict]:
         log = pytester.path / "runs.jsonl"
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
-    return SimpleNamespace(path=pytester.path, write=write, run=run, runs=runs)
+    return SimpleNamespace(path=pytester.path, write=write, run=run, runs=runs, pytester=pytester)
 
 
-def test_collection_ids_and_where_scenarios_live(sim):
+def _rerun_args(result) -> list[str]:
+    """The printed `rerun: pytest ...` command, as arguments after `pytest`."""
+    line = next(ln for ln in result.stdout.lines if ln.startswith("rerun: pytest "))
+    return shlex.split(line[len("rerun: pytest "):])
+
+
+def test_collection_is_opt_in(sim):
+    """Claimed: the schema comment anywhere, ini sim_scenario_paths; not: any YAML under a `scenarios/` dir."""
     sim.write("scenarios/basic/good.yaml", "two-tabs")
-    sim.write("scenarios/deep/er/other.yaml", "other-one")
-    sim.write("extra/listed.yaml", "listed-by-ini")
-    sim.write("elsewhere/ignored.yaml", "not-a-scenario-dir")
+    sim.write("deep/er/other.yaml", "other-one")
+    sim.write("extra/listed.yaml", "listed-by-ini", header="")
+    sim.write("scenarios/unrelated/config.yaml", "no-header-here", header="")
+    sim.write("scenarios/unrelated/ci.yaml", "other-schema", header="# yaml-language-server: $schema=https://json.schemastore.org/github-workflow.json\n")
     result = sim.run("--collect-only", "-q")
     result.stdout.fnmatch_lines([
+        "deep/er/other.yaml::other-one",
         "extra/listed.yaml::listed-by-ini",
         "scenarios/basic/good.yaml::two-tabs",
-        "scenarios/deep/er/other.yaml::other-one",
         "3 tests collected*",
     ])
-    result.stdout.no_fnmatch_line("*ignored*")
+    result.stdout.no_fnmatch_line("*unrelated*")
 
 
-def test_seed_override_and_repeat(sim):
+def test_a_file_named_on_the_command_line_is_collected_and_its_rerun_command_works(sim):
+    """A file outside every scenario place, without the schema comment: the printed rerun command reruns it."""
+    sim.write("elsewhere/broken-on-purpose.yaml", "named-fail", header="")
+    first = sim.run("elsewhere/broken-on-purpose.yaml", "--sim-seed", "9")
+    first.assert_outcomes(failed=1)
+    args = _rerun_args(first)
+    assert args == ["elsewhere/broken-on-purpose.yaml::named-fail", "--sim-seed", "9", "-p", "no:xdist"]
+    again = sim.run(*args)
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(["P3, reach:re-nudge failed in scenario named-fail with seed 9 *"])
+    assert [r["seed"] for r in sim.runs()] == [9, 9]
+
+
+def test_seed_override_repeat_and_ids_that_k_can_select(sim):
     sim.write("scenarios/basic/good.yaml", "two-tabs")
     result = sim.run("--sim-seed", "7", "--sim-repeat", "2", "-v")
-    result.stdout.fnmatch_lines(["*scenarios/basic/good.yaml::two-tabs?seed=7? PASSED*",
-                                 "*scenarios/basic/good.yaml::two-tabs?seed=8? PASSED*"])
-    assert sim.runs() == [{"name": "two-tabs", "seed": 7}, {"name": "two-tabs", "seed": 8}]
+    result.stdout.fnmatch_lines(["*scenarios/basic/good.yaml::two-tabs?seed7? PASSED*",
+                                 "*scenarios/basic/good.yaml::two-tabs?seed8? PASSED*"])
+    assert [r["seed"] for r in sim.runs()] == [7, 8]
+    picked = sim.run("--sim-seed", "7", "--sim-repeat", "2", "-k", "seed8", "-q")
+    picked.assert_outcomes(passed=1, deselected=1)
+    assert [r["seed"] for r in sim.runs()] == [7, 8, 8]
 
 
-def test_default_seed_is_the_files_own(sim):
+def test_default_seed_is_the_files_own_and_a_passing_run_leaves_no_directory(sim):
     sim.write("scenarios/basic/good.yaml", "two-tabs")
     assert sim.run("-q").ret == 0
-    assert sim.runs() == [{"name": "two-tabs", "seed": 3}]
+    (run,) = sim.runs()
+    assert run["seed"] == 3 and run["timeout"] == 120
+    assert not Path(run["run_dir"]).exists()
+    assert not (sim.path / "reports").exists()
 
 
-def test_failing_scenario_tells_the_story_and_the_rerun(sim):
+def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
     sim.write("scenarios/basic/good.yaml", "two-tabs")
     sim.write("scenarios/basic/fail.yaml", "two-tabs-fail")
-    result = sim.run("--sim-seed", "7", "--junitxml=junit.xml")
+    result = sim.run("--sim-seed", "7", "--junitxml=junit.xml", "-rf")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "P3, reach:re-nudge failed in scenario two-tabs-fail with seed 7 (42 dispatches, 10m virtual, 0.1s wall)",
@@ -148,22 +184,57 @@ def test_failing_scenario_tells_the_story_and_the_rerun(sim):
     ])
     result.stdout.fnmatch_lines([
         "*= scenario checks =*",
-        "check * checked  passed  failed  not reached",
-        "P1 single-deliverer * 2 * 2 * 0 * 0",
-        "P3 at-least-once * 2 * 1 * 1 * 0",
-        "reach:re-nudge * 2 * 1 * 0 * 1",
+        "check * checked  passed  failed  not reached  judged",
+        "P1 single-deliverer * 2 * 2 * 0 * 0 * 0",
+        "P3 at-least-once * 2 * 1 * 1 * 0 * 0",
+        "reach:re-nudge * 2 * 1 * 0 * 1 * -",
+        "*short test summary info*",
+        "FAILED scenarios/basic/fail.yaml::two-tabs-fail - P3 at-least-once: bob had unread mail and no wake came. (+1 more)",
     ])
+    result.stdout.no_fnmatch_line("P2 *")  # skipped by every run: no all-zero row
+    failed_run = next(r for r in sim.runs() if r["name"] == "two-tabs-fail")
+    assert (Path(failed_run["run_dir"]) / "history.jsonl").exists()  # kept, and named in the story
+    assert f"run dir: {failed_run['run_dir']}" in result.stdout.lines
     # only the failed run is kept under reports/runs (default --sim-report failed), with its report page
     assert sorted(p.name for p in (sim.path / "reports" / "runs").iterdir()) == ["two-tabs-fail"]
     kept = sim.path / "reports" / "runs" / "two-tabs-fail"
     page = (kept / "index.html").read_text()
     assert "two-tabs-fail" in page and 'id="w1"' in page  # the report of this run, its witness marked
     assert (kept / "history.jsonl").read_text().count("\n") == 1
-    props = {case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-             for case in ET.parse(sim.path / "junit.xml").iter("testcase")}
+    cases = {case.get("name"): case for case in ET.parse(sim.path / "junit.xml").iter("testcase")}
+    props = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
     assert props["two-tabs-fail"]["seed"] == "7"
     assert props["two-tabs-fail"]["rerun"] == "pytest 'scenarios/basic/fail.yaml::two-tabs-fail' --sim-seed 7 -p no:xdist"
-    assert props["two-tabs"]["scenario_file"] == "scenarios/basic/good.yaml"
+    assert props["two-tabs"] == {"seed": "7", "rerun": "pytest 'scenarios/basic/good.yaml::two-tabs' --sim-seed 7 -p no:xdist",
+                                 "scenario_file": "scenarios/basic/good.yaml"}  # no verdict blob
+    failure = cases["two-tabs-fail"].find("failure")
+    assert failure.get("message") == "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"
+    assert "rerun: pytest" in failure.text
+
+
+def test_lf_after_a_failure_reruns_the_failed_item_only(sim):
+    sim.write("scenarios/basic/good.yaml", "two-tabs")
+    sim.write("scenarios/basic/fail.yaml", "two-tabs-fail")
+    sim.run("-q").assert_outcomes(passed=1, failed=1)
+    again = sim.run("-q", "--lf")
+    again.assert_outcomes(failed=1)
+    assert [r["name"] for r in sim.runs()] == ["two-tabs-fail", "two-tabs", "two-tabs-fail"]
+
+
+def test_ini_defaults_for_report_report_dir_and_timeout(sim):
+    sim.pytester.makeini("[pytest]\nsim_report = always\nsim_report_dir = kept/runs\nsim_timeout = 7\n")
+    sim.write("scenarios/basic/good.yaml", "two-tabs")
+    assert sim.run("-q").ret == 0
+    assert (sim.path / "kept" / "runs" / "two-tabs" / "index.html").exists()
+    assert sim.runs()[-1]["timeout"] == 7
+    # the command line wins over the ini file
+    assert sim.run("-q", "--sim-report", "always", "--sim-report-dir", "elsewhere", "--sim-timeout", "3").ret == 0
+    assert (sim.path / "elsewhere" / "two-tabs" / "index.html").exists()
+    assert sim.runs()[-1]["timeout"] == 3
+    sim.pytester.makeini("[pytest]\nsim_report = sometimes\n")
+    bad = sim.run("-q")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*sim_report = 'sometimes' — write one of always, failed, never*"])
 
 
 def test_malformed_file_is_an_error_for_that_file_alone(sim):
@@ -171,36 +242,72 @@ def test_malformed_file_is_an_error_for_that_file_alone(sim):
     (sim.path / "scenarios" / "basic" / "bad.yaml").write_text(HEADER + "name: broken\nduration: 1x\nprocesses:\n  - id: h1\n")
     result = sim.run("-rE")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines([
-        "*ERROR at setup of invalid scenario file scenarios/basic/bad.yaml*",
-        "scenarios/basic/bad.yaml:3: duration: '1x' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
-    ])
+    message = ("scenarios/basic/bad.yaml:3: duration: '1x' is not a duration — write a number with a unit: 500ms, "
+               "90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h")
+    result.stdout.fnmatch_lines(["*ERROR at setup of invalid scenario file scenarios/basic/bad.yaml*", message])
+    result.stdout.fnmatch_lines(["ERROR scenarios/basic/bad.yaml::load-error - scenarios/basic/bad.yaml:3: duration: *"])
     result.stdout.no_fnmatch_line("*Traceback*")
     assert result.ret == 1
 
 
-def test_markers_select_scenarios_and_report_always_keeps_passing_runs(sim):
+def test_markers_are_registered_once_and_select_scenarios(sim):
     sim.write("scenarios/basic/slow.yaml", "slow-one", markers="slow")
     sim.write("scenarios/basic/quick.yaml", "quick-one")
     result = sim.run("-q", "-m", "slow", "--sim-report", "always", "--strict-markers")
     result.assert_outcomes(passed=1, deselected=1)
     assert (sim.path / "reports" / "runs" / "slow-one" / "index.html").exists()
+    listed = sim.run("--markers").stdout.lines
+    assert [ln for ln in listed if ln.startswith("@pytest.mark.slow")] == ["@pytest.mark.slow: long-running scenario or test"]
+    assert len([ln for ln in listed if ln.startswith("@pytest.mark.race")]) == 1
+
+
+def test_an_unknown_marker_is_a_load_error_at_its_line_not_a_pytest_warning(sim):
+    sim.write("scenarios/basic/typo.yaml", "typo-marker", markers="slwo")
+    result = sim.run("-rE")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["scenarios/basic/typo.yaml:4: markers[[]0[]]: unknown marker `slwo` — did you mean `slow`?*"])
+    result.stdout.no_fnmatch_line("*PytestUnknownMarkWarning*")
 
 
 def test_engine_exception_keeps_its_traceback_and_gets_the_rerun_line(sim):
     sim.write("scenarios/basic/boom.yaml", "boom-one")
-    result = sim.run("-q")
+    result = sim.run("-q", "-rf")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: engine exploded*", "*rerun*",
-                                 "pytest 'scenarios/basic/boom.yaml::boom-one' --sim-seed 3 -p no:xdist"])
+                                 "pytest 'scenarios/basic/boom.yaml::boom-one' --sim-seed 3 -p no:xdist",
+                                 "python -m simulator run scenarios/basic/boom.yaml --seed 3",
+                                 "run dir: *",
+                                 "FAILED scenarios/basic/boom.yaml::boom-one - RuntimeError: engine exploded"])
 
 
 @pytest.mark.slow  # ~4 s: two xdist workers start a full pytest each
-def test_xdist_workers_agree_on_ids_and_the_tally_sees_every_run(sim):
+def test_xdist_workers_agree_on_ids_and_the_controller_tallies_and_summarises(sim, monkeypatch):
     pytest.importorskip("xdist")
+    monkeypatch.setenv("CI", "true")  # on CI pytest prints the whole message: it must still be one line
     for i in range(3):
         sim.write(f"scenarios/basic/s{i}.yaml", f"scenario-{i}")
     sim.write("scenarios/basic/fail.yaml", "scenario-fail")
-    result = sim.run("-n", "2", "--sim-repeat", "2")
+    result = sim.run("-n", "2", "--sim-repeat", "2", "--dist", "worksteal", "-rf")
     result.assert_outcomes(passed=6, failed=2)
     result.stdout.fnmatch_lines(["P1 single-deliverer * 8 * 8 * 0 * 0"])
+    headline = "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"
+    summary = [ln for ln in result.stdout.lines if ln.startswith("FAILED ")]
+    assert sorted(summary) == [f"FAILED scenarios/basic/fail.yaml::scenario-fail[seed{s}] - {headline}" for s in (3, 4)]
+
+
+def _private_names(tree: ast.AST):
+    """Underscore attributes read anywhere, and underscore methods defined in classes (overrides)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            yield node.lineno, node.attr
+        elif isinstance(node, ast.ClassDef):
+            yield from ((f.lineno, f.name) for f in node.body if isinstance(f, ast.FunctionDef))
+
+
+def test_the_plugin_uses_no_private_pytest_api():
+    """No `config._tmp_path_factory`, no `_repr_failure_py` override: they change with any pytest release."""
+    private = [f"{path.name}:{line} {name}"
+               for path in sorted((ROOT / "simulator" / "pytest_plugin").glob("*.py"))
+               for line, name in _private_names(ast.parse(path.read_text(encoding="utf-8")))
+               if name.startswith("_") and not name.startswith("__")]
+    assert private == []

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -186,7 +186,7 @@ def test_freshness_changes_become_rows(tmp_path):
 def test_screenshot_script_renders_a_png(tmp_path):
     """scripts/screenshot_report.py drives headless Chromium (~1.5 s; skipped without it)."""
     if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        pytest.skip("chromium not installed (apt-get install -y chromium)")
+        (pytest.fail if os.environ.get("CI") else pytest.skip)("chromium not installed (apt-get install -y chromium)")
     spec = importlib.util.spec_from_file_location("screenshot_report", ROOT / "scripts" / "screenshot_report.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -27,7 +26,7 @@ INVALID = repo.INVALID_SCENARIOS
 CASES = [
     ("unknown_key.yaml", 9, UnknownKeyError,
      "colour: unknown key `colour` — write one of: name, story, rules, seed, markers, duration, drain, dispatch, "
-     "properties, reaches, legacy, processes, steps, expect"),
+     "properties, reaches, legacy, processes, steps, expect, policy"),
     ("typo_key.yaml", 6, UnknownKeyError, "processes[0].sesions: unknown key `sesions` — did you mean `sessions`?"),
     ("bad_duration.yaml", 3, BadValueError,
      "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"),
@@ -43,7 +42,7 @@ CASES = [
     ("no_action.yaml", 10, BadValueError,
      "steps[0]: a step needs exactly one action or fault key, found none — write one of the actions "
      "(send, broadcast, read, register, unregister, list, status, prompt, delete, exit, title, config, start, "
-     "cli_list, cli_tail) or faults (kill, crash, sleep, resume, restart, fork, lock)"),
+     "cli_list, cli_tail, approve, decline) or faults (kill, crash, sleep, resume, restart, fork, lock)"),
     ("bad_rule_id.yaml", 3, BadValueError, "rules[1]: 'R37' is not a design rule id — write R1 .. R36"),
     ("resume_not_never.yaml", 11, CrossReferenceError,
      "steps[0].resume.process: resume target `h2` is not declared `start: never` (it starts at 0s) — "
@@ -58,7 +57,8 @@ CASES = [
     ("expect_on_fault.yaml", 11, CrossReferenceError,
      "steps[0].expect: `expect:` on a `kill` fault, which produces no reply to check — use a point expectation under "
      "the top-level `expect:` instead (e.g. `- at: 2m` with `registered: {session: ...}`); only send, broadcast, read, "
-     "register, unregister, list, status, cli_list, cli_tail steps and prompts on claude-code or cursor sessions have a reply"),
+     "register, unregister, list, status, cli_list, cli_tail, approve, decline steps and prompts on claude-code or cursor "
+     "sessions have a reply"),
     ("expectation_key_typo.yaml", 10, UnknownKeyError,
      "expect[0].wakes.cuont: unknown key `cuont` in a `wakes` expectation — did you mean `count`?"),
     ("bad_repeat_body.yaml", 11, BadValueError,
@@ -66,6 +66,26 @@ CASES = [
     ("hook_name_typo.yaml", 10, CrossReferenceError,
      "expect[0].hook_line.hook: unknown hook `stop` for `carol`, a session of a claude-code process — "
      "did you mean `Stop`? (a claude-code session runs: SessionStart, UserPromptSubmit, Stop)"),
+    # Lint refuses what would otherwise fail late or pass vacuously:
+    ("label_placeholder_typo.yaml", 12, CrossReferenceError,
+     "steps[0].expect.not_contains: `{bobb}` names no declared session, so it would stay literal text — "
+     "did you mean `{bob}`? (`{label}` is a declared session's name: {alice}, {bob})"),
+    ("bare_number_duration.yaml", 10, BadValueError,
+     "steps[0].at: 90 has no unit — write `90s` or `90ms` (a bare number would silently mean 90 ms)"),
+    ("resume_claude_code_into_opencode.yaml", 13, CrossReferenceError,
+     "steps[0].resume.session: `carol` is a session of c1, a claude-code process, which an opencode process (`h2`) "
+     "cannot resume — resume an opencode session; a claude-code session continues in its own host (its id forks with `fork`)"),
+    ("unknown_marker.yaml", 3, BadValueError,
+     "markers[1]: unknown marker `flaky` — write one of the known markers: slow, race"),
+    ("replica_id_without_index.yaml", 8, BadValueError,
+     "processes[0].sessions[0].id: `replicas: 4` copies the id `worker`, which has no `{i}`, so every copy would get "
+     "the same label — write `{i}` in it (e.g. worker{i}: worker1, worker2, ...)"),
+    ("before_catch_up_not_at_a_wake.yaml", 14, CrossReferenceError,
+     "expect[0].before_catch_up: `before_catch_up` at 2h, when no sleep ends — set `at` to a sleep's end "
+     "(the sleep at 5m for 2h ends at 125m)"),
+    ("per_hour_without_window.yaml", 10, BadValueError,
+     "expect[0].wakes.per_hour: `per_hour` without `between` — add `between: [from, until]`: the stretch whose "
+     "every rolling hour is judged"),
 ]
 
 
@@ -151,7 +171,7 @@ def test_literal_choice_without_a_close_match_lists_the_choices():
 def test_union_field_gets_one_message():
     with pytest.raises(BadValueError) as info:
         parse_scenario(VALID.replace("rules: [R9]", "properties: some"), file="u.yaml")
-    assert str(info.value) == "u.yaml:3: properties: 'some' is not allowed here — write properties to check: `all` or a list of P-ids"
+    assert str(info.value) == "u.yaml:3: properties: 'some' is not allowed here — write properties to check: `all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those)"
     with pytest.raises(BadValueError) as info:
         parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P11]"), file="u.yaml")
     assert str(info.value) == "u.yaml:3: properties[1]: 'P11' is not a property id — write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10"

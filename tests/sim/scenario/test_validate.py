@@ -138,7 +138,8 @@ def test_cross_check_can_be_skipped():
 
 
 REPLY_HINT = ("use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with `registered: {session: ...}`); "
-              "only send, broadcast, read, register, unregister, list, status, cli_list, cli_tail steps and prompts on "
+              "only send, broadcast, read, register, unregister, list, status, cli_list, cli_tail, approve, decline steps "
+              "and prompts on "
               "claude-code or cursor sessions have a reply")
 
 

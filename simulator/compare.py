@@ -1,0 +1,156 @@
+"""`thatch-sim compare`: the same scenarios under several messaging-policy sets, side by side.
+
+Each scenario runs once per policy set (`thatch`, `qoder`, a set with options
+changed, or a YAML file: simulator.scenario.policies) with the scenario's
+own seed, so the worlds are the same and only the policy differs. Every run
+is judged as usual (thatch's properties P1-P10, the policies' Q1-Q3, the
+scenario's own expectations) and measured from what a user could observe:
+send replies, wake prompts, the final database. The table goes to stdout
+and, with the chart per scenario, to an HTML page (simulator/report/compare.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from simulator.api import run_scenario
+from simulator.checks.view import RunView
+from simulator.design import HELD_REPLY_RE, HOUR_MS, NOTICE_RE
+from simulator.report.compare import PolicyRun, ScenarioComparison, render_page, text_table
+from simulator.result import RunResult
+from simulator.scenario.loader import ScenarioError, load_file
+from simulator.scenario.model import Scenario
+from simulator.scenario.policies import PolicyOptions, PolicySetError, parse_policy_set, policy_spec_of
+
+HELP = "run scenarios under several messaging-policy sets and compare them side by side"
+EXAMPLES = ("thatch-sim compare scenarios/ratecap/ping-pong-three-hours.yaml",
+            "thatch-sim compare scenarios/policies/*.yaml --policies thatch,qoder,qoder+wake_cap=6",
+            "thatch-sim compare FILE --policies thatch,my-policy.yaml --html out/compare.html")
+DEFAULT_POLICIES = "thatch,qoder"
+DEFAULT_HTML = Path("reports") / "compare" / "index.html"
+PROMISE_PREFIXES = ("P", "Q")
+
+
+def under(spec: Scenario, options: PolicyOptions) -> Scenario:
+    """`spec` with its top-level `policy:` replaced by `options` (a process's own policy is laid over it)."""
+    return spec.model_copy(update={"policy": policy_spec_of(options)})
+
+
+def _is_promise(check: str) -> bool:
+    return check[:1] in PROMISE_PREFIXES and check[1:].isdigit()
+
+
+def _latencies(view: RunView) -> tuple[list[float], int]:
+    """(seconds from send to read of every message read, messages never read); notices are not sends."""
+    sent_at = {r["message_id"]: r["created_at"] for r in view.db.get("held") or () if r.get("message_id")}
+    waits, unread = [], 0
+    for r in view.db["messages"]:
+        if NOTICE_RE.match(r["body"]):
+            continue
+        if not r["read_at"]:
+            unread += 1
+            continue
+        start, end = view.vt(sent_at.get(r["id"], r["created_at"])), view.vt(r["read_at"])
+        if start is not None and end is not None:
+            waits.append(max(0, end - start) / 1000)
+    return waits, unread
+
+
+def _wake_rates(view: RunView) -> tuple[float, int]:
+    """(the busiest recipient's wakes per hour of the run, the most one recipient got in a rolling hour)."""
+    by: dict[str, list[int]] = {}
+    for w in view.of("wake"):
+        by.setdefault(w.get("session"), []).append(w["t"])
+    hours = max(view.t_end, 1) / HOUR_MS
+    rate = max((len(ts) / hours for ts in by.values()), default=0.0)
+    peak = 0
+    for ts in by.values():
+        ts.sort()
+        lo = 0
+        for hi, t in enumerate(ts):
+            while t - ts[lo] >= HOUR_MS:
+                lo += 1
+            peak = max(peak, hi - lo + 1)
+    return rate, peak
+
+
+def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResult) -> PolicyRun:
+    """One run's row: its verdicts and what the policy did to the traffic."""
+    view = RunView(spec, result.history, result.db_path)
+    sends = [c for c in view.calls_of("send") if c.result is not None]
+    notices = [NOTICE_RE.match(r["body"]) for r in view.db["messages"]]
+    waits, unread = _latencies(view)
+    rate, peak = _wake_rates(view)
+    promises = {v.check: v.status for v in result.verdicts if _is_promise(v.check)}
+    script = [v for v in result.verdicts if not _is_promise(v.check)]
+    return PolicyRun(
+        policy=label, options=options.describe(), ok=result.ok, promises=promises,
+        script_passed=sum(1 for v in script if v.ok), script_total=len(script),
+        failed=[v.check for v in result.verdicts if not v.ok],
+        sent=len(sends), delivered=sum(1 for c in sends if c.ok and not HELD_REPLY_RE.match(c.text)),
+        held=sum(1 for c in sends if c.ok and HELD_REPLY_RE.match(c.text)), refused=sum(1 for c in sends if not c.ok),
+        expired=sum(1 for m in notices if m and m["outcome"] == "expired"),
+        declined=sum(1 for m in notices if m and m["outcome"] == "was refused"),
+        wakes=len(view.of("wake")), wakes_per_recipient_hour=rate, peak_hour=peak,
+        read_median_s=statistics.median(waits) if waits else None, read_worst_s=max(waits) if waits else None,
+        unread=unread, wake_times=[w["t"] for w in view.of("wake")], error=result.error)
+
+
+def compare_one(file: str, spec: Scenario, policy_sets: list[tuple[str, PolicyOptions]], *,
+                seed: Optional[int] = None, wall_timeout_s: float = 300) -> ScenarioComparison:
+    runs = []
+    for label, options in policy_sets:
+        variant = under(spec, options)
+        with tempfile.TemporaryDirectory(prefix=f"thatch-compare-{spec.name}-") as tmp:
+            result = run_scenario(variant, run_dir=Path(tmp) / "run", seed=seed, wall_timeout_s=wall_timeout_s)
+            runs.append(measure(label, options, variant, result))
+    return ScenarioComparison(name=spec.name, file=file, seed=spec.seed if seed is None else seed, story=spec.story,
+                              run_ms=spec.duration + spec.drain, runs=runs)
+
+
+def policy_sets_of(text: str) -> list[tuple[str, PolicyOptions]]:
+    """The `--policies` list: comma-separated sets (raises PolicySetError naming the bad one)."""
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    if not entries:
+        raise PolicySetError("--policies names no set — write e.g. thatch,qoder")
+    return [parse_policy_set(e) for e in entries]
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="SCENARIO", help="scenario YAML files")
+    p.add_argument("--policies", default=DEFAULT_POLICIES, metavar="SETS",
+                   help="comma-separated policy sets: thatch, qoder, SET+OPTION=VALUE (e.g. qoder+wake_cap=6), "
+                        f"or a .yaml file with a `policy:` mapping (default {DEFAULT_POLICIES})")
+    p.add_argument("--seed", type=int, default=None, metavar="N", help="run every scenario with seed N instead of its own")
+    p.add_argument("--html", default=str(DEFAULT_HTML), metavar="PATH", help=f"where to write the page (default {DEFAULT_HTML})")
+    p.add_argument("--wall-budget", type=float, default=300.0, metavar="S", help="wall-time budget of each run (default 300)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        sets = policy_sets_of(args.policies)
+    except PolicySetError as exc:
+        print(f"thatch-sim compare: {exc}", file=sys.stderr)
+        return 2
+    loaded = []
+    for file in args.files:
+        try:
+            loaded.append((file, load_file(Path(file)).spec))
+        except ScenarioError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+    comparisons = [compare_one(file, spec, sets, seed=args.seed, wall_timeout_s=args.wall_budget) for file, spec in loaded]
+    print(text_table(comparisons), end="")
+    page = Path(args.html)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render_page(comparisons, [label for label, _ in sets]), encoding="utf-8")
+    print(f"page: {page}")
+    return 0 if all(r.error is None for c in comparisons for r in c.runs) else 1

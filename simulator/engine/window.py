@@ -1,0 +1,261 @@
+"""Windowed dispatch: each process runs its own timers up to a safe horizon in one round trip.
+
+The lockstep engine sends every agenda entry down a pipe and waits for the
+answer. Most entries of a long run are a process's own timers (poll beats,
+turn ends, busy/compacting window edges) whose work touches only that
+process's own rows, so the order in which two processes run them does not
+change what either sees. The windowed engine takes every such entry due
+before the horizon (the first agenda entry that is not one: a scripted step
+or fault, a start, a sample, an expectation, a phase, a sleep edge, a
+process that may not join, the end) out of the agenda, hands each process
+its own share in one OP_RUN_WINDOW command (simulator/child/window.py), and
+lets the processes run in parallel. The argument for why this is safe, and
+where a process falls back to lockstep, is D-sim-23 in
+docs/decisions/simulator.md.
+
+Numbering: the processes record window events under provisional dispatch
+numbers; the replies say what ran, and the orchestrator numbers every entry
+that ran in agenda order `(t, priority, process declaration order, local
+order)`, keeping a map that `remap_history` applies to the per-process files
+before the merge. A scenario and seed give one history per engine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from thatch_core.constants import AUTO_TTL_DAYS, DAY_MS, TOMBSTONE_TTL_DAYS
+from thatch_core.db import open_db
+
+from simulator import clock as vclock
+from simulator.child.window import LOCAL_OPS
+from simulator.engine.agenda import PRIORITY, Entry, HarnessFollowUp, Poll, Priority
+from simulator.engine.processes import Live
+from simulator.history import process_file
+from simulator.protocol import OP_POLL, OP_RUN_WINDOW, Command, send_msg
+from simulator.scenario.policies import process_options
+
+ENGINES = ("lockstep", "windowed")
+# Agents whose turns only read their own inbox: a mail turn of any other kind may send.
+LOCAL_AGENTS = frozenset({"reader", "silent"})
+_NEVER = (float("inf"), 0)
+_PROVISIONAL = re.compile(r'"dispatch":(-\d+)')
+
+
+@dataclass
+class _Safety:
+    """Which processes may join a window now, and the instant a prune sweep could touch shared rows."""
+
+    labels: frozenset
+    prune_risk_at: float
+
+
+@dataclass
+class _Share:
+    """One process's entries in one window."""
+
+    live: Live
+    entries: list = field(default_factory=list)
+    poll_from: Optional[int] = None
+
+
+class Windows:
+    """The windowed engine's side of the orchestrator: horizon, shares, numbering."""
+
+    def __init__(self, orch: Any, error: type[Exception]) -> None:
+        self.o = orch          # the Orchestrator (it owns this object)
+        self.error = error     # what a failed harness raises (the orchestrator's SimulationError)
+        self.remap: dict[tuple[str, int], dict[int, int]] = {}
+        self._safety: Optional[_Safety] = None
+        self._window_id = 0
+        self._static: dict[str, bool] = {}
+
+    def invalidate(self) -> None:
+        """Something ran in lockstep (it may have registered, pruned, armed...): check again next time."""
+        self._safety = None
+
+    # -- which entries may join ----------------------------------------------------
+
+    def _label_of(self, entry: Entry) -> Optional[str]:
+        if isinstance(entry, Poll):
+            return entry.label
+        if isinstance(entry, HarnessFollowUp) and entry.followup.op in LOCAL_OPS:
+            return entry.label
+        return None
+
+    def _joins(self, entry: Entry, safety: _Safety) -> bool:
+        label = self._label_of(entry)
+        return label is not None and (label in safety.labels or self.o.processes.alive(label) is None)
+
+    def _static_ok(self, label: str) -> bool:
+        """An opencode process whose agents never send on their own turns."""
+        if label not in self._static:
+            spec = self.o.world.procs[label].spec
+            kinds = {getattr(s.agent, "kind", "reader") for s in spec.sessions}
+            # A messaging policy's poll cycle may write another session's row (an expiry notice).
+            self._static[label] = (spec.kind == "opencode" and kinds <= LOCAL_AGENTS
+                                   and process_options(self.o.world.spec, spec).is_thatch)
+        return self._static[label]
+
+    def _current_safety(self) -> _Safety:
+        if self._safety is None:
+            self._safety = self._measure()
+        return self._safety
+
+    def _measure(self) -> _Safety:
+        """Read the store once: which processes are settled, and when a prune could reach a shared row."""
+        o = self.o
+        armed = {f.process for f in o.faults.values() if f.fault == "crash" and not f.fired}
+        candidates = [lv for label, lv in o.processes.live.items()
+                      if lv.alive and self._static_ok(label) and label not in armed]
+        if not candidates:
+            return _Safety(frozenset(), _NEVER[0])
+        known, risk = _store_facts(o.world.db_path)
+        labels = frozenset(lv.label for lv in candidates if all(
+            info.session_id in known or info.parent_id is not None for info in lv.ctx.sessions.values()))
+        return _Safety(labels, risk)
+
+    # -- one window ------------------------------------------------------------------
+
+    def try_run(self, t: int, first: Entry) -> bool:
+        """Run a window starting with `first` (already popped, due at t); False: run it in lockstep."""
+        o = self.o
+        if o.sleep_until is not None or o.processes.locks or self._label_of(first) is None:
+            return False
+        safety = self._current_safety()
+        if not self._joins(first, safety) or safety.prune_risk_at <= t:
+            return False
+        shares: dict[str, _Share] = {}
+        self._take(t, first, shares)
+        until = self._scan(shares, safety)
+        for share in shares.values():
+            self._add_polls(share, until)
+        shares = {label: s for label, s in shares.items() if s.entries}
+        if shares:
+            self._exchange(t, shares, until)
+        return True
+
+    def _scan(self, shares: dict[str, _Share], safety: _Safety) -> tuple:
+        """Take every joining entry before the horizon out of the agenda; returns the horizon (t, priority)."""
+        agenda = self.o.agenda
+        cap = (safety.prune_risk_at, Priority.OBSERVE_FIRST)
+        while True:
+            nxt = agenda.peek()
+            if nxt is None:
+                return cap
+            t, entry = nxt
+            here = (t, PRIORITY[type(entry)])
+            if here >= cap or not self._joins(entry, safety):
+                return min(here, cap)
+            agenda.pop()
+            self._take(t, entry, shares)
+
+    def _take(self, t: int, entry: Entry, shares: dict[str, _Share]) -> None:
+        live = self.o.processes.alive(entry.label)
+        if live is None or live.incarnation != entry.incarnation:
+            return  # an older incarnation's timer: lockstep drops it too
+        share = shares.setdefault(entry.label, _Share(live))
+        if isinstance(entry, Poll):
+            if live.poll_gen == entry.generation:
+                share.poll_from = t
+            return
+        fu = entry.followup
+        share.entries.append([t, int(Priority.FOLLOWUP), fu.op, fu.session, dict(fu.args)])
+
+    def _add_polls(self, share: _Share, until: tuple) -> None:
+        """The process's beats from its next one to the horizon; the first beat after it goes back on the agenda."""
+        if share.poll_from is None:
+            return
+        live, t = share.live, share.poll_from
+        while (t, Priority.POLL) < until:
+            share.entries.append([t, int(Priority.POLL), OP_POLL, None, {}])
+            t += live.ctx.poll_interval_ms
+        self.o.agenda.push(t, Poll(live.label, live.incarnation, live.poll_gen))
+
+    def _exchange(self, t: int, shares: dict[str, _Share], until: tuple) -> None:
+        """One OP_RUN_WINDOW per process (all sent, then all collected), then the numbering."""
+        o = self.o
+        self._window_id += 1
+        sent = []
+        for label in o.world.proc_order():
+            share = shares.get(label)
+            if share is None:
+                continue
+            share.entries.sort(key=lambda e: (e[0], e[1]))  # stable: same-time follow-ups keep their order
+            cmd = Command(-self._window_id, t, OP_RUN_WINDOW, None, {
+                "entries": share.entries, "until": [until[0], int(until[1])], "followup_priority": int(Priority.FOLLOWUP)})
+            o.last_desc = f"a window of {len(share.entries)} entries to {label} from t={t}"
+            try:
+                send_msg(share.live.conn, cmd)
+            except (OSError, EOFError):
+                pass  # it died; the wait below sees EOF
+            sent.append((share.live, cmd))
+        ran = []
+        for rank, (live, cmd) in enumerate(sent):
+            ran += [(e[0], e[1], rank, i, live, e[2], e[3]) for i, e in enumerate(self._collect(live, cmd))]
+        self._number(sorted(ran, key=lambda r: r[:4]))
+
+    def _collect(self, live: Live, cmd: Command) -> list:
+        o = self.o
+        reply = o._wait(live, cmd)
+        if reply is None:
+            return []
+        ran = (reply.result or {}).get("ran", [])
+        if reply.fatal:
+            raise self.error(reply.error or f"{live.label} failed in a window")
+        for crash in reply.crashes:
+            o._crash_fired(live, crash, exit_recorded=False)
+        for fu in reply.followups:
+            o.agenda.push(int(fu.at), HarnessFollowUp(live.label, live.incarnation, fu))
+        return ran
+
+    def _number(self, ran: list) -> None:
+        """Give every entry that ran its dispatch number, in agenda order across processes."""
+        o = self.o
+        for t, _prio, _rank, _i, live, provisional, session in ran:
+            o.clock.advance_to(t)
+            self.remap.setdefault((live.label, live.incarnation), {})[provisional] = o.log.next_dispatch()
+            if session:
+                o.last_activity[session] = t
+
+    # -- the history -------------------------------------------------------------------
+
+    def remap_history(self, run_dir: Path) -> None:
+        """Put each window event's real dispatch number in its process file (before the merge)."""
+        for (label, incarnation), numbers in self.remap.items():
+            path = process_file(run_dir, label, incarnation)
+            if not path.exists():
+                continue
+            text = path.read_text(encoding="utf-8")
+            path.write_text(_PROVISIONAL.sub(_renumber(numbers), text), encoding="utf-8")
+
+
+def _renumber(numbers: dict[int, int]):
+    """A `re.sub` replacement giving a provisional dispatch number its real one."""
+    return lambda m: f'"dispatch":{numbers.get(int(m.group(1)), m.group(1))}'
+
+
+def _store_facts(db_path: Path) -> tuple[set[str], float]:
+    """(session ids with a directory row or a leave tombstone, the first virtual instant a
+    prune sweep could delete a row or sweep mail: never when nothing is old enough)."""
+    conn = open_db(db_path)
+    try:
+        known = {r[0] for r in conn.execute(
+            "SELECT session_id FROM chat_sessions UNION SELECT session_id FROM chat_leave_tombstones")}
+        oldest_auto = conn.execute("SELECT min(last_seen) FROM chat_sessions WHERE auto = 1").fetchone()[0]
+        oldest_leave = conn.execute("SELECT min(left_at) FROM chat_leave_tombstones").fetchone()[0]
+        pruned = conn.execute("SELECT count(*) FROM chat_pruned").fetchone()[0]
+    finally:
+        conn.close()
+    if pruned:
+        return known, float("-inf")
+    risks = [vclock.virtual_ms(ms) + ttl * DAY_MS for ms, ttl in (
+        (vclock.parse_iso_ms(oldest_auto), AUTO_TTL_DAYS), (vclock.parse_iso_ms(oldest_leave), TOMBSTONE_TTL_DAYS))
+        if ms is not None]
+    return known, float(min(risks, default=float("inf")))
+
+
+__all__ = ["ENGINES", "Windows"]

@@ -1,0 +1,120 @@
+"""Running one explored scenario and reading what it found.
+
+A generated scenario claims nothing (no reach claims, no expectations), so
+a run fails only on what the design promises always: a property P1-P10
+that fails, an engine error (the run stopped), or the wall guard. A fault
+step that never took effect (a crash point nothing reached) is counted,
+not failed: the generator arms points it cannot promise are hit.
+
+`Outcome` also carries what the campaign summary adds up: virtual time,
+faults fired by kind, and which properties judged something in this run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from simulator.api import run_scenario
+from simulator.result import RunResult, Verdict
+from simulator.scenario.model import PROPERTY_IDS, Scenario
+
+ERROR = "error"      # the engine stopped (a harness died, the scenario asked the impossible)
+TIMEOUT = "timeout"  # the wall guard fired
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failing check of a run: a property id, `error` or `timeout`."""
+
+    check: str
+    title: str
+    message: str
+    rules: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    """One run of one explored scenario."""
+
+    seed: int
+    findings: list[Finding]
+    virtual_ms: int = 0
+    dispatches: int = 0
+    wall_s: float = 0.0
+    faults_fired: Counter = field(default_factory=Counter)
+    faults_armed: Counter = field(default_factory=Counter)
+    judged: set[str] = field(default_factory=set)
+    run_dir: Optional[Path] = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def finding(self, check: str) -> Optional[Finding]:
+        return next((f for f in self.findings if f.check == check), None)
+
+
+def findings_of(result: RunResult) -> list[Finding]:
+    """The property failures and the engine error of a run."""
+    out = [Finding(v.check, v.title, v.message, tuple(v.rules)) for v in result.verdicts
+           if v.check in PROPERTY_IDS and v.status == "fail"]
+    if result.error:
+        first = result.error.strip().splitlines()[0] if result.error.strip() else "engine error"
+        out.append(Finding(ERROR, "engine error", first))
+    return out
+
+
+def judged_properties(result: RunResult) -> set[str]:
+    """The properties that judged something in the run (not skipped; a count when the verdict has one)."""
+    out = set()
+    for v in result.verdicts:
+        if v.check not in PROPERTY_IDS or v.status == "skipped":
+            continue
+        if getattr(v, "judged", None) == 0:
+            continue
+        out.add(v.check)
+    return out
+
+
+def _faults(history: list[dict[str, Any]], kind: str) -> Counter:
+    return Counter((e.get("data") or {}).get("fault") for e in history if e.get("kind") == kind)
+
+
+def run_explored(spec: Scenario, *, seed: Optional[int] = None, work: Optional[Path] = None,
+                 overrides: Optional[dict] = None, wall_timeout_s: float = 120.0, keep: str = "failed") -> Outcome:
+    """Run `spec` in a fresh directory under `work` (a temp dir when None) and judge it.
+
+    `keep`: `always`, `failed` (default) or `never`: whether the run directory stays.
+    """
+    seed = spec.seed if seed is None else seed
+    if work is not None:
+        Path(work).mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=work))
+    started = time.monotonic()
+    try:
+        result = run_scenario(spec, run_dir=run_dir, seed=seed, overrides=overrides, wall_timeout_s=wall_timeout_s)
+    except Exception as exc:  # the wall guard (SimulationTimeout) or an engine bug before any history
+        kind = TIMEOUT if type(exc).__name__ == "SimulationTimeout" else ERROR
+        outcome = Outcome(seed, [Finding(kind, kind, str(exc).splitlines()[0] if str(exc) else kind)],
+                          wall_s=time.monotonic() - started, run_dir=run_dir)
+        return _keep(outcome, keep)
+    outcome = Outcome(seed, findings_of(result), virtual_ms=result.virtual_ms, dispatches=result.dispatches,
+                      wall_s=result.wall_s, faults_fired=_faults(result.history, "fault-fired"),
+                      faults_armed=_faults(result.history, "fault"), judged=judged_properties(result),
+                      run_dir=run_dir, history=result.history, verdicts=list(result.verdicts))
+    return _keep(outcome, keep)
+
+
+def _keep(outcome: Outcome, keep: str) -> Outcome:
+    if keep == "never" or (keep == "failed" and outcome.ok):
+        shutil.rmtree(outcome.run_dir, ignore_errors=True)
+        outcome.run_dir = None
+    return outcome

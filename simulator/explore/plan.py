@@ -1,0 +1,249 @@
+"""The world a generated timeline is planned against: who runs, who hosts whom.
+
+The generator draws a step only where it makes sense at that time, and the
+shrinker keeps only reductions that still make sense, by replaying the same
+model: `WorldPlan.problem(step)` says why a step does not fit the world as it
+stands, `apply(step)` moves the world on. Both work on the scenario document
+(plain data, as the YAML says it), so a reduced document is checked without
+running anything.
+
+What "makes sense" excludes is what the generator never produces, because
+the design gives it no single right outcome or the world cannot do it:
+- a `resume` or `restart` target is a `start: never` opencode process used
+  once; a session is resumed only after its host was killed (a live host and
+  a resumed one would both deliver to it);
+- a `restart` only once every tab of the daemon had its start (the new
+  daemon re-hosts a tab that never started, which then never gets its first
+  message, so it is never idle and never woken);
+- a crash point only in a running opencode or cursor process; a `fork` only
+  of a Claude Code session whose host runs;
+- nothing acts for a session after it was deleted or exited, nor before its
+  own start; `delete` and `exit` only on opencode sessions;
+- a `lock` only in a world of opencode processes (a Claude Code or Cursor
+  hook meeting the held lock stops the harness with StoreBusy), never
+  overlapping another lock (the second holder cannot take it), and no
+  process starts (resume, restart) while one is held (opening the
+  database fails under the short busy timeout lock runs use);
+- no `delete` or `exit` of a session whose host has a crash point armed on
+  the leave's own statements, nor while the lock is held: the leave does
+  not commit, but the checkers count a delete/exit step as a leave (P6/P7
+  would fail on correct code); nor at the time of another step for that
+  session or of its start: the checkers place a step's leave before every
+  event of its time, so a registration just before it looks like a return.
+"""
+
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+CRASHABLE = ("opencode", "cursor")
+# Crash points that fire inside a leave (session.deleted, /thatch/exit): see the last rule above.
+LEAVE_POINTS = ("unregister",)
+LEAVE_SQL = ("delete from chat_sessions", "insert into chat_leave_tombstones")
+SESSION_ACTIONS = ("read", "register", "unregister", "list", "status", "prompt", "title", "delete", "exit", "fork")
+STEP_KEYS = ("at", "name", "expect")
+
+
+def action_of(step: dict[str, Any]) -> str:
+    """The step's one action or fault key."""
+    return next(k for k in step if k not in STEP_KEYS)
+
+
+def actor_of(step: dict[str, Any]) -> Optional[str]:
+    """The session label acting in a step (the sender of a send), if any."""
+    args = step[action_of(step)]
+    if not isinstance(args, dict):
+        return None
+    return args.get("from") or args.get("session")
+
+
+class WorldPlan:
+    """Processes running, sessions' hosts, closed sessions: as the timeline unfolds."""
+
+    def __init__(self, processes: list[dict[str, Any]]) -> None:
+        self.kind = {p["id"]: p.get("kind", "opencode") for p in processes}
+        self.never = {p["id"] for p in processes if p.get("start") == "never"}
+        self.used: set[str] = set()
+        self.alive = {p["id"] for p in processes if p.get("start") != "never"}
+        self.dead: set[str] = set()       # killed for sure (kill, restart)
+        self.doomed: set[str] = set()     # an armed crash point may have killed it
+        self.host = {s["id"]: p["id"] for p in processes for s in p.get("sessions", ())}
+        self.parent = {s["id"]: s.get("parent") for p in processes for s in p.get("sessions", ())}
+        self.start = {s["id"]: s.get("start", 0) for p in processes for s in p.get("sessions", ())}
+        self.closed: set[str] = set()
+        self.touched: dict[str, int] = {}                  # session -> time of the last step naming it
+        self.sleeps: list[tuple[int, int]] = []            # [from, until) of each machine sleep
+        self.leave_armed: set[str] = set()                 # processes a leave would crash
+        self.locks: list[tuple[int, int]] = []             # [from, until] of each lock step
+        self.mcp_world = any(k != "opencode" for k in self.kind.values())
+
+    # -- questions -------------------------------------------------------------
+
+    def free_targets(self) -> list[str]:
+        """`start: never` processes no resume or restart has used yet."""
+        return sorted(self.never - self.used)
+
+    def runs(self, proc: Optional[str]) -> bool:
+        return proc in self.alive
+
+    def host_kind(self, session: str) -> str:
+        return self.kind[self.host[session]]
+
+    def usable(self, session: str, t: int) -> bool:
+        """The session exists by `t` and was not closed. An MCP session acts only after its
+        first prompt (strictly after its start): before its SessionStart hook a tool call
+        mints a second, hookless identity for the same conversation, which no real host does."""
+        if session not in self.host or session in self.closed:
+            return False
+        start = self.start.get(session, 0)
+        return t > start if self.host_kind(session) != "opencode" else t >= start
+
+    def resumable(self, session: str, t: int) -> bool:
+        return (self.usable(session, t) and self.parent.get(session) is None
+                and self.host_kind(session) == "opencode" and self.host[session] in self.dead)
+
+    def problem(self, step: dict[str, Any]) -> Optional[str]:
+        """Why `step` does not fit the world now, or None."""
+        action, args, t = action_of(step), step[action_of(step)], self.effective(step.get("at", 0))
+        missing = self._undeclared(args)
+        if missing:
+            return f"names undeclared {missing}"
+        if action == "lock":
+            return self._lock_problem(t, args["for"])
+        if action in ("resume", "restart") and self.locked(t):
+            return f"{action} while the database lock is held"
+        if action == "resume":
+            if args["process"] not in self.free_targets() or self.kind[args["process"]] != "opencode":
+                return f"resume into {args['process']}, not a free start: never opencode process"
+            return None if self.resumable(args["session"], t) else f"{args['session']} cannot be resumed here"
+        if action == "restart":
+            if args["into"] not in self.free_targets() or self.kind[args["into"]] != "opencode":
+                return f"restart into {args['into']}, not a free start: never opencode process"
+            ok = self.runs(args["process"]) and self.kind[args["process"]] == "opencode"
+            unstarted = [s for s, h in self.host.items() if h == args["process"] and self.effective(self.start[s]) > t]
+            if ok and unstarted:
+                return f"restart of {args['process']} before one of its tabs started"
+            return None if ok else f"restart of {args['process']}, not a running opencode daemon"
+        if action == "crash":
+            ok = self.runs(args["process"]) and self.kind[args["process"]] in CRASHABLE
+            return None if ok else f"crash in {args['process']}, not a running opencode/cursor process"
+        if action == "kill":
+            return None if args["process"] in self.kind else f"kill of unknown {args['process']}"
+        return self._session_problem(action, args, t)
+
+    def effective(self, t: int) -> int:
+        """When a step scripted at `t` runs: a step inside a machine sleep waits for the wake."""
+        for a, b in self.sleeps:
+            if a <= t < b:
+                return b
+        return t
+
+    def locked(self, t: int) -> bool:
+        return any(a <= t <= b + 1000 for a, b in self.locks)
+
+    def _lock_problem(self, t: int, length: int) -> Optional[str]:
+        if self.mcp_world:
+            return "a lock in a world with Claude Code or Cursor hosts"
+        if self.locked(t):
+            return "a lock while another is held"
+        return None
+
+    def _sessions_named(self, action: str, args: Any) -> list[str]:
+        """The sessions a step acts on or moves (a restart moves every tab of its daemon)."""
+        if action == "restart":
+            return [s for s, host in self.host.items() if host == args["process"]]
+        if not isinstance(args, dict):
+            return []
+        return [args[k] for k in ("from", "to", "session") if args.get(k) in self.host]
+
+    def _undeclared(self, args: Any) -> Optional[str]:
+        if not isinstance(args, dict):
+            return None
+        for key in ("from", "to", "session"):
+            if args.get(key) is not None and args[key] not in self.host:
+                return args[key]
+        for key in ("process", "into"):
+            if args.get(key) is not None and args[key] not in self.kind:
+                return args[key]
+        return next((s for s in args.get("listing") or () if s not in self.host), None)
+
+    def _session_problem(self, action: str, args: Any, t: int) -> Optional[str]:
+        actor = args.get("from") or args.get("session") if isinstance(args, dict) else None
+        if actor is None:
+            return None
+        if not self.usable(actor, t):
+            return f"{actor} is closed or not started at {t}"
+        if action in ("delete", "exit") and self.host_kind(actor) != "opencode":
+            return f"{action} of {actor}, not an opencode session"
+        if action in ("delete", "exit") and self.host[actor] in self.leave_armed:
+            return f"{action} of {actor}, whose host has a crash point armed inside a leave"
+        if action in ("delete", "exit") and self.locked(t):
+            return f"{action} of {actor} while the database lock is held"
+        last = max(self.touched.get(actor, -1), self.effective(self.start.get(actor, 0)))
+        if action in ("delete", "exit") and t <= last:
+            return f"{action} of {actor} at the time of another step for it (or of its start)"
+        if action == "fork" and (self.host_kind(actor) != "claude-code" or not self.runs(self.host[actor])):
+            return f"fork of {actor}, not a running Claude Code session"
+        return None
+
+    # -- moving on ---------------------------------------------------------------
+
+    def apply(self, step: dict[str, Any]) -> None:
+        action = action_of(step)
+        args = step[action]
+        for session in self._sessions_named(action, args):
+            self.touched[session] = self.effective(step.get("at", 0))
+        if action == "kill":
+            self.alive.discard(args["process"])
+            self.dead.add(args["process"])
+        elif action == "crash":
+            self.doomed.add(args["process"])
+            if args.get("before") in LEAVE_POINTS or any(q in (args.get("sql") or "") for q in LEAVE_SQL):
+                self.leave_armed.add(args["process"])
+        elif action == "lock":
+            at = self.effective(step.get("at", 0))
+            self.locks.append((at, at + args["for"]))
+        elif action == "sleep":
+            at = self.effective(step.get("at", 0))
+            self.sleeps.append((at, at + args["for"]))
+        elif action == "restart":
+            old, new = args["process"], args["into"]
+            self.alive.discard(old)
+            self.dead.add(old)
+            self.used.add(new)
+            self.alive.add(new)
+            for session, host in list(self.host.items()):
+                if host == old:
+                    self.host[session] = new
+        elif action == "resume":
+            self.used.add(args["process"])
+            self.alive.add(args["process"])
+            self.host[args["session"]] = args["process"]
+        elif action in ("delete", "exit"):
+            self.closed.add(args["session"])
+
+
+def replay_problems(doc: dict[str, Any]) -> list[str]:
+    """Every step of a scenario document that does not fit the world where it stands."""
+    plan = WorldPlan(doc["processes"])
+    out = []
+    for i, step in enumerate(doc.get("steps", ())):
+        why = plan.problem(step)
+        if why:
+            out.append(f"steps[{i}]: {why}")
+        else:
+            plan.apply(step)
+    return out
+
+
+def keep_fitting(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document with every step that no longer fits dropped (in one replay:
+    a dropped step changes nothing in the world)."""
+    plan = WorldPlan(doc["processes"])
+    steps = []
+    for step in doc.get("steps", ()):
+        if plan.problem(step) is None:
+            plan.apply(step)
+            steps.append(step)
+    return {**doc, "steps": steps}

@@ -1,0 +1,61 @@
+"""The campaign summary as text: what ran, what fired, what each property judged, what failed."""
+
+from __future__ import annotations
+
+from simulator.explore.campaign import Failure, Settings, Summary, size_name
+from simulator.scenario.model import PROPERTY_IDS
+
+
+def _faults(summary: Summary) -> str:
+    kinds = sorted(set(summary.faults_armed) | set(summary.faults_fired))
+    if not kinds:
+        return "none"
+    return ", ".join(f"{k} {summary.faults_fired.get(k, 0)}/{summary.faults_armed.get(k, 0)}" for k in kinds)
+
+
+def _judged(summary: Summary) -> str:
+    return "  ".join(f"{p} {summary.judged.get(p, 0)}" for p in PROPERTY_IDS)
+
+
+def _failure(f: Failure) -> list[str]:
+    lines = [f"  {f.check} seed {f.seed} (after {f.after_s:.0f}s): {f.message.splitlines()[0][:200]}"]
+    lines += [f"      {line}" for line in f.message.splitlines()[1:3]]
+    if f.shrunk is not None and f.file is not None:
+        (p0, s0, t0), (p1, s1, t1) = f.shrunk.before, f.shrunk.after
+        state = "reproduces alone" if f.reproduced else "DOES NOT reproduce alone"
+        lines.append(f"      shrunk {p0}/{s0}/{t0} -> {p1}/{s1}/{t1} processes/sessions/steps in {f.shrunk.runs} runs: "
+                     f"{f.file.path} ({state})")
+        lines.append(f"      rerun: {f.file.rerun}")
+    elif f.run_dir is not None:
+        lines.append(f"      run dir: {f.run_dir}")
+    return lines
+
+
+def format_summary(summary: Summary, settings: Settings) -> str:
+    """The campaign in a few lines; the never-judged properties and every failure called out."""
+    rate = summary.runs / summary.explore_s * 60 if summary.explore_s else 0.0
+    seeds = f"seeds {summary.first_seed}..{summary.last_seed}" if summary.runs else "no seed"
+    lines = [
+        f"explore: {seeds}, {summary.runs} runs (size {size_name(settings.size)}), "
+        f"{summary.explore_s:.0f}s running seeds, {rate:.0f} runs/min"
+        + (f", {summary.wall_s:.0f}s in all" if summary.wall_s else ""),
+        f"virtual time: {summary.virtual_ms / 3_600_000:.1f} h",
+        f"faults fired/armed: {_faults(summary)}",
+        f"runs in which each property judged something: {_judged(summary)}",
+    ]
+    never = summary.never_judged()
+    if never and summary.runs:
+        lines.append(f"NEVER JUDGED in this campaign: {', '.join(never)} (no run gave them anything to check)")
+    if settings.check_determinism:
+        bad = sum(1 for f in summary.failures if f.check == "determinism")
+        lines.append(f"determinism: {summary.determinism_checked} seeds run twice, "
+                     + ("every history identical" if not bad else f"{bad} differ"))
+    for f in summary.flaky:
+        lines.append(f"flaky (gone on a rerun): {f.check} seed {f.seed}: {f.message.splitlines()[0][:160]}")
+    if summary.failures:
+        lines.append(f"FAILED: {summary.failing} of {summary.runs} runs")
+        for f in summary.failures:
+            lines += _failure(f)
+    else:
+        lines.append("no failure")
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Which features a generated run turns on: the first thing a seed decides.
+
+Swarm testing (Groce et al.; TigerBeetle's VOPR): instead of every run mixing
+a little of everything, each run switches whole feature families on or off
+and then draws the details. A run without any broadcast, or with only silent
+agents, or with kills at a high rate, pushes the system into corners a
+uniform mix reaches rarely. `draw_swarm` makes those choices from the run's
+one random generator; `Size` bounds the world it may build.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+HOST_KINDS = ("opencode", "claude-code", "cursor")
+AGENT_KINDS = ("reader", "silent", "ping-pong")
+WINDOW_KINDS = ("busy", "compacting", "aborted")
+
+# Action families and their weight when on. `send` is always on: without
+# mail nothing is delivered and most properties judge nothing.
+ACTION_WEIGHTS: dict[str, int] = {
+    "send": 10, "broadcast": 3, "read": 3, "query": 2, "prompt": 4, "title": 1, "churn": 2, "cli": 1,
+}
+ALWAYS_ON_ACTIONS = ("send",)
+
+# Fault kinds and the range of their rate: the chance that one scripted step
+# is that fault, drawn per run when the kind is on.
+FAULT_RATES: dict[str, tuple[float, float]] = {
+    "kill": (0.03, 0.12), "crash": (0.03, 0.12), "sleep": (0.02, 0.08), "resume": (0.05, 0.2),
+    "restart": (0.02, 0.08), "fork": (0.05, 0.2), "lock": (0.02, 0.08), "prune": (0.01, 0.03),
+}
+
+# Features a run turns on only when asked (`explore --with NAME`): each makes correct code
+# fail a checker today, for the reason given. Drawn or not, they consume the same draws.
+GATED: dict[str, str] = {
+    "prune": "a week-long machine sleep prunes every row at the wake; a session that re-registers before "
+             "the next sample changes its name with no observed prune, and P6 reports it",
+    "heartbeat-crash": "a crash point at the poller's heartbeat: P4 takes that poll as the session's last "
+                       "beat and calls the stale sample a minute later too early",
+    "resume-continue": "a `-c` resume that opens another session than the one it names: P3 counts the named "
+                       "session as hosted at once and P4 misses that the opened one is beaten again",
+    "short-grace": "a restart with a short rehost grace: P4 takes a rehosted session's activity after the "
+                   "sample as a graduation before it, and calls its correct stale sample wrong",
+    "explicit-join": "a `joins: explicit` session that never had a turn has no idle status, so its poller "
+                     "never wakes it; P3 counts it as idle and wants a wake",
+    "concurrent": "concurrent dispatch: a send and the recipient's poll in one wave are recorded in process "
+                  "order, and P3 reads a wake that covered the message as one that came before it",
+}
+
+# Features left to the details once their family is on (a child session, a
+# session that starts late, a process with a short poll interval).
+DETAIL_FEATURES = ("children", "late-sessions", "join-kinds", "fast-polls", "odd-bodies", "checkouts")
+
+
+@dataclass(frozen=True)
+class Size:
+    """Bounds on one generated world (the swarm draws inside them)."""
+
+    max_processes: int = 32
+    max_sessions: int = 3            # per process
+    max_steps: int = 40
+    max_minutes: int = 30            # the scripted phase, before any long sleep
+
+
+SMALL = Size(max_processes=4, max_sessions=2, max_steps=14, max_minutes=10)
+DEFAULT = Size()
+SIZES = {"small": SMALL, "default": DEFAULT}
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """The features one run turns on, and their rates."""
+
+    hosts: tuple[str, ...]
+    agents: tuple[str, ...]
+    windows: tuple[str, ...]
+    actions: dict[str, int] = field(default_factory=dict)    # family -> weight
+    faults: dict[str, float] = field(default_factory=dict)   # kind -> rate per step
+    details: tuple[str, ...] = ()
+    dispatch: str = "serial"
+
+    def on(self, feature: str) -> bool:
+        return (feature in self.hosts or feature in self.agents or feature in self.windows
+                or feature in self.actions or feature in self.faults or feature in self.details)
+
+    def describe(self) -> str:
+        """One line for stories and reports: what this run turned on."""
+        faults = ", ".join(f"{k} {v:.0%}" for k, v in self.faults.items()) or "none"
+        return (f"hosts {'+'.join(self.hosts)}; agents {'+'.join(self.agents)}; "
+                f"actions {'+'.join(self.actions)}; faults {faults}; {self.dispatch} dispatch")
+
+
+def _some(rng: random.Random, options: tuple[str, ...], always: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Each option on with probability 1/2 (the `always` ones always), in the given order."""
+    return tuple(o for o in options if o in always or rng.random() < 0.5)
+
+
+def draw_swarm(rng: random.Random, *, dispatch: str | None = None, gated: tuple[str, ...] = ()) -> Swarm:
+    """The features of one run. `dispatch` forces serial or concurrent; `gated` names the
+    GATED features this run may turn on."""
+    hosts = _some(rng, HOST_KINDS, always=("opencode",))
+    agents = _some(rng, AGENT_KINDS) or (rng.choice(AGENT_KINDS),)
+    windows = _some(rng, WINDOW_KINDS)
+    actions = {a: w for a, w in ACTION_WEIGHTS.items() if a in _some(rng, tuple(ACTION_WEIGHTS), ALWAYS_ON_ACTIONS)}
+    faults = {k: round(rng.uniform(lo, hi), 3) for k, (lo, hi) in FAULT_RATES.items() if rng.random() < 0.4}
+    faults = {k: v for k, v in faults.items() if k not in GATED or k in gated}
+    if "fork" in faults and "claude-code" not in hosts:
+        del faults["fork"]
+    details = _some(rng, DETAIL_FEATURES) + tuple(g for g in gated if g not in FAULT_RATES)
+    drawn = "concurrent" if rng.random() < 0.2 else "serial"  # drawn always: forcing keeps the rest of the world
+    if drawn == "concurrent" and "concurrent" not in gated:
+        drawn = "serial"
+    dispatch = dispatch or drawn
+    return Swarm(hosts=hosts, agents=agents, windows=windows, actions=actions, faults=faults,
+                 details=details, dispatch=dispatch)

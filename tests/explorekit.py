@@ -1,0 +1,36 @@
+"""A planted bug for the exploration tests, importable by name (`--overrides explorekit:no_tombstone`).
+
+The bug: a store whose leaves delete the row but write no tombstone (breaks
+R7), so a session that left comes back on its next idle event. Exploration
+meets it within a few dozen small seeds (P6 or P7 fails).
+"""
+
+from __future__ import annotations
+
+import os
+
+import repo
+from thatch_core.db import immediate
+from thatch_core.store import ChatStore
+
+OVERRIDES = "explorekit:no_tombstone"
+TOMBSTONE_CHECKS = ("P6", "P7")
+
+
+class NoTombstoneStore(ChatStore):
+    """A leave deletes the row but writes no tombstone (breaks R7)."""
+
+    def unregister(self, session_id):
+        with immediate(self.conn):
+            return self.conn.execute("DELETE FROM chat_sessions WHERE session_id = ?", (session_id,)).rowcount > 0
+
+
+def no_tombstone() -> dict:
+    return {"store": NoTombstoneStore}
+
+
+def subprocess_env() -> dict:
+    """The environment for a `python -m simulator` / `pytest` subprocess that can import this module."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo.TESTS), str(repo.ROOT)]))
+    env.pop("PYTEST_ADDOPTS", None)
+    return env

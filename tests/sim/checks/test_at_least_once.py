@@ -1,0 +1,206 @@
+"""P3 at-least-once on hand-built histories: every message is held against the delivery gate
+(simulator/checks/deliverable.py) for the whole run, not only mail still unread at the end.
+
+The world of every test: h1 (opencode, poll 30 s) hosts alice and bob, both registered at
+1 s; alice's message "hello" to bob is created at 10 s. A wake is owed once bob stays
+deliverable for one poll cycle plus a second (31 s) while the message is unread.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, base_world, make_db, make_spec
+from simulator.checks.deliverable import Gate, chat_enabled
+from simulator.checks.registry import REGISTRY
+from simulator.checks.view import RunView
+from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, RENUDGE_MS
+
+END = 600_000
+_DBS = itertools.count()
+
+
+def db_with(tmp_path, *messages, sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0))):
+    """A fresh database file; messages: (to, created t, read t or None), all from alice, the first
+    with the body "hello"."""
+    rows = tuple((ALICE, to, f"hello {k}" if k else "hello", created, read, 0) for k, (to, created, read) in enumerate(messages))
+    return make_db(tmp_path / f"p3-{next(_DBS)}.db", sessions=sessions, messages=rows)
+
+
+def judge(h, db, spec=None):
+    return REGISTRY["P3"][2](RunView(spec or make_spec(), h.done(), db, RUN_INFO))
+
+
+def world(end=END, *, idle_at=1_000):
+    h = H(); base_world(h)
+    if idle_at is not None:
+        h.status(idle_at, "h1", "bob")
+    h.send(10_000, "h1", "alice", N_BOB, "hello")
+    h.phase(end, "end")
+    return h
+
+
+# --- owed and met ---------------------------------------------------------------------
+
+@pytest.mark.rules("R18", "R19")
+def test_a_wake_within_a_poll_cycle_passes_and_counts_the_message(tmp_path):
+    """R18, R19: deliverable from 10 s, woken at 40 s (within 30 s + 1 s): one message judged."""
+    h = world(); h.wake(40_000, "h1", "bob")
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+    assert v.status == "pass" and v.judged == 1, v.message
+
+
+@pytest.mark.rules("R18", "R19")
+def test_mail_woken_late_fails_even_when_read_by_the_end(tmp_path):
+    """R18, R19: the old judge looked only at mail unread at the end; a wake 3 minutes late
+    (then read) is a missed wake all the same."""
+    h = world(); late = h.wake(200_000, "h1", "bob")
+    h.read(200_000, "h1", "bob", [(N_ALICE, 10_000, "hello")])
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, 200_000)))
+    assert v.status == "fail" and "no wake came after it by t=41000" in v.message, v.message
+    assert late["i"] not in {w["i"] for w in v.witness}
+
+
+@pytest.mark.rules("R18", "R21")
+def test_unread_mail_is_owed_a_renudge_fifteen_minutes_after_the_last_wake(tmp_path):
+    """R18, R21: a silent recipient woken once must be woken again 15 min later while the mail
+    stays unread; one wake at the start no longer covers a 20-minute run."""
+    h = world(end=1_200_000)
+    first = h.wake(30_000, "h1", "bob")
+    h.status(30_000, "h1", "bob", "busy"); h.status(50_000, "h1", "bob", "idle")
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+    assert v.status == "fail" and "re-nudge" in v.message and first["i"] in {w["i"] for w in v.witness}, v.message
+    h2 = world(end=1_200_000)
+    h2.wake(30_000, "h1", "bob"); h2.wake(30_000 + RENUDGE_MS + 30_000, "h1", "bob")
+    v2 = judge(h2, db_with(tmp_path, (BOB, 10_000, None)))
+    assert v2.status == "pass" and v2.judged == 1 and "owed 2 wakes" in v2.message, v2.message
+
+
+@pytest.mark.rules("R23", "R21")
+def test_a_lost_stamp_is_due_again_at_once(tmp_path):
+    """R23: after a crash at delivered-stamp the batch counts as never delivered: the next host
+    owes a wake within a cycle, not 15 minutes later."""
+    h = world(end=1_200_000)
+    h.wake(30_000, "h1", "bob")
+    h.crash(30_000, "h1", "bob", "delivered-stamp")
+    h.exit(30_000, "h1", "crashed")
+    h.start(100_000, "h1", {"alice": ALICE, "bob": BOB}, incarnation=1)
+    h.status(100_000, "h1", "bob")
+    h.wake(400_000, "h1", "bob")  # 5 minutes on: within the 15-minute window, yet too late
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+    assert v.status == "fail" and "lost its stamp" in v.message and "t=131000" in v.message, v.message
+
+
+# --- exempt, with the reason in the verdict ---------------------------------------------
+
+@pytest.mark.rules("R29", "R18")
+def test_a_session_in_a_chat_disabled_process_is_exempt_not_a_failure(tmp_path):
+    """R29: h4off starts with chat.enabled false, so its poller never runs: unread mail to the
+    bob it hosts is owed nothing (the old judge failed: "though h4off#0 hosted bob live")."""
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}]},
+                                {"id": "h4off", "config": {"enabled": False}, "sessions": [{"id": "bob"}]}])
+    h = H()
+    h.start(0, "h1", {"alice": ALICE}); h.start(0, "h4off", {"bob": BOB})
+    h.registered(1_000, "h1", "alice", ALICE, N_ALICE); h.registered(1_000, "h4off", "bob", BOB, N_BOB)
+    h.status(1_000, "h4off", "bob")
+    h.send(10_000, "h1", "alice", N_BOB, "hello")
+    h.phase(END, "end")
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, None)), spec)
+    assert v.status == "skipped" and v.judged == 0
+    assert "chat disabled in h4off" in v.message, v.message
+
+
+@pytest.mark.rules("R29")
+def test_chat_enabled_is_what_the_process_read_at_its_start(tmp_path):
+    """R29: the poller reads the gate once: a config step turns chat on for later starts only."""
+    spec = make_spec(processes=[{"id": "h4", "config": {"enabled": False}, "sessions": [{"id": "bob"}]}],
+                     steps=[{"at": "2m", "config": {"process": "h4", "enabled": True}}])
+    h = H()
+    h.start(0, "h4", {"bob": BOB})
+    h.exit(300_000, "h4", "restart")
+    h.start(300_000, "h4", {"bob": BOB}, incarnation=1)
+    h.phase(END, "end")
+    view = RunView(spec, h.done(), db_with(tmp_path), RUN_INFO)
+    assert [chat_enabled(view, inc) for inc in view.incs] == [False, True]
+
+
+@pytest.mark.rules("R19")
+@pytest.mark.parametrize("state", ["busy", "compacting"])
+def test_the_busy_and_compacting_gate_defers_the_wake(tmp_path, state):
+    """R19: busy or compacting from 5 s to 5 min: nothing is owed until bob is idle again, then
+    a wake within a cycle is; at 6 min it is late."""
+    for when, want in ((300_000, "pass"), (360_000, "fail")):
+        h = world(idle_at=None)
+        h.status(5_000, "h1", "bob", "idle" if state == "compacting" else "busy", compacting=state == "compacting")
+        idle = h.status(300_000, "h1", "bob", "idle")
+        h.wake(when, "h1", "bob")
+        v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+        assert v.status == want, v.message
+        if want == "fail":
+            assert "from t=300000" in v.message and idle["i"] in {w["i"] for w in v.witness}
+
+
+@pytest.mark.rules("R22")
+def test_a_full_rate_cap_defers_the_wake_until_the_oldest_wake_ages_out(tmp_path):
+    """R22: 6 wakes by h1 in the hour: the mail waits until the first of them is an hour old."""
+    def run(wake_at, end):
+        h = world(end=end)
+        for k in range(MAX_WAKES_PER_HOUR):
+            h.wake(100_000 + k * 10_000, "h1", "bob")
+        if wake_at:
+            h.wake(wake_at, "h1", "bob")
+        return judge(h, db_with(tmp_path, (BOB, 700_000, None)))
+    thaw = 100_000 + HOUR_MS
+    assert run(thaw + 10_000, thaw + 60_000).status == "pass"
+    late = run(None, thaw + 60_000)
+    assert late.status == "fail" and f"from t={thaw}" in late.message, late.message
+    short = run(None, thaw + 20_000)
+    assert short.status == "skipped" and "rate cap" in short.message, short.message
+
+
+@pytest.mark.rules("R18")
+def test_mail_to_a_session_that_left_is_owed_nothing(tmp_path):
+    """R18: only registered recipients are woken; bob unregisters before a cycle passed."""
+    h = world()
+    h.call(20_000, "h1", "bob", "unregister", {}, True, "You left the chat directory.")
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+    assert v.status == "skipped" and "not registered" in v.message, v.message
+
+
+@pytest.mark.rules("R14", "R19")
+def test_a_machine_sleep_defers_the_wake_to_its_end(tmp_path):
+    """R19: nothing runs in a sleep; a wake within a cycle of waking up is owed."""
+    for when, want in ((320_000, "pass"), (400_000, "fail")):
+        h = world()
+        h.ev(5_000, "sleep-start", until=300_000); h.ev(300_000, "sleep-end")
+        h.wake(when, "h1", "bob")
+        v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+        assert v.status == want and (want == "pass" or "from t=300000" in v.message), v.message
+
+
+@pytest.mark.rules("R31", "R36")
+def test_mcp_hosted_recipients_are_never_owed_a_wake(tmp_path):
+    """R36: MCP hosts have no wakes (their surface is the hook line)."""
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}]},
+                                {"id": "c1", "kind": "claude-code", "sessions": [{"id": "carol"}]}])
+    h = H()
+    h.start(0, "h1", {"alice": ALICE}); h.start(0, "c1", {"carol": CAROL}, kind="claude-code")
+    h.registered(1_000, "h1", "alice", ALICE, N_ALICE); h.registered(1_000, "c1", "carol", CAROL, N_CAROL)
+    h.send(10_000, "h1", "alice", N_CAROL, "hello")
+    h.phase(END, "end")
+    db = db_with(tmp_path, (CAROL, 10_000, None), sessions=((ALICE, N_ALICE, "opencode", 0), (CAROL, N_CAROL, "mcp", 0)))
+    v = judge(h, db, spec)
+    assert v.status == "skipped" and "MCP hosts get no wakes" in v.message, v.message
+
+
+@pytest.mark.rules("R19", "R25")
+def test_the_gate_timeline_names_each_reason(tmp_path):
+    """R19, R25: the gate of bob over a run with a busy turn and a dead host."""
+    h = world()
+    h.status(100_000, "h1", "bob", "busy"); h.status(120_000, "h1", "bob", "idle")
+    h.exit(200_000, "h1", "killed")
+    view = RunView(make_spec(), h.done(), db_with(tmp_path), RUN_INFO)
+    got = [(s.start, s.reason) for s in Gate(view).timeline("bob")]
+    assert got == [(0, "not registered"), (1_000, ""), (100_000, "busy in h1"), (120_000, ""), (200_000, "no live process hosts it")]

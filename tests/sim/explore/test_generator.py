@@ -1,0 +1,83 @@
+"""The generator: one seed names one valid scenario, written as YAML that lints and loads back equal."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from simulator.cli import lint_paths
+from simulator.explore.generator import generate
+from simulator.explore.plan import replay_problems
+from simulator.explore.swarm import DEFAULT, GATED, SMALL
+from simulator.explore.writer import document, scenario_yaml
+from simulator.scenario.loader import load_file
+from simulator.scenario.validate import check_spec
+
+
+def test_a_seed_names_exactly_one_scenario():
+    first = [document(generate(s).spec) for s in (11, 12, 13)]
+    again = [document(generate(s).spec) for s in (13, 12, 11)][::-1]
+    assert first == again
+    assert first[0] != first[1]
+
+
+@pytest.mark.parametrize("size", [SMALL, DEFAULT], ids=["small", "default"])
+def test_every_generated_scenario_lints_and_loads_back_equal(tmp_path, size):
+    seeds = range(150)
+    for seed in seeds:
+        spec = generate(seed, size).spec
+        (tmp_path / f"s{seed}.yaml").write_text(scenario_yaml(spec, schema_from=tmp_path), encoding="utf-8")
+    assert lint_paths([str(tmp_path)]) == []
+    for seed in seeds:
+        spec = generate(seed, size).spec
+        back = load_file(tmp_path / f"s{seed}.yaml").spec
+        assert back == spec and document(back) == document(spec), f"seed {seed}"
+
+
+def test_generated_worlds_fit_their_bounds_and_their_plan():
+    for seed in range(300):
+        gen = generate(seed, SMALL)
+        spec = gen.spec
+        assert check_spec(spec) == []
+        assert replay_problems(gen.doc) == [], f"seed {seed}"
+        assert len(spec.processes) <= SMALL.max_processes
+        assert len(spec.steps) <= SMALL.max_steps
+        assert all(len(p.sessions) <= SMALL.max_sessions for p in spec.processes)
+        assert all(len(p.sessions) <= 1 for p in spec.processes if p.kind == "claude-code")
+        assert spec.seed == seed and spec.name == f"explore-{seed}"
+
+
+def test_the_swarm_turns_whole_families_on_and_off():
+    """Swarm testing: across seeds each family is sometimes on, sometimes off."""
+    on: Counter = Counter()
+    runs = 200
+    for seed in range(runs):
+        swarm = generate(seed, SMALL).swarm
+        on.update(swarm.hosts + swarm.agents + swarm.windows + tuple(swarm.actions) + tuple(swarm.faults))
+        on[swarm.dispatch] += 1
+    for feature in ("claude-code", "cursor", "reader", "silent", "ping-pong", "busy", "broadcast", "churn",
+                    "kill", "crash", "sleep", "resume", "restart", "lock"):
+        assert 0 < on[feature] < runs, feature
+    assert on["opencode"] == runs and on["send"] == runs
+
+
+def test_gated_features_are_drawn_only_when_asked():
+    plain = [generate(s, SMALL) for s in range(150)]
+    assert not any(g.swarm.on(name) for g in plain for name in GATED)
+    asked = [generate(s, SMALL, gated=tuple(GATED)) for s in range(150)]
+    assert any(g.swarm.on("prune") for g in asked)
+    assert any(g.spec.dispatch == "concurrent" for g in asked)
+    assert not any(g.spec.dispatch == "concurrent" for g in plain)
+    jumps = [st for g in asked for st in g.spec.steps if st.action == "sleep" and st.sleep.duration >= 7 * 86_400_000]
+    assert jumps, "a prune jump sleeps past the 7-day TTL"
+
+
+def test_forcing_serial_dispatch_keeps_the_rest_of_the_world():
+    for seed in range(60):
+        free, serial = generate(seed, SMALL), generate(seed, SMALL, dispatch="serial")
+        a, b = document(free.spec), document(serial.spec)
+        for doc in (a, b):
+            for key in ("dispatch", "markers", "story"):
+                doc.pop(key, None)
+        assert a == b

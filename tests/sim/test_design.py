@@ -1,0 +1,119 @@
+"""The simulator's own statement of the design's numbers and formats (simulator/design.py).
+
+The checkers and the engine's sampler judge thatch_core with these, so each is
+held here against the design's text (docs/rules.md, the decision records) and
+against fixed examples worked out by hand, never against thatch_core: a wrong
+threshold, id derivation or line format in the system under test must not be
+able to move the yardstick it is judged by.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import repo
+from simulator import design
+
+
+def rule_text(rid: str) -> str:
+    """The statement of rule `rid` in docs/rules.md (the design's rule texts)."""
+    text = (repo.ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    m = re.search(rf"^### {rid}\n\n(.+?)\n", text, re.M)
+    assert m, f"{rid} is not in docs/rules.md"
+    return m.group(1)
+
+
+# --- numbers: each one as the rule text states it ------------------------------------
+
+@pytest.mark.rules("R14", "R13", "R15", "R18", "R22", "R33", "R7")
+@pytest.mark.parametrize("rid, pattern, value, unit", [
+    ("R14", r"two intervals \((\d+) s\)", "STALE_MS", design.SECOND_MS),
+    ("R13", r"default (\d+) s", "DEFAULT_POLL_MS", design.SECOND_MS),
+    ("R15", r"for up to (\d+) h", "DEFAULT_REHOST_GRACE_MS", design.HOUR_MS),
+    ("R18", r"more than (\d+) min ago", "RENUDGE_MS", design.MINUTE_MS),
+    ("R22", r"at most (\d+) wake prompts per recipient per rolling hour", "MAX_WAKES_PER_HOUR", 1),
+    ("R33", r"at most (\d+) hops", "MAX_CONTINUATION_HOPS", 1),
+    ("R7", r"age out after (\d+) days", "TOMBSTONE_TTL_MS", 24 * design.HOUR_MS),
+])
+def test_each_number_is_the_one_the_rule_states(rid, pattern, value, unit):
+    """R14, R13, R15, R18, R22, R33, R7: simulator/design.py says what the rule text says."""
+    m = re.search(pattern, rule_text(rid))
+    assert m, f"{rid} no longer states {pattern!r}: restate {value} from its new text"
+    assert getattr(design, value) == int(m.group(1)) * unit
+
+
+def test_the_units_are_what_they_say():
+    assert (design.SECOND_MS, design.MINUTE_MS, design.HOUR_MS) == (1_000, 60_000, 3_600_000)
+    assert design.STAMP_RESOLUTION_MS == design.SECOND_MS  # stamps are written as %Y-%m-%dT%H:%M:%SZ
+
+
+# --- staleness (R14) ---------------------------------------------------------------
+
+@pytest.mark.rules("R14")
+@pytest.mark.parametrize("last_seen, now, stale", [
+    (0, 0, False),
+    (0, 59_999, False),
+    (0, 60_000, False),      # exactly two intervals: still fresh
+    (0, 60_001, True),       # more than 60 s since the last beat
+    (100_000, 30_000, False),  # a beat stamped after "now" (clock skew) is fresh
+    (None, 0, True),         # no readable beat at all
+])
+def test_is_stale_on_fixed_examples(last_seen, now, stale):
+    """R14: stale = more than 60 s since the last beat."""
+    assert design.is_stale(last_seen, now) is stale
+
+
+# --- the MCP id (R31) --------------------------------------------------------------
+
+@pytest.mark.rules("R31")
+def test_mcp_session_id_is_the_prefix_and_twelve_hex_of_sha256():
+    """R31: mcp_<sha256(host session id)[:12]>, checked on the FIPS 180-2 example
+    (sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad)."""
+    assert design.mcp_session_id("abc") == "mcp_ba7816bf8f01"
+    assert design.mcp_session_id("") == "mcp_e3b0c44298fc"  # sha256 of nothing: e3b0c442 98fc1c14...
+    assert "`mcp_<sha256(host session id)[:12]>`" in rule_text("R31")
+
+
+# --- the hook line (R31, R36, D-mcp-1) ----------------------------------------------
+
+def _documented_hook_line() -> str:
+    """The identity line as the decision record spells it (D-mcp-1), NAME and N as placeholders."""
+    text = (repo.ROOT / "docs" / "decisions" / "mcp.md").read_text(encoding="utf-8")
+    m = re.search(r"^D-mcp-1: The identity hook prints `([^`]+)`", text, re.M)
+    assert m, "D-mcp-1 no longer quotes the identity line"
+    return m.group(1)
+
+
+@pytest.mark.rules("R31", "R36")
+def test_the_hook_line_grammar_reads_the_documented_line():
+    """R31, R36: the line printed at session start and on every prompt names the assigned name and
+    the unread count (seed 000); D-mcp-1 fixes its wording, and design.HOOK_LINE_RE reads both back."""
+    line = _documented_hook_line()
+    assert "NAME" in line and "(N unread)" in line
+    filled = line.replace("NAME", "ba-sil-00042").replace("(N unread)", "(3 unread)")
+    m = design.HOOK_LINE_RE.match(filled)
+    assert m and (m.group("name"), m.group("unread")) == ("ba-sil-00042", "3")
+    with_mail = filled + "; call thatch_chat_read to read your mail"
+    assert design.HOOK_LINE_RE.match(with_mail).group("name") == "ba-sil-00042"
+
+
+@pytest.mark.rules("R7", "R31")
+def test_the_hook_line_grammar_does_not_read_other_lines():
+    """R7, R31: the leave line and a mail reminder carry no identity to read back."""
+    assert not design.HOOK_LINE_RE.match('thatch chat: you left the directory - call thatch_chat_register to rejoin (pass as: "mcp_ba7816bf8f01")')
+    assert not design.HOOK_LINE_RE.match("You have 2 unread chat messages from ba-sil-00001.")
+    assert not design.HOOK_LINE_RE.match("thatch chat: you are ba-sil-00001 (two unread)")
+
+
+# --- names (R2) ----------------------------------------------------------------------
+
+@pytest.mark.rules("R2")
+@pytest.mark.parametrize("name, ok", [
+    ("basil-00001", True), ("ba-sil-00001", True), ("ba-sil-123456", True),   # counters never wrap
+    ("ba-sil-0001", False), ("Ba-sil-00001", False), ("basil", False), ("ba_sil-00001", False), ("-00001", False),
+])
+def test_assigned_names_on_fixed_examples(name, ok):
+    """R2: a lowercase pool base of one or more words and a counter of five or more digits."""
+    assert bool(design.NAME_RE.match(name)) is ok
