@@ -13,11 +13,11 @@ rm -f reports/.coverage reports/.coverage.*
 status=0
 # worksteal: scenarios differ a lot in length; an idle worker takes queued ones from a busy one
 python -m coverage run -m pytest -n auto --dist worksteal scenarios --junitxml=reports/junit.xml || status=$?
-# The library reaches ~83.3% of thatch_core from scenarios alone, statements
+# The library reaches ~82.4% of thatch_core from scenarios alone, statements
 # and branches together as coverage.py counts them (the rest is real timers,
 # /proc reads and error paths only unit tests inject); the gate sits just
 # under that so a scenario that stops exercising its paths fails CI.
-COVERAGE_MIN_CORE="${COVERAGE_MIN_CORE:-82}" bash scripts/coverage_report.sh || status=$((status ? status : $?))
+COVERAGE_MIN_CORE="${COVERAGE_MIN_CORE:-81.5}" bash scripts/coverage_report.sh || status=$((status ? status : $?))
 thatch-sim matrix --check || status=$((status ? status : $?))
 # A short fixed-seed exploration (~1 minute on 2 cores): generated worlds pass; a failure is shrunk into reports/found/.
 python -m pytest -q -n 2 -p no:cacheprovider scenarios/found --sim-explore 60 --sim-explore-seed 1000 --sim-explore-out reports/found || status=$((status ? status : $?))

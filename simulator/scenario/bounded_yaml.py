@@ -89,6 +89,9 @@ def _check_encodable(node: yaml.ScalarNode, file: str) -> None:
                        "write the character itself, or one \\U escape for it (\\U0001F600)") from None
 
 
+_FLATTEN = "a scenario nests a few levels (steps[3].send.body): flatten it"
+
+
 class _Bounds:
     """The composer and constructor half of a bounded loader (mixed into a parser class)."""
 
@@ -115,8 +118,7 @@ class _Bounds:
             self._grow(*self._anchored[event.anchor], event.start_mark)
             return node
         if self._depth >= MAX_DEPTH:
-            raise _refusal(f"the YAML nests deeper than {MAX_DEPTH} levels", event.start_mark, self._file,
-                           "a scenario nests a few levels (steps[3].send.body): flatten it")
+            raise _refusal(f"the YAML nests deeper than {MAX_DEPTH} levels", event.start_mark, self._file, _FLATTEN)
         anchor, before = event.anchor, (self._values, self._chars)
         self._depth += 1
         if anchor is not None:
@@ -201,6 +203,8 @@ def compose_documents(text: str, file: str) -> tuple[Any, list[yaml.Node]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        if "nesting depth" in problem:  # PyYAML >= 6.0.4 bounds flow nesting in its scanner, before our composer
+            raise _refusal(f"the YAML nests deeper than {MAX_DEPTH} levels", mark, file, _FLATTEN) from None
         raise ScenarioSyntaxError(f"YAML syntax: {problem}", file=file, line=mark.line + 1 if mark else None,
                                   hint=_SYNTAX_HINT) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (a NUL, a control character)
