@@ -116,6 +116,11 @@ class Windows:
         known, risk = _store_facts(o.world.db_path)
         labels = frozenset(lv.label for lv in candidates if all(
             info.session_id in known or info.parent_id is not None for info in lv.ctx.sessions.values()))
+        if len(labels) < sum(1 for lv in o.processes.live.values() if lv.alive):
+            # A process that cannot join may write into a joiner's inbox (a ping-pong reply, a hook's
+            # send) at an instant one of the joiner's beats shares; the two engines would order that
+            # pair differently and the beat would see different mail. Windows only when all join.
+            return _Safety(frozenset(), risk)
         return _Safety(labels, risk)
 
     # -- one window ------------------------------------------------------------------

@@ -27,7 +27,9 @@ from typing import Any, Optional
 
 import pytest
 
-from simulator.explore.campaign import Failure, Settings, Summary, confirmed, file_failure, generated, run_spec
+from simulator.explore.campaign import (
+    Failure, Settings, Summary, confirmed, explore_command, file_failure, generated, run_spec,
+)
 from simulator.explore.cli import load_overrides
 from simulator.explore.judge import Outcome
 from simulator.explore.report import format_summary
@@ -119,7 +121,8 @@ class ExploreItem(pytest.Item):
         file_failure(gen, self.outcome, first, failure, self.settings)
         state = "reproduces when run alone" if failure.reproduced else "does NOT reproduce when run alone"
         lines += [f"shrunk {failure.shrunk.before} -> {failure.shrunk.after} (processes, sessions, steps): "
-                  f"{failure.file.path} ({state})", f"rerun: {failure.file.rerun}"]
+                  f"{failure.file.path} ({state})", f"rerun: {failure.file.rerun}",
+                  f"the generated original: {explore_command(self.seed, self.settings)}"]
         if self.outcome.run_dir is not None:
             lines.append(f"run dir of the original: {self.outcome.run_dir}")
         raise ExploreFailed("\n".join(lines))

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from simulator import Scenario, run_scenario
+from simulator.explore.generator import generate
+from simulator.explore.swarm import SMALL
 from simulator.scenario.loader import load_file
 import repo
 
@@ -41,18 +43,34 @@ def normalised(history: list[dict]) -> dict:
     return dict(out)
 
 
+def assert_engines_agree(spec: Scenario, tmp_path: Path) -> None:
+    """Windowed gives lockstep's verdicts, error and (serial) judged history for `spec`."""
+    runs = {engine: run_scenario(spec, run_dir=tmp_path / f"{spec.name}-{engine}", engine=engine)
+            for engine in ("lockstep", "windowed")}
+    lock, win = runs["lockstep"], runs["windowed"]
+    assert sorted((v.check, v.status) for v in win.verdicts) == sorted((v.check, v.status) for v in lock.verdicts)
+    assert win.error == lock.error
+    if spec.dispatch != "concurrent":
+        assert normalised(win.history) == normalised(lock.history)
+        assert win.dispatches == lock.dispatches
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(repo.ROOT / "scenarios")))
 def test_windowed_and_lockstep_judge_every_library_scenario_alike(path, tmp_path):
     """Every scenario in the library: windowed gives lockstep's verdicts, error and (serial) judged history."""
     for spec in _specs(path):
-        runs = {engine: run_scenario(spec, run_dir=tmp_path / f"{spec.name}-{engine}", engine=engine)
-                for engine in ("lockstep", "windowed")}
-        lock, win = runs["lockstep"], runs["windowed"]
-        assert sorted((v.check, v.status) for v in win.verdicts) == sorted((v.check, v.status) for v in lock.verdicts)
-        assert win.error == lock.error
-        if spec.dispatch != "concurrent":
-            assert normalised(win.history) == normalised(lock.history)
-            assert win.dispatches == lock.dispatches
+        assert_engines_agree(spec, tmp_path)
+
+
+EXPLORE_SEEDS, EXPLORE_CHUNK = 200, 25
+
+
+@pytest.mark.parametrize("first", range(0, EXPLORE_SEEDS, EXPLORE_CHUNK), ids=lambda s: f"seeds{s}-{s + EXPLORE_CHUNK - 1}")
+def test_windowed_and_lockstep_judge_generated_worlds_alike(first, tmp_path):
+    """Worlds nobody wrote: small `explore` seeds (kills, crashes, resumes, sleeps, locks,
+    broadcasts...) judged alike by both engines, under the same normalisation."""
+    for seed in range(first, first + EXPLORE_CHUNK):
+        assert_engines_agree(generate(seed, SMALL).spec, tmp_path / str(seed))
 
 
 def mail_world(procs: int = 3, hours: int = 2) -> Scenario:
