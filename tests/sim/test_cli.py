@@ -300,9 +300,12 @@ def long_scenario(tmp_path, monkeypatch) -> Path:
 
 @pytest.mark.slow  # ~3 s: a real run, stopped
 def test_ctrl_c_stops_a_run_with_one_line_and_keeps_its_directory(long_scenario):
-    # Ctrl-C signals the terminal's whole foreground process group: so does this test
+    # Ctrl-C signals the terminal's whole foreground process group: so does this test. A runner
+    # started as a background job of a non-interactive shell inherits SIGINT ignored, and Python keeps
+    # an inherited SIG_IGN: give the run the default disposition a terminal's foreground job has.
     proc = subprocess.Popen([sys.executable, "-m", "simulator", "run", str(long_scenario)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         started = proc.stdout.readline()
         assert started.startswith("running long-quiet-month seed=0 in ")
