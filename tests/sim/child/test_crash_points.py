@@ -195,7 +195,6 @@ def test_fork_sends_a_fresh_host_id_to_the_claude_code_process(tmp_path):
 def test_every_fault_kind_fires_with_the_real_harnesses(tmp_path):
     """Each fault kind takes effect with the real harnesses; the crash between the
     wake prompt and the delivered stamp re-nudges the same mail after the resume (R23)."""
-    pytest.importorskip("simulator.harness.claude_code")
     spec = Scenario.model_validate({
         "name": "real-faults", "duration": "8m", "drain": "2m", "seed": 3,
         "processes": [

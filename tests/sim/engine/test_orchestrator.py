@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 
 from engine_harness import TinyHarness
 from simulator import Scenario, run_scenario
@@ -65,7 +64,6 @@ def test_same_seed_gives_a_byte_identical_history(tmp_path):
 
 
 def test_same_seed_is_byte_identical_with_the_real_harnesses(tmp_path):
-    pytest.importorskip("simulator.harness.opencode")
     spec = scenario(steps=[
         {"at": "30s", "prompt": {"session": "alice", "text": "hello"}},
         {"at": "50s", "send": {"from": "alice", "to": "bob", "body": "hi"}},

@@ -81,7 +81,6 @@ def test_expectations_inside_a_sleep_read_the_sleep_start_state(tmp_path):
 def test_unread_and_wakes_inside_a_sleep_agree_with_the_real_harness(tmp_path):
     """R14, R18: mail at 5m then a 2 h sleep: at 7499s bob has no wake and 1 unread
     (the state at that time); the wake's catch-up delivers and bob reads."""
-    pytest.importorskip("simulator.harness.opencode")
     steps = [{"at": "5m", "send": {"from": "alice", "to": "bob", "body": "after lunch"}},
              {"at": "5m", "sleep": {"for": "2h"}},
              {"at": "7500s", "broadcast": {"from": "alice", "body": "back online"},
