@@ -19,6 +19,6 @@ python -m coverage run -m pytest -n auto --dist worksteal scenarios --junitxml=r
 # under that so a scenario that stops exercising its paths fails CI.
 COVERAGE_MIN_CORE="${COVERAGE_MIN_CORE:-81.5}" bash scripts/coverage_report.sh || status=$((status ? status : $?))
 thatch-sim matrix --check || status=$((status ? status : $?))
-# A short fixed-seed exploration (~1 minute on 2 cores): generated worlds pass; a failure is shrunk into reports/found/.
-python -m pytest -q -n 2 -p no:cacheprovider scenarios/found --sim-explore 60 --sim-explore-seed 1000 --sim-explore-out reports/found || status=$((status ? status : $?))
+# A short fixed-seed exploration (about a minute on 2 cores): generated worlds pass; a failure is shrunk into reports/found/.
+python -m pytest -q -n 2 -p no:cacheprovider scenarios/found --sim-explore 200 --sim-explore-seed 1000 --sim-explore-out reports/found || status=$((status ? status : $?))
 exit $status

@@ -5,12 +5,16 @@ Stored stamps have second resolution, so the bounds allow one second of slack.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Incarnation, RunView
 from simulator.design import SECOND_MS
 from simulator.result import Verdict
+
+# The poller's batch heartbeat as a crash event records it (normalised SQL).
+_HEARTBEAT_SQL = re.compile(r"^update chat_sessions set last_seen = \S+ where session_id in\b")
 
 
 def _disturbed(view: RunView, proc: str, t: int) -> bool:
@@ -23,13 +27,32 @@ def _disturbed(view: RunView, proc: str, t: int) -> bool:
     return any(e["t"] <= t <= e["t"] + view.stale_ms + poll for e in view.of("store-error", proc=proc))
 
 
+def _cut_polls(view: RunView) -> set[int]:
+    """Positions of polls a crash stopped before their heartbeat committed, cached. The
+    heartbeat statement runs only inside a poll, so a crash at it (not `when: after`)
+    cuts the last poll its process recorded before it."""
+    if "_cut_polls" not in view.__dict__:
+        cut, last_poll = set(), {}
+        for e in view.of("poll", "crash"):
+            d = e["data"]
+            if e["kind"] == "poll":
+                last_poll[e.get("proc")] = e["i"]
+            elif d.get("when") != "after" and e.get("proc") in last_poll and \
+                    (d.get("point") == "heartbeat" or _HEARTBEAT_SQL.match(str(d.get("sql") or ""))):
+                cut.add(last_poll.pop(e.get("proc")))
+        view.__dict__["_cut_polls"] = cut
+    return view.__dict__["_cut_polls"]
+
+
 def _polls(view: RunView, inc: Incarnation, label: str) -> list[dict]:
-    """Polls of `inc` that beat `label` (every poll when the event lists no hosted set), cached."""
+    """Polls of `inc` that beat `label` (every poll when the event lists no hosted set) and
+    whose heartbeat committed, cached."""
     cache = view.__dict__.setdefault("_poll_cache", {})
     key = (id(inc), label)
     if key not in cache:
         cache[key] = [e for e in view.of("poll", proc=inc.proc) if view.inc_of(e) is inc
-                      and ("hosted" not in e["data"] or label in (e["data"].get("hosted") or ()))]
+                      and ("hosted" not in e["data"] or label in (e["data"].get("hosted") or ()))
+                      and e["i"] not in _cut_polls(view)]
     return cache[key]
 
 
@@ -59,6 +82,9 @@ def p4_liveness(view: RunView) -> Verdict:
                 last = _last_before(_polls(view, inc, label), s["i"])
                 if last is None or view.poll_ms(inc.proc) + SECOND_MS >= view.stale_ms or _disturbed(view, inc.proc, s["t"]):
                     continue
+                since = view.hosted_from(inc, label, s["t"])
+                if since != inc.start_t and last["t"] <= since:
+                    continue  # hosted again from an activity (R15) that no poll has beaten yet
                 checked += 1
                 if row.get("stale"):
                     return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']} though {inc.proc}#{inc.n} hosts it live "

@@ -230,18 +230,30 @@ class RunView:
         return DEFAULT_REHOST_GRACE_MS
 
     def hosting(self, inc: Incarnation, label: str, t: int) -> bool:
-        """Does `inc` (alive) host `label` at t? A rehosted session counts within the grace,
-        or for good once it showed activity there (R15 graduation); a dormant resumed
-        one (its command line opened another session or none) only from its first use."""
+        """Does `inc` (alive) host `label` at t? (`hosted_from`)"""
+        return self.hosted_from(inc, label, t) is not None
+
+    def hosted_from(self, inc: Incarnation, label: str, t: int) -> Optional[int]:
+        """Since when `inc` (alive) hosts `label` without a break up to t; None when it does not
+        at t. A rehosted session counts within the grace, or for good once it showed activity
+        there (R15 graduation); a dormant resumed one (its command line opened another session
+        or none) only from its first use. A graduation is never seen ahead of time."""
         if label not in inc.sessions:
-            return False
+            return None
+        first = self._first_activity(inc, label)
         if label in inc.dormant:
-            return any(e.get("session") == label and e["i"] > inc.start_i and e["t"] <= t
-                       for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
-        if label not in inc.rehosted or t - inc.start_t < self.rehost_grace(inc):
-            return True
-        return any(e.get("session") == label and e["i"] > inc.start_i
-                   for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc))
+            return first if first is not None and first <= t else None
+        grace_end = inc.start_t + self.rehost_grace(inc)
+        if label not in inc.rehosted or t < grace_end:
+            return inc.start_t
+        if first is None or first > t:
+            return None
+        return inc.start_t if first < grace_end else first
+
+    def _first_activity(self, inc: Incarnation, label: str) -> Optional[int]:
+        """Virtual time of `label`'s first activity in `inc` (a call, a prompt, a turn)."""
+        return next((e["t"] for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc)
+                     if e.get("session") == label and e["i"] > inc.start_i), None)
 
     def asleep(self, t: int, slack: int = 0) -> bool:
         """True inside a machine sleep, or within `slack` ms after it ends."""

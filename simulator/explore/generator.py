@@ -37,7 +37,7 @@ POLLS = ("10s", "15s", "20s", "30s")
 SQL_POINTS = ("insert into chat_messages", "update chat_messages set", "delete from chat_sessions",
               "insert into chat_leave_tombstones", "insert into chat_name_counters")
 NAMED_POINTS = ("delivered-stamp", "read-stamp", "broadcast-insert", "register-insert", "unregister")
-HEARTBEAT_POINTS = {"before": "heartbeat", "sql": "update chat_sessions set"}  # gated: swarm.GATED
+HEARTBEAT_POINTS = {"before": "heartbeat", "sql": "update chat_sessions set"}
 PREFIX = {"opencode": "oc", "claude-code": "cc", "cursor": "cu"}
 
 
@@ -335,8 +335,7 @@ class _Draw:
         args: dict[str, Any] = {"process": self.rng.choice(running)}
         key = "before" if self.rng.random() < 0.75 else "sql"
         points = NAMED_POINTS if key == "before" else SQL_POINTS
-        if self.swarm.on("heartbeat-crash"):
-            points += (HEARTBEAT_POINTS[key],)
+        points += (HEARTBEAT_POINTS[key],)
         args[key] = self.rng.choice(points)
         if self.rng.random() < 0.3:
             args["nth"] = self.rng.randint(1, 3)

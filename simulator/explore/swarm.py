@@ -36,12 +36,10 @@ FAULT_RATES: dict[str, tuple[float, float]] = {
 GATED: dict[str, str] = {
     "prune": "a week-long machine sleep prunes every row at the wake; a session that re-registers before "
              "the next sample changes its name with no observed prune, and P6 reports it",
-    "heartbeat-crash": "a crash point at the poller's heartbeat: P4 takes that poll as the session's last "
-                       "beat and calls the stale sample a minute later too early",
     "resume-continue": "a `-c` resume that opens another session than the one it names: P3 counts the named "
                        "session as hosted at once and P4 misses that the opened one is beaten again",
-    "short-grace": "a restart with a short rehost grace: P4 takes a rehosted session's activity after the "
-                   "sample as a graduation before it, and calls its correct stale sample wrong",
+    "short-grace": "a restart with a short rehost grace, then another restart: the re-hosted tab keeps its "
+                   "first deadline (D-runtime-15), but P3 and P4 judge it by the second daemon's grace",
     "explicit-join": "a `joins: explicit` session that never had a turn has no idle status, so its poller "
                      "never wakes it; P3 counts it as idle and wants a wake",
     "concurrent": "concurrent dispatch: a send and the recipient's poll in one wave are recorded in process "

@@ -1,0 +1,96 @@
+"""P4 on the beats a run really committed: a rehosted session graduates only from
+activity it already showed, and a poll whose heartbeat a crash cut short is no beat."""
+
+from __future__ import annotations
+
+import pytest
+
+from historykit import N_BOB, RUN_INFO, H, base_world, make_spec
+from simulator.checks.registry import REGISTRY
+from simulator.checks.view import RunView
+
+
+def judge(pid, h, db, spec=None):
+    view = RunView(spec or make_spec(), h.done(), db, RUN_INFO)
+    return REGISTRY[pid][2](view)
+
+
+def _beating(h, until, proc="h1", start=0):
+    for t in range(start, until, 30_000):
+        h.poll(t + 500, proc, ["alice", "bob"])
+
+
+def _rehosted_world(h):
+    """h1 restarts into h2 at 1m with a 5m grace; h2 beats bob within the grace only."""
+    base_world(h); _beating(h, 60_000)
+    h.exit(60_000, "h1", "restart")
+    h.start(60_000, "h2", {}, rehost_of="h1")
+    for t in range(90_000, 1_200_000, 30_000):
+        h.poll(t, "h2", ["alice", "bob"] if t < 360_000 else [])
+
+
+def _restart_spec():
+    return make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "start": "never"}],
+                     steps=[{"at": "1m", "restart": {"process": "h1", "into": "h2", "grace": "5m"}}])
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_counts_a_graduation_only_from_activity_already_shown(db):
+    """R15, R14: bob, rehosted and silent past the grace, is correctly stale at 8m; his
+    first activity in the new daemon at 15m graduates him from then on, not before."""
+    h = H(); _rehosted_world(h)
+    h.sample(480_000, {"bob": (N_BOB, True, 330_000)})
+    h.call(900_000, "h2", "bob", "list", {}, True, "Active: ...")
+    assert judge("P4", h, db, _restart_spec()).status != "fail"
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_still_judges_a_graduated_session_live(db):
+    """R15, R14: once bob showed activity in the new daemon he is hosted for good,
+    so a stale sample after it is wrong even past the grace."""
+    h = H(); _rehosted_world(h)
+    h.call(300_000, "h2", "bob", "list", {}, True, "Active: ...")
+    bad = h.sample(480_000, {"bob": (N_BOB, True, 330_000)})
+    v = judge("P4", h, db, _restart_spec())
+    assert v.status == "fail" and v.witness[0]["i"] == bad["i"]
+
+
+@pytest.mark.rules("R14")
+def test_p4_takes_the_last_committed_heartbeat_as_the_last_beat(db):
+    """R14: a poll that crashed before its heartbeat statement beat no one; the
+    session's last beat is the one before it, so stale 70 s later is on time."""
+    h = H(); base_world(h); _beating(h, 60_000)           # beats at 0.5 s and 30.5 s
+    h.poll(60_500, "h1", ["alice", "bob"])
+    h.ev(60_500, "crash", "h1", None, point="heartbeat", sql="update chat_sessions set last_seen = ? where session_id in (?, ?)", step=0)
+    h.exit(60_500, "h1", "crashed")
+    h.sample(101_000, {"bob": (N_BOB, True, 30_500)})
+    assert judge("P4", h, db).status != "fail"
+
+
+@pytest.mark.rules("R14")
+def test_p4_keeps_a_heartbeat_that_committed_before_the_crash(db):
+    """R14: a crash after the heartbeat committed (or later in the poll) leaves the beat,
+    so a stale sample less than 60 s after that poll is still too early."""
+    for crash in ({"point": "heartbeat", "when": "after"}, {"point": "delivered-stamp"}):
+        h = H(); base_world(h); _beating(h, 60_000)
+        h.poll(60_500, "h1", ["alice", "bob"])
+        h.ev(60_500, "crash", "h1", None, sql="update ...", step=0, **crash)
+        h.exit(60_500, "h1", "crashed")
+        bad = h.sample(101_000, {"bob": (N_BOB, True, 30_500)})
+        v = judge("P4", h, db)
+        assert v.status == "fail" and v.witness[-1]["i"] == bad["i"], crash
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_waits_for_a_beat_after_a_late_graduation(db):
+    """R15, R14: bob, silent past the grace, graduates at 15m05s; his row stays stale until
+    the next poll beats him (15m30s), so a stale sample at 15m10s is right, one at 16m wrong."""
+    h = H(); _rehosted_world(h)
+    h.call(905_000, "h2", "bob", "list", {}, True, "Active: ...")
+    for t in range(930_000, 1_200_000, 30_000):
+        h.poll(t + 1, "h2", ["alice", "bob"])
+    h.sample(910_000, {"bob": (N_BOB, True, 330_000)})
+    assert judge("P4", h, db, _restart_spec()).status != "fail"
+    bad = h.sample(960_000, {"bob": (N_BOB, True, 330_000)})
+    v = judge("P4", h, db, _restart_spec())
+    assert v.status == "fail" and v.witness[0]["i"] == bad["i"]
