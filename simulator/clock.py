@@ -51,6 +51,11 @@ ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def iso_stamp(epoch: int) -> str:
+    """The stored timestamp of an epoch-ms wall reading (`ISO_FORMAT`)."""
+    return time.strftime(ISO_FORMAT, time.gmtime(epoch // 1000))
+
+
 def parse_iso_ms(text: Any) -> Optional[int]:
     """Epoch ms of a stored timestamp, or None when it is not one.
 

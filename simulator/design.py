@@ -34,6 +34,8 @@ DIALOG_EXPIRY_MS = 5 * MINUTE_MS
 MAX_CONTINUATION_HOPS = 10
 # R7/R26: the hourly prune removes leave tombstones older than 7 days.
 TOMBSTONE_TTL_MS = 7 * 86_400_000
+# R26: the hourly prune deletes auto rows silent for 7 days.
+AUTO_ROW_TTL_MS = 7 * 86_400_000
 # Stored stamps (created_at, delivered_at, read_at, last_seen) have second resolution.
 STAMP_RESOLUTION_MS = SECOND_MS
 

@@ -142,9 +142,9 @@ def opened_session(argv: list[str], listing: list[dict], ids: dict[str, str]) ->
     """The label of the session opencode itself opens for `argv`, or None.
 
     The simulator's own model of opencode's command line, kept apart from
-    thatch_core.osargs on purpose: the checkers judge a resume by it (a
-    resumed session the command line does not open is hosted only once it is
-    used, D-sim-22), so it must not come from the code under test. `-s ID` /
+    the code under test's own parser on purpose: the checkers judge a resume
+    by it (a resumed session the command line does not open is hosted only
+    once it is used, D-sim-22), so it must not come from the code under test. `-s ID` /
     `--session ID` / `--session=ID` / `-s=ID` open ID (the first one wins,
     over `-c` too); a flag with no value opens nothing; `-c` / `--continue`
     opens the newest top-level session of `listing`; `--` ends the flags.

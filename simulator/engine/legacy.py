@@ -1,7 +1,7 @@
 """A 002-era database for scenarios that start from an upgrade (`legacy:` rows).
 
 The world writes it before any process starts, so the first process's
-`open_db` migrates it for real (thatch_core.db._migrate): the 002 layout has
+`open_db` migrates it for real: the 002 layout has
 no `auto`/`worktree` columns and a case-sensitive unique name in
 `chat_sessions`, no `via_broadcast` in `chat_messages`, and none of the
 counters, tombstones, host-pid or pruned tables. It never stamps
@@ -15,9 +15,18 @@ import random
 import sqlite3
 from pathlib import Path
 
-from simulator.clock import START_EPOCH_MS
-from thatch_core.clock import iso
-from thatch_core.db import LEGACY_SCHEMA_002
+from simulator.clock import START_EPOCH_MS, iso_stamp as iso
+
+# The 002-era chat.ts tables, written out here rather than taken from the code
+# under test: its migration is judged by reading what the old release wrote.
+SCHEMA_002 = (
+    "CREATE TABLE chat_sessions (session_id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, topic TEXT,"
+    " project TEXT, host_kind TEXT NOT NULL DEFAULT 'opencode', registered_at TEXT NOT NULL,"
+    " last_seen TEXT NOT NULL)",
+    "CREATE TABLE chat_messages (id INTEGER PRIMARY KEY AUTOINCREMENT, from_session TEXT NOT NULL,"
+    " to_session TEXT NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL, delivered_at TEXT,"
+    " read_at TEXT)",
+)
 
 # The sender of `mail:` rows: a 002-era session that left long ago (no row).
 LEGACY_SENDER = "ses_" + "0" * 20 + "0002"
@@ -40,7 +49,7 @@ def write_legacy_db(world) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        for ddl in LEGACY_SCHEMA_002:
+        for ddl in SCHEMA_002:
             conn.execute(ddl)
         for index, row in enumerate(rows):
             sid = legacy_session_id(world, index, row)

@@ -34,8 +34,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import multiprocess
-from thatch_core.db import open_db
-
 from simulator import clock as vclock
 from simulator import design
 from simulator.engine import faults
@@ -49,6 +47,7 @@ from simulator.engine.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import ENGINES, Windows
 from simulator.engine.world import World
+from simulator.harness.support import create_database
 from simulator.history import merge, read_events
 from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, recv_msg, send_msg
 from simulator.scenario.durations import format_duration
@@ -183,9 +182,9 @@ class Orchestrator:
     # -- setup, agenda --------------------------------------------------------
 
     def _setup(self) -> None:
-        preload(self.spec, self.world.overrides)
+        preload(self.world.overrides)
         self.world.build()
-        open_db(self.world.db_path).close()  # schema first, then nothing open before any fork
+        create_database(self.world.db_path)  # schema first, then nothing open before any fork
         self.log.open(self.run_dir)
         self.log.record("run-start", scenario=self.spec.name, seed=self.seed, dispatch_mode=self.spec.dispatch,
                         epoch_ms=vclock.START_EPOCH_MS, fresh=True)

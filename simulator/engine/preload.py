@@ -1,7 +1,7 @@
 """Imports and caches the orchestrator fills once so every fork inherits them.
 
 A fork inherits loaded modules and warm caches for free; a child paying for
-them itself (importing the harness, thatch_core and faker, building a Faker,
+them itself (importing faker, building a Faker,
 scanning modules for freezegun) cost ~0.1 s each (measured), which dominated
 short runs with many processes. Nothing here draws from a random generator
 or changes what a child does: only speed is at stake.
@@ -17,22 +17,14 @@ from typing import Any, Optional
 
 from freezegun import api as freezegun_api
 
-from simulator.scenario.model import Scenario
-
-# thatch_core's lazily imported modules too: every child imported the
-# runtime, tools, MCP and prompt modules (and _strptime) on its own.
-_THATCH_MODULES = ("db", "store", "config", "runtime", "poller", "rehost", "tools", "prompts", "osargs",
-                   "mcp", "continuation", "cli", "staleness")
 _warmed: set[str] = set()
 
 
-def preload(spec: Scenario, overrides: dict[str, Any]) -> None:
+def preload(overrides: dict[str, Any]) -> None:
     """Import what every child would import on its own before forking it."""
-    names = ["_strptime"] + [f"thatch_core.{m}" for m in _THATCH_MODULES]
-    if "harness" not in overrides:
-        kinds = {p.kind for p in spec.processes}
-        names += ["simulator.harness", "faker"] + [
-            f"simulator.harness.{k.replace('-', '_')}" for k in sorted(kinds)]
+    # The harnesses and the whole of thatch_core are loaded already (engine.processes imports
+    # simulator.harness); what is left is what they import on first use.
+    names = ["_strptime"] + (["faker"] if "harness" not in overrides else [])
     loaded = {name: _import(name) for name in names}
     if loaded.get("faker") is not None:
         _warm_faker(loaded["faker"])

@@ -23,14 +23,13 @@ before the merge. A scenario and seed give one history per engine.
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from thatch_core.constants import AUTO_TTL_DAYS, DAY_MS, TOMBSTONE_TTL_DAYS
-from thatch_core.db import open_db
-
 from simulator import clock as vclock
+from simulator import design
 from simulator.child.window import LOCAL_OPS
 from simulator.engine.agenda import PRIORITY, Entry, HarnessFollowUp, Poll, Priority
 from simulator.engine.processes import Live
@@ -246,8 +245,9 @@ def _renumber(numbers: dict[int, int]):
 def _store_facts(db_path: Path) -> tuple[set[str], float]:
     """(session ids with a directory row or a leave tombstone, the first virtual instant a
     prune sweep could delete a row or sweep mail: never when nothing is old enough)."""
-    conn = open_db(db_path)
+    conn = sqlite3.connect(str(db_path), timeout=10, isolation_level=None)
     try:
+        conn.execute("PRAGMA query_only = 1")
         known = {r[0] for r in conn.execute(
             "SELECT session_id FROM chat_sessions UNION SELECT session_id FROM chat_leave_tombstones")}
         oldest_auto = conn.execute("SELECT min(last_seen) FROM chat_sessions WHERE auto = 1").fetchone()[0]
@@ -257,8 +257,9 @@ def _store_facts(db_path: Path) -> tuple[set[str], float]:
         conn.close()
     if pruned:
         return known, float("-inf")
-    risks = [vclock.virtual_ms(ms) + ttl * DAY_MS for ms, ttl in (
-        (vclock.parse_iso_ms(oldest_auto), AUTO_TTL_DAYS), (vclock.parse_iso_ms(oldest_leave), TOMBSTONE_TTL_DAYS))
+    risks = [vclock.virtual_ms(ms) + ttl for ms, ttl in (
+        (vclock.parse_iso_ms(oldest_auto), design.AUTO_ROW_TTL_MS),
+        (vclock.parse_iso_ms(oldest_leave), design.TOMBSTONE_TTL_MS))
         if ms is not None]
     return known, float(min(risks, default=float("inf")))
 

@@ -30,6 +30,11 @@ def registered_name(text: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
+def create_database(path) -> None:
+    """Create the run's database as thatch_core creates it (schema and migration), then close it."""
+    open_db(path).close()
+
+
 def open_connection(ctx: HarnessContext):
     """A connection to the run's database with the crash points installed.
     Only ever called inside the process that uses it (never before a fork)."""
