@@ -78,6 +78,21 @@ def explain(result: RunResult, check: Optional[str] = None) -> str:
     return "\n".join(lines)
 
 
+def assert_break(check: str, spec: Scenario, tmp_path: Path, why: str, **broken: Any) -> tuple[RunResult, RunResult]:
+    """Run `spec` clean (must pass `check` and be ok overall), then with `broken`
+    (must fail `check` with a witness whose message mentions `why`)."""
+    good = run(spec, tmp_path / "real")
+    assert good.ok, explain(good, check)
+    assert good.verdict(check).status == "pass", explain(good, check)
+    bad = run(spec, tmp_path / "broken", **broken)
+    assert bad.error is None, explain(bad, check)
+    v = bad.verdict(check)
+    assert v.status == "fail", explain(bad, check)
+    assert v.witness, f"{check} failed without a witness: {v.message}"
+    assert why in v.message, f"{check} failed for another reason: {v.message}"
+    return good, bad
+
+
 # ---------------------------------------------------------------------------
 # The worlds the property-failure tests use
 # ---------------------------------------------------------------------------

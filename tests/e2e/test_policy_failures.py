@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import repo
-from scenario_builders import act, explain, opencode, run, scenario, send, session
+from scenario_builders import assert_break, act, explain, opencode, run, scenario, send, session
 from simulator.checks.policies import POLICY_CHECKS
 from simulator.scenario.loader import load_file
 from simulator.scenario.policies import PolicySpec
@@ -43,19 +43,6 @@ def proves(qid: str):
         return fn
     return deco
 
-
-def assert_break(qid: str, spec, tmp_path: Path, why: str, **broken):
-    """`spec` runs clean (the promise passes, the run is ok), then with `broken` (it fails, mentioning `why`)."""
-    good = run(spec, tmp_path / "real")
-    assert good.ok, explain(good, qid)
-    assert good.verdict(qid).status == "pass", explain(good, qid)
-    bad = run(spec, tmp_path / "broken", **broken)
-    assert bad.error is None, explain(bad, qid)
-    v = bad.verdict(qid)
-    assert v.status == "fail", explain(bad, qid)
-    assert v.witness, f"{qid} failed without a witness: {v.message}"
-    assert why in v.message, f"{qid} failed for another reason: {v.message}"
-    return good, bad
 
 
 # ---------------------------------------------------------------------------

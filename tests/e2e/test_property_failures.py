@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from scenario_builders import (act, claude_code, crash_at_stamp_then_resume, crash_at_wake_prompt,
+from scenario_builders import (assert_break, act, claude_code, crash_at_stamp_then_resume, crash_at_wake_prompt,
                                crash_between_two_batches, cursor, explain, idle_inside_wake_prompt,
                                leave_then_crash_after_commit, opencode, run, scenario, send, session, two_tabs)
 from simulator.scenario.model import PROPERTY_IDS
@@ -38,20 +38,6 @@ def proves(pid: str):
         return fn
     return deco
 
-
-def assert_break(pid: str, spec, tmp_path, why: str, **broken):
-    """Run `spec` clean (must pass `pid` and be ok overall), then with `broken`
-    (must fail `pid` with a witness whose message mentions `why`)."""
-    good = run(spec, tmp_path / "real")
-    assert good.ok, explain(good, pid)
-    assert good.verdict(pid).status == "pass", explain(good, pid)
-    bad = run(spec, tmp_path / "broken", **broken)
-    assert bad.error is None, explain(bad, pid)
-    v = bad.verdict(pid)
-    assert v.status == "fail", explain(bad, pid)
-    assert v.witness, f"{pid} failed without a witness: {v.message}"
-    assert why in v.message, f"{pid} failed for another reason: {v.message}"
-    return good, bad
 
 
 # ---------------------------------------------------------------------------

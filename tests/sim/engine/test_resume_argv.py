@@ -8,16 +8,15 @@ checkers' model of which session a command line opens (D-sim-22).
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
 from engine_harness import TinyHarness
+from scenariokit import error_lines
 from simulator import Scenario, run_scenario
 from simulator.checks.view import RunView
 from simulator.engine.faults import opened_session
 from harnesskit import Driver, make_ctx, session_info
-from simulator.scenario.loader import ScenarioErrors, parse_scenario
 from simulator.protocol import OP_START
 from simulator.scenario.validate import check_spec
 
@@ -37,11 +36,7 @@ processes:
 
 
 def errors_of(extra: str) -> list[str]:
-    try:
-        parse_scenario(WORLD + textwrap.dedent(extra), file="w.yaml")
-    except ScenarioErrors as exc:
-        return [e.format() for e in exc.errors]
-    return []
+    return error_lines(WORLD, extra)
 
 
 # -- the language ------------------------------------------------------------------

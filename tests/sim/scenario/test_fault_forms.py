@@ -6,12 +6,10 @@ file:line and what to write instead where it could never take effect.
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
-from simulator.scenario.errors import ScenarioError
-from simulator.scenario.loader import ScenarioErrors, parse_scenario
+from scenariokit import error_lines
 from simulator.scenario.model import CrashArgs
 
 WORLD = """\
@@ -29,14 +27,7 @@ processes:
 
 
 def errors_of(extra: str, world: str = WORLD) -> list[str]:
-    """The error lines of `world` plus `extra` (YAML appended at top level), [] if it loads."""
-    try:
-        parse_scenario(world + textwrap.dedent(extra), file="w.yaml")
-    except ScenarioErrors as exc:
-        return [e.format() for e in exc.errors]
-    except ScenarioError as exc:
-        return [exc.format()]
-    return []
+    return error_lines(world, extra)
 
 
 @pytest.mark.rules("R21", "R23")

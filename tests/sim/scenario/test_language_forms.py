@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from simulator.scenario.loader import BadValueError, ScenarioError, ScenarioErrors, parse_scenario
+from scenariokit import error_lines
+from simulator.scenario.loader import BadValueError, ScenarioErrors, parse_scenario
 from simulator.scenario.model import KNOWN_MARKERS, Scenario
 from simulator.scenario.schema import schema_text
 from simulator.scenario.validate import check_spec
@@ -37,14 +38,7 @@ processes:
 
 
 def errors_of(extra: str, world: str = WORLD) -> list[str]:
-    """The error lines of `world` plus `extra` (YAML appended at top level), [] if it loads."""
-    try:
-        parse_scenario(world + textwrap.dedent(extra), file="w.yaml")
-    except ScenarioErrors as exc:
-        return [e.format() for e in exc.errors]
-    except ScenarioError as exc:
-        return [exc.format()]
-    return []
+    return error_lines(world, extra)
 
 
 # -- replicas ------------------------------------------------------------------

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from simulator.scenario.errors import ScenarioError
-from simulator.scenario.loader import ScenarioErrors, parse_scenario
+from scenariokit import error_lines
+from simulator.scenario.loader import parse_scenario
 from simulator.scenario.policies import (
     QODER, THATCH, PolicySetError, options_by_process, parse_policy_set, policy_spec_of, uses_policies,
 )
@@ -40,13 +40,7 @@ def load(extra: str = "", world: str = WORLD):
 
 
 def errors_of(extra: str, world: str = WORLD) -> list[str]:
-    try:
-        load(extra, world)
-    except ScenarioErrors as exc:
-        return [e.format() for e in exc.errors]
-    except ScenarioError as exc:
-        return [exc.format()]
-    return []
+    return error_lines(world, extra)
 
 
 def test_a_named_set_and_process_options_compose():

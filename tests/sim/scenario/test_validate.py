@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import textwrap
 
-from simulator.scenario.loader import CrossReferenceError, ScenarioErrors, parse_scenario
+from scenariokit import error_lines
+from simulator.scenario.loader import parse_scenario
 from simulator.scenario.model import Scenario
 from simulator.scenario.validate import check_spec
 
@@ -26,14 +26,7 @@ processes:
 
 
 def errors_of(extra: str, world: str = WORLD) -> list[str]:
-    """The error lines of WORLD plus `extra` (YAML appended at top level), [] if it loads."""
-    try:
-        parse_scenario(world + textwrap.dedent(extra), file="w.yaml")
-    except ScenarioErrors as exc:
-        return [e.format() for e in exc.errors]
-    except CrossReferenceError as exc:
-        return [exc.format()]
-    return []
+    return error_lines(world, extra)
 
 
 def test_a_consistent_scenario_passes():
