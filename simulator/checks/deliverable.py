@@ -77,14 +77,24 @@ class Gate:
 
     def _statuses(self, inc: Incarnation, label: str) -> tuple[list[int], list[str]]:
         """Times and states ("idle", "busy", "compacting") the host saw the session in.
-        A session the process resumed or re-hosted counts idle from its start (an open tab
+        A session the process resumed, opened or re-hosted counts idle from its start (an open tab
         that reconnects emits nothing); any other is unknown until its first status."""
-        first = "idle" if (label == inc.resumed and label not in inc.dormant) or label in inc.rehosted else "unknown"
+        opened = (label == inc.resumed and label not in inc.dormant) or label == inc.opened
+        first = "idle" if opened or label in inc.rehosted else "unknown"
         times, states = [inc.start_t], [first]
         for e in self.view.of("status", session=label, proc=inc.proc):
             if self.view.inc_of(e) is inc:
                 times.append(e["t"])
                 states.append("compacting" if e["data"].get("compacting") else str(e["data"].get("status")))
+        if label in inc.rehosted:
+            # A re-hosted tab that stays silent past its deadline drops out with what was
+            # assumed of it; once it is back (activity), its status is unknown until seen.
+            deadline = self.view.rehost_deadline(inc, label)
+            active = self.view.first_activity(inc, label)
+            if (active is None or active >= deadline) and all(t >= deadline for t in times[1:]):
+                k = bisect.bisect_left(times, deadline)
+                times.insert(k, deadline)
+                states.insert(k, "unknown")
         return times, states
 
     def _wakes(self, inc: Incarnation, label: str) -> list[int]:
@@ -123,7 +133,7 @@ class Gate:
         wakes = {id(inc): self._wakes(inc, label) for inc in incs}
         cuts = {0, view.t_end, *reg[0]}
         for inc in incs:
-            cuts |= {inc.start_t, inc.end_t or view.t_end, inc.start_t + view.rehost_grace(inc), *status[id(inc)][0]}
+            cuts |= {inc.start_t, inc.end_t or view.t_end, view.rehost_deadline(inc, label), *status[id(inc)][0]}
             cuts |= {t + d for t in wakes[id(inc)] for d in (0, HOUR_MS)}
             cuts |= {t + d for t in self.errors.get(inc.proc, ()) for d in (0, 1)}
         cuts |= {e["t"] for e in view.of(*TURN_EVENTS, session=label)} | {t for a, b in self.sleeps for t in (a, b)}

@@ -12,7 +12,7 @@ from typing import Optional
 from simulator.checks.deliverable import Gate, Stretch
 from simulator.checks.faults import crash_lost_a_stamp
 from simulator.checks.registry import passed, prop, skipped, verdict
-from simulator.checks.view import RunView
+from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, STAMP_RESOLUTION_MS
 from simulator.result import Verdict
@@ -80,10 +80,11 @@ def p2_rate_cap(view: RunView) -> Verdict:
     return passed(p2_rate_cap, f"{judged} wakes, none over the cap", judged)
 
 
-def _creations(view: RunView) -> dict[int, tuple[int, float]]:
+def _creations(view: RunView, calls_out: Optional[dict[int, Call]] = None) -> dict[int, tuple[int, float]]:
     """Row id -> (t, i) of the send or broadcast result that stored it: the stamp has second
     resolution, the call's position says which same-time wake came after it. A row no call
-    explains stands at its stamp, before every event of that time."""
+    explains stands at its stamp, before every event of that time. `calls_out` gets each
+    explained row's call."""
     calls: dict[str, list] = {}
     for c in view.calls:
         if c.tool in ("send", "broadcast") and c.ok:
@@ -95,9 +96,25 @@ def _creations(view: RunView) -> dict[int, tuple[int, float]]:
         mine = [c for c in near if c.session == view.label_of.get(m["from_session"])] or near
         if mine:
             out[m["id"]] = (mine[0].t, mine[0].i)
+            if calls_out is not None:
+                calls_out[m["id"]] = mine[0]
         elif stamp is not None:
             out[m["id"]] = (stamp, -1)
     return out
+
+
+def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) -> bool:
+    """Did wake `w` come after the message was stored? Its history position says so, except
+    within one concurrent wave: the wave's processes run at once and the merge orders their
+    events by process, so another process's wake in the send's wave that names the sender
+    may have come after it."""
+    if (w["t"], w["i"]) > created:
+        return True
+    if call is None or call.result is None or w["t"] != call.t or w.get("proc") == call.proc:
+        return False
+    if w.get("dispatch") is None or w.get("dispatch") != call.result.get("dispatch"):
+        return False
+    return any(view.label_for_name(n) == call.session for n in w["data"].get("senders") or ())
 
 
 def _lost_stamps(view: RunView) -> dict[int, dict]:
@@ -177,7 +194,8 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
     return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={deadline}", wit)
 
 
-def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tuple, lost: dict) -> tuple[int, Optional[Verdict], str]:
+def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tuple, lost: dict,
+                    call: Optional[Call] = None) -> tuple[int, Optional[Verdict], str]:
     """(wakes the message was owed or got, the first one missed, why it was owed none). A wake is
     owed once the session stays deliverable for a whole window while the message is unread; a
     wake that came earlier (before a read it prompted, or before the gate closed again) counts."""
@@ -188,7 +206,9 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
     need_t, need_i, prev = created[0], created[1], None
     duties = 0
     while True:
-        woken = next((w for w in wakes if (w["t"], w["i"]) > (need_t, need_i) and w["t"] <= until), None)
+        first = prev is None
+        woken = next((w for w in wakes if w["t"] <= until and (_came_after(view, w, created, call) if first
+                                                                 else (w["t"], w["i"]) > (need_t, need_i))), None)
         window = _first_window(view, runs, need_t, until)
         if woken is not None and (window is None or woken["t"] <= window[1]):
             duties += 1
@@ -203,7 +223,8 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
 def p3_at_least_once(view: RunView) -> Verdict:
     """Every message to a session is followed by a wake within one poll cycle of its host (plus 1 s) of the session becoming deliverable (registered, hosted by a live opencode process whose chat was enabled at start, last seen idle and not compacting, under 6 wakes by that process in the rolling hour, machine awake, database unlocked) while the message is unread; again 15 min after the last wake while it stays unread, and at once after a crash between the wake and its stamp (before delivered-stamp, after wake-prompt) lost the wake's stamp."""
     gate = Gate(view)
-    created = _creations(view)
+    calls: dict[int, Call] = {}
+    created = _creations(view, calls)
     lost = _lost_stamps(view)
     judged = duties = 0
     exempt: Counter = Counter()
@@ -211,7 +232,7 @@ def p3_at_least_once(view: RunView) -> Verdict:
         label = view.label_of.get(m["to_session"])
         if label is None or m["id"] not in created:
             continue
-        owed, failure, reason = _message_duties(view, gate, m, label, created[m["id"]], lost)
+        owed, failure, reason = _message_duties(view, gate, m, label, created[m["id"]], lost, calls.get(m["id"]))
         if failure is not None:
             failure.judged = judged + 1
             return failure

@@ -40,9 +40,9 @@ def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
-@prop("P6", "names", rules=("R2", "R5", "R6", "R33"))
+@prop("P6", "names", rules=("R2", "R5", "R6", "R26", "R33"))
 def p6_names(view: RunView) -> Verdict:
-    """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost, a fork chain of at most 10 hops) and are never reissued: a session that left and came back gets a name never seen before."""
+    """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost, a fork chain of at most 10 hops; a row silent for more than 7 days may be pruned in between) and are never reissued: a session that left and came back gets a name never seen before."""
     obs = view.name_observations()
     if not any(n for _, _, n in obs):
         return skipped(p6_names, "no session was ever registered")
@@ -59,7 +59,8 @@ def p6_names(view: RunView) -> Verdict:
             return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}", [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
         if prev is not None and prev.lower() != key and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label)) \
-                and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label)):
+                and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label)) \
+                and not view.could_be_pruned(label, pe, e):
             return verdict(p6_names, "fail", f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
         if key in owner:
             # Its own old name again: fine on a reclaim, never after a leave (names are not reissued).

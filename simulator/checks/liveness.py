@@ -95,7 +95,7 @@ def p4_liveness(view: RunView) -> Verdict:
             dead = [inc for inc in view.incs if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
             if not dead:
                 continue
-            inc = dead[-1]
+            inc = max(dead, key=lambda x: x.end_i)  # the host that died last, not the one started last
             last = _last_before(_polls(view, inc, label), inc.end_i)
             polls = [last] if last else []
             since_kill = s["t"] - inc.end_t

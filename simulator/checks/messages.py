@@ -26,6 +26,14 @@ def _ever_pruned(view: RunView) -> set[str]:
     return {label for label, _prev, _s, _row in view.vanishings()}
 
 
+def _maybe_swept(view: RunView, label: str, call: Call, pruned: set[str], ever_pruned: set[str]) -> bool:
+    """Could `label`'s unread mail from `call` have been swept after a prune (R26)? It is, or
+    was, pruned, or its row was silent long enough after the call to be."""
+    if label in ever_pruned or any(s in pruned for s in view.ids.get(label, ())):
+        return True
+    return call.result is not None and view.could_be_pruned(label, call.result, {"i": float("inf"), "t": view.t_end})
+
+
 def _read_crashes(view: RunView) -> list[dict]:
     return [c for c in view.of("crash") if c["data"].get("point") == "read-stamp"]
 
@@ -160,7 +168,7 @@ def _names_list(text: Optional[str]) -> list[str]:
 def p8_broadcast(view: RunView) -> Verdict:
     """Each ok broadcast stored exactly one via_broadcast row per named recipient and none for the sender or skipped sessions; only stale opencode rows are skipped (mcp rows always receive); a broadcast cut by a crash left zero rows."""
     names = view.id_names()
-    pruned = _pruned_ids(view)
+    pruned, ever_pruned = _pruned_ids(view), _ever_pruned(view)
     bcasts = [c for c in view.calls_of("broadcast") if c.ok or c.result is None]
     if not bcasts:
         return skipped(p8_broadcast, "no broadcast in the run")
@@ -182,12 +190,15 @@ def p8_broadcast(view: RunView) -> Verdict:
         got = [who(r["to_session"]) for r in mine]
         if c.session in got or any(who(n) in got for n in skipped_names):
             return verdict(p8_broadcast, "fail", f"broadcast by {c.session} stored a row for the sender or a skipped session", c.witness())
+        swept = 0
         for n in recips:
             label = who(n)
             k = got.count(label)
-            if k != 1 and not (k == 0 and any(s in pruned for s in view.ids.get(label, ()))):
+            if k == 0 and _maybe_swept(view, label, c, pruned, ever_pruned):
+                swept += 1
+            elif k != 1:
                 return verdict(p8_broadcast, "fail", f"broadcast by {c.session}: recipient {n} has {k} rows (want 1)", c.witness())
-        if len(got) != len(recips):
+        if len(got) != len(recips) - swept:
             return verdict(p8_broadcast, "fail", f"broadcast by {c.session} named {len(recips)} recipients but stored {len(got)} rows", c.witness())
         before = [s for s in samples if s["i"] < c.i]
         after = [s for s in samples if s["i"] > c.i]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
-from simulator.design import DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id
+from simulator.design import AUTO_ROW_TTL_MS, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id
 from simulator.scenario.model import Scenario
 
 LEAVE_ACTIONS = ("unregister", "delete", "exit")
@@ -74,6 +74,10 @@ class Incarnation:
     # A resumed session its command line does not open (a bare `-s`, a `-c`
     # that continues another or none): hosted only once it is used (D-sim-22).
     dormant: set[str] = field(default_factory=set)
+    # The session that command line opens instead (a `-c` continuing the newest one): the
+    # process hosts it from its start, like a resumed session it opens.
+    opened: Optional[str] = None
+    predecessor: Optional["Incarnation"] = None      # the dead incarnation this one re-hosts from
     end_t: Optional[int] = None
     end_i: Optional[int] = None
     reason: Optional[str] = None
@@ -196,6 +200,9 @@ class RunView:
                 sessions = set((d.get("sessions") or {}).keys())
                 if d.get("resumed"):
                     sessions.add(d["resumed"])
+                opened = d.get("opens") if d.get("resumed") and d.get("opens") != d["resumed"] else None
+                if opened:
+                    sessions.add(opened)
                 rehosted: set[str] = set()
                 old = latest.get(d.get("rehost_of")) if d.get("rehost_of") else None
                 if old is not None:
@@ -203,7 +210,8 @@ class RunView:
                 inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, "opencode"),
                                   e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"), start_event=e)
                 if d.get("resumed") and "opens" in d and d["opens"] != d["resumed"]:
-                    inc.dormant = {d["resumed"]}
+                    inc.dormant, inc.opened = {d["resumed"]}, opened
+                inc.predecessor = old
                 self.incs.append(inc)
                 latest[proc] = inc
             else:
@@ -240,20 +248,34 @@ class RunView:
         or none) only from its first use. A graduation is never seen ahead of time."""
         if label not in inc.sessions:
             return None
-        first = self._first_activity(inc, label)
+        first = self.first_activity(inc, label)
         if label in inc.dormant:
             return first if first is not None and first <= t else None
-        grace_end = inc.start_t + self.rehost_grace(inc)
+        grace_end = self.rehost_deadline(inc, label)
         if label not in inc.rehosted or t < grace_end:
             return inc.start_t
         if first is None or first > t:
             return None
         return inc.start_t if first < grace_end else first
 
-    def _first_activity(self, inc: Incarnation, label: str) -> Optional[int]:
-        """Virtual time of `label`'s first activity in `inc` (a call, a prompt, a turn)."""
+    def rehost_deadline(self, inc: Incarnation, label: str) -> int:
+        """When `inc`'s re-hosting of `label` ends unless the session shows activity first: the
+        process start plus its grace, except for a session the predecessor was itself only
+        re-hosting, which keeps the predecessor's deadline (a chain of daemon restarts must not
+        keep a closed tab fresh forever, D-runtime-15)."""
+        old = inc.predecessor
+        if old is not None and label in old.rehosted:
+            first = self.first_activity(old, label)
+            deadline = self.rehost_deadline(old, label)
+            if first is None or first >= deadline:
+                return deadline
+        return inc.start_t + self.rehost_grace(inc)
+
+    def first_activity(self, inc: Incarnation, label: str) -> Optional[int]:
+        """Virtual time of `label`'s first activity in `inc`'s life (a call, a prompt, a turn)."""
         return next((e["t"] for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc)
-                     if e.get("session") == label and e["i"] > inc.start_i), None)
+                     if e.get("session") == label and inc.start_i < e["i"] and (inc.end_i is None or e["i"] < inc.end_i)),
+                    None)
 
     def asleep(self, t: int, slack: int = 0) -> bool:
         """True inside a machine sleep, or within `slack` ms after it ends."""
@@ -372,12 +394,18 @@ class RunView:
         return out
 
     def label_for_name(self, name: str) -> Optional[str]:
-        """The label that went by `name` (case-insensitive), None when no one did."""
+        """The label that went by `name` (case-insensitive), None when no one did. A name no
+        observation saw (a registration at a machine's wake, the run ending before the next
+        sample) is read from the final rows: names are never reissued."""
         if self._by_name is None:
             self._by_name = {}
             for _, label, n in self.name_observations():
                 if n:
                     self._by_name.setdefault(n.lower(), label)
+            for row in self.db["sessions"]:
+                label = self.label_of.get(row["session_id"])
+                if label is not None and row.get("name"):
+                    self._by_name.setdefault(str(row["name"]).lower(), label)
         return self._by_name.get(str(name).lower())
 
     def name_by(self, label: str, t: int) -> Optional[str]:
@@ -468,6 +496,34 @@ class RunView:
                     between = self.leaves(label) + self.of("fork", session=label)
                     if not any(prev["i"] < x["i"] < s["i"] for x in between):
                         yield label, prev, s, row
+
+    def could_be_pruned(self, label: str, before: dict, after: dict) -> bool:
+        """Could the hourly prune (R26) have deleted `label`'s row between two events: was it
+        silent for longer than the auto-row TTL at some instant in between? The row is touched
+        by the beats of the polls hosting it and by its registrations; a sample shows its
+        last_seen. The silence starts at the last touch known at `before` (the run's start when
+        none is)."""
+        touches = self._touches(label)
+        seen = max((t for i, t in touches if i <= before["i"]), default=0)
+        for i, t in touches:
+            if before["i"] < i < after["i"]:
+                if t - seen > AUTO_ROW_TTL_MS:
+                    return True
+                seen = max(seen, t)
+        return after["t"] - seen > AUTO_ROW_TTL_MS
+
+    def _touches(self, label: str) -> list[tuple[float, int]]:
+        """(position, virtual time) of each known touch of `label`'s row, in history order."""
+        out = []
+        for e in self.of("poll", "registered", "sample"):
+            if e["kind"] == "sample":
+                row = (e["data"].get("sessions") or {}).get(label) or {}
+                seen = self.vt(row.get("last_seen")) if row.get("registered") and row.get("last_seen") else None
+                if seen is not None:
+                    out.append((e["i"], seen))
+            elif e.get("session") == label or label in (e["data"].get("hosted") or ()):
+                out.append((e["i"], e["t"]))
+        return sorted(out)
 
     def _registered_before(self, label: str, t: int) -> bool:
         """Was the label's last name observation before time t a registered one (or none at all)?"""

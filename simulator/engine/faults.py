@@ -112,8 +112,11 @@ def _resume(engine: FaultEngine, t: int, idx: int, d: int, args: ResumeArgs) -> 
         startup = ("-s", sid) if args.how == "-s" else ("-c", None)
     cmdline = argv if argv is not None else (["opencode", "-s", sid] if args.how == "-s" else ["opencode", "-c"])
     opens = opened_session(cmdline, dir_sessions, world.names_by_label())
+    # The session the command line opens instead is a tab of the new process too: its
+    # server has it and can prompt it (a `-c` continuing the newest session).
+    also = (opens,) if opens is not None and opens != label else ()
     live = engine.start_process(t, args.process, Launch(
-        extra=(label,), directory=directory, startup=startup, directory_sessions=dir_sessions,
+        extra=(label, *also), directory=directory, startup=startup, directory_sessions=dir_sessions,
         resumed=label, how=how, argv=argv, record={"opens": opens}))
     if live.alive:
         detail = {"target": args.process, "session": label, "how": how}

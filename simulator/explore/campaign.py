@@ -44,7 +44,6 @@ class Settings:
     shrink_runs: int = 150
     shrink_budget_s: float = 300.0
     max_failures: Optional[int] = None
-    gated: tuple[str, ...] = ()
     dispatch: Optional[str] = None
     overrides: Optional[dict] = None
     overrides_ref: Optional[str] = None        # "module:name" of the overrides, for rerun commands
@@ -133,7 +132,6 @@ def explore_command(seed: int, settings: Settings) -> str:
     parts = [f"python -m simulator explore --seed {seed} --runs 1"]
     if settings.size != DEFAULT:
         parts.append(f"--size {size_name(settings.size)}")
-    parts += [f"--with {g}" for g in settings.gated]
     if settings.dispatch:
         parts.append(f"--dispatch {settings.dispatch}")
     if settings.overrides_ref:
@@ -148,7 +146,7 @@ def explore_command(seed: int, settings: Settings) -> str:
 
 def generated(seed: int, settings: Settings) -> Generated:
     dispatch = "serial" if settings.check_determinism else settings.dispatch
-    return generate(seed, settings.size, dispatch=dispatch, gated=settings.gated)
+    return generate(seed, settings.size, dispatch=dispatch)
 
 
 def run_spec(spec: Scenario, settings: Settings, keep: str = "failed") -> Outcome:

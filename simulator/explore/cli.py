@@ -1,7 +1,7 @@
 """`python -m simulator explore`: generate, run, judge, shrink and file, from a seed.
 
     explore --seed S [--runs N | --budget 10m] [--out scenarios/found] [--size small|default]
-            [--check-determinism] [--no-shrink] [--max-failures K] [--with FEATURE]
+            [--check-determinism] [--no-shrink] [--max-failures K]
             [--dispatch serial|concurrent] [--overrides MODULE:NAME] [--json FILE] [--print]
 
 Exit codes: 0 nothing failed, 1 a failure (or a determinism difference), 2 bad usage.
@@ -22,7 +22,7 @@ from simulator.explore.campaign import Settings, Summary, run_campaign
 from simulator.explore.generator import generate
 from simulator.explore.progress import Progress
 from simulator.explore.report import format_summary
-from simulator.explore.swarm import GATED, SIZES
+from simulator.explore.swarm import SIZES
 from simulator.explore.writer import scenario_yaml
 from simulator.scenario.durations import parse_duration
 
@@ -53,9 +53,6 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink-runs", type=int, default=150, metavar="N",
                    help="at most N runs to shrink one failure (default 150)")
     p.add_argument("--max-failures", type=int, default=None, metavar="K", help="stop after K failing runs")
-    p.add_argument("--with", dest="gated", action="append", default=[], choices=sorted(GATED), metavar="FEATURE",
-                   help="also draw a feature left out because a checker misjudges it today: "
-                        + ", ".join(sorted(GATED)))
     p.add_argument("--dispatch", choices=("serial", "concurrent"), default=None, help="force every run's dispatch")
     p.add_argument("--overrides", default=None, metavar="MODULE:NAME",
                    help="test injection: a dict (or a function returning one) of broken classes passed to every run, "
@@ -84,14 +81,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(
         seed=args.seed, runs=runs, budget_s=budget, size=SIZES[args.size], out=Path(args.out),
         shrink=not args.no_shrink, shrink_runs=args.shrink_runs, max_failures=args.max_failures,
-        gated=tuple(args.gated), dispatch=args.dispatch, check_determinism=args.check_determinism,
+        dispatch=args.dispatch, check_determinism=args.check_determinism,
         overrides=load_overrides(args.overrides) if args.overrides else None, overrides_ref=args.overrides,
         wall_timeout_s=args.timeout)
 
 
 def _print_seeds(settings: Settings) -> int:
     for seed in range(settings.seed, settings.seed + (settings.runs or 1)):
-        gen = generate(seed, settings.size, dispatch=settings.dispatch, gated=settings.gated)
+        gen = generate(seed, settings.size, dispatch=settings.dispatch)
         sys.stdout.write(scenario_yaml(gen.spec, comments=(f"seed {seed}: {gen.swarm.describe()}",)))
         sys.stdout.write("---\n" if seed < settings.seed + (settings.runs or 1) - 1 else "")
     return 0

@@ -64,13 +64,11 @@ def _faker(rng: random.Random):
     return _FAKER
 
 
-def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
-             gated: tuple[str, ...] = ()) -> Generated:
-    """The scenario seed `seed` names (`dispatch` forces serial or concurrent; `gated`:
-    the swarm.GATED features it may turn on)."""
+def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None) -> Generated:
+    """The scenario seed `seed` names (`dispatch` forces serial or concurrent)."""
     rng = random.Random(seed)
     draw = _Draw(rng, _faker(rng), size)
-    swarm = draw_swarm(rng, dispatch=dispatch, gated=gated)
+    swarm = draw_swarm(rng, dispatch=dispatch)
     doc = draw.document(seed, swarm)
     return Generated(seed=seed, swarm=swarm, spec=Scenario.model_validate(doc), doc=doc)
 
@@ -147,8 +145,6 @@ class _Draw:
         if self.rng.random() < 0.5:
             session["title"] = self.fake.sentence(nb_words=self.rng.randint(2, 6)).rstrip(".")
         joins = self.rng.choice(("idle", "explicit"))
-        if joins == "explicit" and not self.swarm.on("explicit-join"):
-            joins = "idle"
         if self.swarm.on("join-kinds") and self.rng.random() < 0.4 and kind == "opencode":
             session["joins"] = joins  # an MCP session joins at its SessionStart hook: see plan.py
         if self.swarm.on("late-sessions") and self.rng.random() < 0.3:
@@ -379,7 +375,7 @@ class _Draw:
         if target is None:
             return None
         args = {"session": session, "process": target}
-        if self.rng.random() < 0.3 and self.swarm.on("resume-continue"):
+        if self.rng.random() < 0.3:
             args["how"] = "-c"
         return {"at": t, "resume": args}
 
@@ -393,7 +389,7 @@ class _Draw:
             return None
         args: dict[str, Any] = {"process": old, "into": target}
         grace = self.rng.randint(2, 30) * MINUTE
-        if self.rng.random() < 0.6 and self.swarm.on("short-grace"):
+        if self.rng.random() < 0.6:
             args["grace"] = grace
         return {"at": t, "restart": args}
 

@@ -31,21 +31,6 @@ FAULT_RATES: dict[str, tuple[float, float]] = {
     "restart": (0.02, 0.08), "fork": (0.05, 0.2), "lock": (0.02, 0.08), "prune": (0.01, 0.03),
 }
 
-# Features a run turns on only when asked (`explore --with NAME`): each makes correct code
-# fail a checker today, for the reason given. Drawn or not, they consume the same draws.
-GATED: dict[str, str] = {
-    "prune": "a week-long machine sleep prunes every row at the wake; a session that re-registers before "
-             "the next sample changes its name with no observed prune, and P6 reports it",
-    "resume-continue": "a `-c` resume that opens another session than the one it names: P3 counts the named "
-                       "session as hosted at once and P4 misses that the opened one is beaten again",
-    "short-grace": "a restart with a short rehost grace, then another restart: the re-hosted tab keeps its "
-                   "first deadline (D-runtime-15), but P3 and P4 judge it by the second daemon's grace",
-    "explicit-join": "a `joins: explicit` session that never had a turn has no idle status, so its poller "
-                     "never wakes it; P3 counts it as idle and wants a wake",
-    "concurrent": "concurrent dispatch: a send and the recipient's poll in one wave are recorded in process "
-                  "order, and P3 reads a wake that covered the message as one that came before it",
-}
-
 # Features left to the details once their family is on (a child session, a
 # session that starts late, a process with a short poll interval).
 DETAIL_FEATURES = ("children", "late-sessions", "join-kinds", "fast-polls", "odd-bodies", "checkouts")
@@ -94,21 +79,17 @@ def _some(rng: random.Random, options: tuple[str, ...], always: tuple[str, ...] 
     return tuple(o for o in options if o in always or rng.random() < 0.5)
 
 
-def draw_swarm(rng: random.Random, *, dispatch: str | None = None, gated: tuple[str, ...] = ()) -> Swarm:
-    """The features of one run. `dispatch` forces serial or concurrent; `gated` names the
-    GATED features this run may turn on."""
+def draw_swarm(rng: random.Random, *, dispatch: str | None = None) -> Swarm:
+    """The features of one run. `dispatch` forces serial or concurrent."""
     hosts = _some(rng, HOST_KINDS, always=("opencode",))
     agents = _some(rng, AGENT_KINDS) or (rng.choice(AGENT_KINDS),)
     windows = _some(rng, WINDOW_KINDS)
     actions = {a: w for a, w in ACTION_WEIGHTS.items() if a in _some(rng, tuple(ACTION_WEIGHTS), ALWAYS_ON_ACTIONS)}
     faults = {k: round(rng.uniform(lo, hi), 3) for k, (lo, hi) in FAULT_RATES.items() if rng.random() < 0.4}
-    faults = {k: v for k, v in faults.items() if k not in GATED or k in gated}
     if "fork" in faults and "claude-code" not in hosts:
         del faults["fork"]
-    details = _some(rng, DETAIL_FEATURES) + tuple(g for g in gated if g not in FAULT_RATES)
+    details = _some(rng, DETAIL_FEATURES)
     drawn = "concurrent" if rng.random() < 0.2 else "serial"  # drawn always: forcing keeps the rest of the world
-    if drawn == "concurrent" and "concurrent" not in gated:
-        drawn = "serial"
     dispatch = dispatch or drawn
     return Swarm(hosts=hosts, agents=agents, windows=windows, actions=actions, faults=faults,
                  details=details, dispatch=dispatch)

@@ -33,7 +33,7 @@ from simulator.explore.campaign import (
 from simulator.explore.cli import load_overrides
 from simulator.explore.judge import Outcome
 from simulator.explore.report import format_summary
-from simulator.explore.swarm import GATED, SIZES
+from simulator.explore.swarm import SIZES
 from simulator.pytest_plugin.tally import VERDICTS_ATTR, encode_verdicts
 
 EXPLORE_ATTR = "sim_explore"
@@ -51,8 +51,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="world bounds of the generated scenarios")
     group.addoption("--sim-explore-out", default=None, metavar="DIR",
                     help="where shrunk failures are written (default scenarios/found under the rootdir)")
-    group.addoption("--sim-explore-with", action="append", default=[], choices=sorted(GATED), metavar="FEATURE",
-                    help="also draw a feature left out today: " + ", ".join(sorted(GATED)))
     group.addoption("--sim-explore-overrides", default=None, metavar="MODULE:NAME",
                     help="test injection: broken classes passed to every explored run (a planted bug)")
 
@@ -80,7 +78,7 @@ def settings_of(config: pytest.Config) -> Settings:
         overrides = load_overrides(ref) if ref else None
     except (ValueError, ImportError, AttributeError) as exc:
         raise pytest.UsageError(f"--sim-explore-overrides: {exc}") from None
-    return Settings(size=SIZES[config.getoption("sim_explore_size")], gated=tuple(config.getoption("sim_explore_with")),
+    return Settings(size=SIZES[config.getoption("sim_explore_size")],
                     out=(config.invocation_params.dir / out) if out else config.rootpath / "scenarios" / "found",
                     overrides=overrides, overrides_ref=ref,
                     wall_timeout_s=float(config.getoption("sim_timeout") or 120))

@@ -204,3 +204,27 @@ def test_the_gate_timeline_names_each_reason(tmp_path):
     view = RunView(make_spec(), h.done(), db_with(tmp_path), RUN_INFO)
     got = [(s.start, s.reason) for s in Gate(view).timeline("bob")]
     assert got == [(0, "not registered"), (1_000, ""), (100_000, "busy in h1"), (120_000, ""), (200_000, "no live process hosts it")]
+
+
+@pytest.mark.rules("R18", "R19")
+def test_a_wake_in_the_sends_concurrent_wave_that_names_the_sender_counts(tmp_path):
+    """R18, R19: in concurrent dispatch h1's poll and h2's send run in one wave and the merge
+    puts h1's wake first; a wake naming carol in carol's send's wave may have come after it, so
+    it covers her message. In different waves, or naming someone else, it cannot."""
+    sessions = ((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (CAROL, N_CAROL, "opencode", 0))
+    db = make_db(tmp_path / "wave.db", sessions=sessions, messages=((CAROL, BOB, "hello", 30_000, None, 0),))
+    for same_wave, senders, fails in ((True, (N_CAROL,), False), (False, (N_CAROL,), True), (True, (N_ALICE,), True)):
+        h = H(); base_world(h)
+        h.start(0, "h2", {"carol": CAROL})
+        h.registered(1_000, "h2", "carol", CAROL, N_CAROL)
+        h.status(1_000, "h1", "bob")
+        wake = h.wake(30_000, "h1", "bob", senders=senders)
+        _, sent = h.send(30_000, "h2", "carol", N_BOB, "hello")
+        h.phase(END, "end")
+        events = h.done()
+        if same_wave:
+            sent["dispatch"] = wake["dispatch"]
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "h2", "sessions": [{"id": "carol"}]}])
+        v = REGISTRY["P3"][2](RunView(spec, events, db, RUN_INFO))
+        assert (v.status == "fail") == fails, (same_wave, senders, v.message)

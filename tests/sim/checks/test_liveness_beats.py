@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from historykit import N_BOB, RUN_INFO, H, base_world, make_spec
+from historykit import BOB, N_BOB, RUN_INFO, H, base_world, make_spec
 from simulator.checks.registry import REGISTRY
 from simulator.checks.view import RunView
 
@@ -94,3 +94,22 @@ def test_p4_waits_for_a_beat_after_a_late_graduation(db):
     bad = h.sample(960_000, {"bob": (N_BOB, True, 330_000)})
     v = judge("P4", h, db, _restart_spec())
     assert v.status == "fail" and v.witness[0]["i"] == bad["i"]
+
+
+
+@pytest.mark.rules("R14")
+def test_p4_dates_an_orphan_from_the_host_that_died_last(db):
+    """R14: h2 and h3 both host bob; h3 (started later) dies at 2m, h2 at 10m. Bob is orphaned
+    from 10m, so a live sample 20 s later is right although h3 died 8 minutes before it."""
+    h = H(); base_world(h); _beating(h, 60_000)
+    h.exit(60_000, "h1", "killed")
+    h.start(60_000, "h2", {"bob": BOB}, resumed="bob", how="-s")
+    h.start(90_000, "h3", {"bob": BOB}, resumed="bob", how="-s")
+    for t in range(90_000, 600_000, 30_000):
+        h.poll(t + 1, "h2", ["bob"])
+        if t < 120_000:
+            h.poll(t + 2, "h3", ["bob"])
+    h.exit(120_000, "h3", "killed")
+    h.exit(600_000, "h2", "killed")
+    h.sample(620_000, {"bob": (N_BOB, False, 570_001)})
+    assert judge("P4", h, db).status != "fail"

@@ -357,6 +357,21 @@ def test_p6_fails_one_name_on_two_sessions(db):
     assert v.status == "fail" and in_witness(v, bad)
 
 
+@pytest.mark.rules("R26", "R5")
+def test_p6_allows_a_new_name_after_a_row_silent_long_enough_to_be_pruned(db):
+    """R26, R5: bob's row, last beaten at 29 s, is silent through a machine sleep of more than
+    7 days; the prune at the wake may delete it, so a fresh name at his next registration (before
+    any sample saw him gone) is no name change. One beat during the sleep's span would forbid it."""
+    week = 7 * 86_400_000
+    for beaten, fails in ((False, False), (True, True)):
+        h = H(); base_world(h)
+        h.sample(30_000, {"bob": (N_BOB, False, 29_000)})
+        if beaten:
+            h.poll(week // 2, "h1", ["alice", "bob"])
+        h.registered(week + 60_000, "h1", "bob", BOB, "e-cho-00002")
+        assert (judge("P6", h, db).status == "fail") == fails, beaten
+
+
 @pytest.mark.rules("R5")
 def test_p6_fails_a_name_change_without_a_leave(db):
     """R5: a reclaim keeps the name: a change while registered fails."""
@@ -460,6 +475,37 @@ def test_p8_fails_a_missing_recipient_row(tmp_path):
     _, res = h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB]))
     v = judge("P8", h, db)
     assert v.status == "fail" and in_witness(v, res)
+
+
+@pytest.mark.rules("R12")
+def test_p8_knows_a_recipient_by_its_final_row_when_no_observation_named_it(tmp_path):
+    """R12: carol registered at a machine's wake and the run ended before a sample saw her;
+    the broadcast names her and her row is there, which the final rows tell."""
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0),
+                                              (CAROL, N_CAROL, "opencode", 40_000)),
+                 messages=((ALICE, BOB, "all", 40_000, None, 1), (ALICE, CAROL, "all", 40_000, None, 1)))
+    h = H(); base_world(h)
+    h.start(0, "h2", {"carol": CAROL})
+    h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB, N_CAROL]))
+    v = judge("P8", h, db)
+    assert v.status == "pass", v.message
+
+
+@pytest.mark.rules("R12", "R26")
+def test_p8_excuses_a_missing_row_only_where_a_prune_may_have_swept_it(tmp_path):
+    """R12, R26: bob's broadcast row is gone at the end. His row then went silent for more than
+    7 days (the prune deletes it and a later pass sweeps his unread mail), which excuses it;
+    with a beat every few days it cannot have been pruned, and the missing row fails."""
+    day = 86_400_000
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
+    for beats, fails in (((), False), ((4 * day, 7 * day + 3_600_000), True)):
+        h = H(); base_world(h)
+        h.sample(30_000, {"alice": (N_ALICE, False, 29_000), "bob": (N_BOB, False, 29_000)})
+        h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB]))
+        for t in beats:
+            h.poll(t, "h1", ["alice", "bob"])
+        h.phase(8 * day, "end")
+        assert (judge("P8", h, db).status == "fail") == fails, beats
 
 
 @pytest.mark.rules("R12")

@@ -14,6 +14,7 @@ import pytest
 from engine_harness import TinyHarness
 from scenariokit import error_lines
 from simulator import Scenario, run_scenario
+from simulator.checks.deliverable import Gate
 from simulator.checks.view import RunView
 from simulator.engine.faults import opened_session
 from harnesskit import Driver, make_ctx, session_info
@@ -273,3 +274,19 @@ def test_a_resumed_session_its_command_line_does_not_open_is_hosted_from_its_fir
     opened = dict(start, data=dict(start["data"], opens="bob"))
     view = _view([opened])
     assert view.hosting(view.incs[0], "bob", 30_000)
+
+
+@pytest.mark.rules("R5", "R14")
+def test_the_session_a_continue_opens_instead_is_hosted_from_the_start():
+    """R5, R14 (D-sim-22): `-c` resuming bob opens alice, the newest session, so the new process
+    hosts alice from its start (it beats her and can wake her) and bob only from his first use."""
+    start = {"t": 0, "proc": "orchestrator", "kind": "process-start",
+             "data": {"target": "h3", "incarnation": 0, "sessions": {"bob": B}, "resumed": "bob", "opens": "alice"}}
+    joined = {"t": 0, "proc": "h3", "session": "alice", "kind": "registered",
+              "data": {"session_id": "ses_alice", "name": "ba-sil-00001", "how": "auto"}}
+    end = {"t": 60_000, "proc": "orchestrator", "kind": "phase", "data": {"phase": "end"}}
+    view = _view([start, joined, end])
+    [inc] = view.incs
+    assert inc.dormant == {"bob"} and inc.opened == "alice"
+    assert view.hosting(inc, "alice", 0) and not view.hosting(inc, "bob", 30_000)
+    assert [(s.start, s.reason) for s in Gate(view).timeline("alice")] == [(0, "")]

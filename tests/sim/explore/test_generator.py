@@ -9,7 +9,7 @@ import pytest
 from simulator.cli import lint_paths
 from simulator.explore.generator import generate
 from simulator.explore.plan import replay_problems
-from simulator.explore.swarm import DEFAULT, GATED, SMALL
+from simulator.explore.swarm import DEFAULT, SMALL
 from simulator.explore.writer import document, scenario_yaml
 from simulator.scenario.loader import load_file
 from simulator.scenario.validate import check_spec
@@ -62,15 +62,19 @@ def test_the_swarm_turns_whole_families_on_and_off():
     assert on["opencode"] == runs and on["send"] == runs
 
 
-def test_gated_features_are_drawn_only_when_asked():
-    plain = [generate(s, SMALL) for s in range(150)]
-    assert not any(g.swarm.on(name) for g in plain for name in GATED)
-    asked = [generate(s, SMALL, gated=tuple(GATED)) for s in range(150)]
-    assert any(g.swarm.on("prune") for g in asked)
-    assert any(g.spec.dispatch == "concurrent" for g in asked)
-    assert not any(g.spec.dispatch == "concurrent" for g in plain)
-    jumps = [st for g in asked for st in g.spec.steps if st.action == "sleep" and st.sleep.duration >= 7 * 86_400_000]
+def test_every_feature_family_is_drawn_without_asking():
+    """The features once left out while a checker misjudged them (prune-age jumps, `-c` resumes,
+    short rehost graces, explicit joins, concurrent dispatch) are drawn like any other."""
+    gens = [generate(s, SMALL) for s in range(150)]
+    assert any(g.swarm.on("prune") for g in gens)
+    assert any(g.spec.dispatch == "concurrent" for g in gens)
+    jumps = [st for g in gens for st in g.spec.steps if st.action == "sleep" and st.sleep.duration >= 7 * 86_400_000]
     assert jumps, "a prune jump sleeps past the 7-day TTL"
+    big = [generate(s) for s in range(150)]
+    steps = [st for g in big for st in g.spec.steps]
+    assert any(st.action == "resume" and st.resume.how == "-c" for st in steps)
+    assert any(st.action == "restart" and st.restart.grace is not None for st in steps)
+    assert any(s.joins == "explicit" for g in big for p in g.spec.processes for s in p.sessions)
 
 
 def test_forcing_serial_dispatch_keeps_the_rest_of_the_world():
