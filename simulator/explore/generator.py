@@ -344,7 +344,9 @@ class _Draw:
         if self.jumped:
             return None  # one jump a run: a second week adds nothing the first did not
         self.jumped = True
-        return {"at": t, "sleep": {"for": 7 * DAY + self.rng.randint(60, 24 * 60) * MINUTE}}
+        # Around the 7-day TTLs (auto rows, tombstones), on both sides: a day early or late
+        # is the bug a jump past them only would never show.
+        return {"at": t, "sleep": {"for": 6 * DAY + self.rng.randint(60, 48 * 60) * MINUTE}}
 
     def _lock(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         # Short: every store call meeting the lock backs off in real time (a minute-long lock
