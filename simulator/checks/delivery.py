@@ -28,9 +28,20 @@ def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Ver
                    "for one batch: a delivery pass re-entered while another ran (R24)", [a, b])
 
 
+def _names_other_mail(view: RunView, label: str, a: dict, b: dict) -> bool:
+    """Does wake `b` name a sender that neither wake `a` nor the mail since it holds? Then `b`
+    covers mail `a` did not (an older message that came due again, R18), not `a`'s batch again."""
+    known = set(a["data"].get("senders") or ())
+    for c in view.new_mail_calls(label, a["i"], b["i"]):
+        known.update(view.names_of(c.session))
+        if isinstance(c.args, dict) and c.args.get("as"):
+            known.add(str(c.args["as"]))
+    return any(s not in known for s in b["data"].get("senders") or ())
+
+
 @prop("P1", "single-deliverer", rules=("R25", "R18", "R24"))
 def p1_single_deliverer(view: RunView) -> Verdict:
-    """Every wake is received by a live process hosting that session at that moment, no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first, the first incarnation still alive), and no process wakes one batch twice in one dispatch (a re-entered delivery pass)."""
+    """Every wake is received by a live process hosting that session at that moment, no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first and naming no sender outside the first wake and that new mail, the first incarnation still alive), and no process wakes one batch twice in one dispatch (a re-entered delivery pass)."""
     wakes = view.of("wake")
     if not wakes:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
@@ -58,8 +69,8 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                 continue
             if any(c.session == label and a["i"] < c.i < b["i"] for c in reads):
                 continue
-            if int(b["data"].get("count") or 0) <= view.new_mail(label, a["i"], b["i"]):
-                continue  # the second wake is for mail that arrived after the first: another batch
+            if int(b["data"].get("count") or 0) <= view.new_mail(label, a["i"], b["i"]) or _names_other_mail(view, label, a, b):
+                continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
                            f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
     return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host", len(wakes))

@@ -68,9 +68,24 @@ def _last_before(events: list[dict], i: float) -> Optional[dict]:
     return events[lo - 1] if lo else None
 
 
+def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict) -> Optional[Incarnation]:
+    """The daemon whose re-hosting of `label` ran out a staleness period (and a poll) before
+    `sample`, when that is all that holds it: every live host is an opencode process that only
+    re-hosted it and saw no event of it at all (R15: silent tabs age out and go stale)."""
+    for inc in hosts:
+        if inc.kind != "opencode" or label not in inc.rehosted or _disturbed(view, inc.proc, sample["t"]):
+            return None
+        if any(view.inc_of(e) is inc and e["i"] < sample["i"] for e in view.history
+               if e.get("session") == label and e.get("proc") == inc.proc):
+            return None
+        if sample["t"] <= view.rehost_deadline(inc, label) + view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
+            return None
+    return hosts[-1]
+
+
 @prop("P4", "liveness", rules=("R14", "R15", "R35"))
 def p4_liveness(view: RunView) -> Verdict:
-    """An opencode session hosted by a live, awake, undisturbed process that has beaten it once never samples stale; one whose host died samples stale from death + 60 s + one poll interval on and not before its last beat + 60 s (mcp rows exempt)."""
+    """An opencode session hosted by a live, awake, undisturbed process that has beaten it once never samples stale; one whose host died samples stale from death + 60 s + one poll interval on and not before its last beat + 60 s; one only re-hosted and silent samples stale from its rehost deadline + 60 s + one poll interval on (mcp rows exempt)."""
     checked = 0
     for s in view.of("sample"):
         for label, row in (s["data"].get("sessions") or {}).items():
@@ -90,8 +105,17 @@ def p4_liveness(view: RunView) -> Verdict:
                     return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']} though {inc.proc}#{inc.n} hosts it live "
                                    f"(last poll t={last['t']})", [sample_row(s, label), last, inc.start_event])
                 continue
-            if view.hosts(label, s["t"], s["i"]):
-                continue  # hosted live by a non-opencode process or out of grace: not judged
+            hosts = view.hosts(label, s["t"], s["i"])
+            if hosts:
+                aged = _aged_out(view, hosts, label, s)
+                if aged is None:
+                    continue  # hosted live by a non-opencode process, or just out of grace: not judged
+                checked += 1
+                if not row.get("stale"):
+                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}: {aged.proc}#{aged.n} only re-hosted it, "
+                                   f"and it stayed silent past its rehost deadline t={view.rehost_deadline(aged, label)} (R15)",
+                                   [aged.start_event, sample_row(s, label)])
+                continue
             dead = [inc for inc in view.incs if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
             if not dead:
                 continue

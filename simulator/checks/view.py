@@ -449,19 +449,25 @@ class RunView:
 
     def new_mail(self, label: str, i0: float, i1: float) -> int:
         """Messages accepted for `label` between history positions i0 and i1 (sends and broadcasts)."""
-        n = 0
+        return len(self.new_mail_calls(label, i0, i1))
+
+    def new_mail_calls(self, label: str, i0: float, i1: float) -> list[Call]:
+        """The ok sends and broadcasts that gave `label` a message between positions i0 and i1."""
+        out = []
         for c in self.calls:
             if not (i0 < c.i < i1) or not c.ok or c.tool not in ("send", "broadcast"):
                 continue
             if c.tool == "send":
                 m = re.match(r"^Message sent to (\S+) \(", c.text)
                 to = m.group(1) if m else str(c.args.get("to", ""))
-                n += (self.label_for_name(to) or self.label_of.get(to)) == label
+                if (self.label_for_name(to) or self.label_of.get(to)) == label:
+                    out.append(c)
             else:
                 m = re.match(r"^Broadcast sent to \d+ sessions?: (.*?)\.(?: Skipped|$)", c.text)
                 names = [x.strip() for x in (m.group(1).split(",") if m else [])]
-                n += any(self.label_for_name(x) == label for x in names)
-        return n
+                if any(self.label_for_name(x) == label for x in names):
+                    out.append(c)
+        return out
 
     def leaves(self, label: Optional[str] = None) -> list[dict]:
         """Ok leaves: an unregister result, or a delete / exit step (the harness records no

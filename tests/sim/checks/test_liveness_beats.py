@@ -113,3 +113,16 @@ def test_p4_dates_an_orphan_from_the_host_that_died_last(db):
     h.exit(600_000, "h2", "killed")
     h.sample(620_000, {"bob": (N_BOB, False, 570_001)})
     assert judge("P4", h, db).status != "fail"
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_wants_a_silent_rehosted_tab_stale_once_its_deadline_passed(db):
+    """R15, R14: bob, only re-hosted by h2 until 6m and silent there, ages out: live at 7m is
+    still within a staleness period and a poll of the deadline, live at 8m is a tab kept fresh
+    past its grace."""
+    h = H(); _rehosted_world(h)
+    h.sample(420_000, {"bob": (N_BOB, False, 330_000)})
+    assert judge("P4", h, db, _restart_spec()).status != "fail"
+    bad = h.sample(480_000, {"bob": (N_BOB, False, 450_000)})
+    v = judge("P4", h, db, _restart_spec())
+    assert v.status == "fail" and "rehost deadline" in v.message and v.witness[-1]["i"] == bad["i"], v.message

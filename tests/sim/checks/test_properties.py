@@ -83,6 +83,20 @@ def test_p1_allows_the_next_host_to_rewake_after_the_first_died(db):
     h.wake(90_000, "h2", "bob")
     assert judge("P1", h, db).status == "pass"
 
+@pytest.mark.rules("R25", "R18")
+def test_p1_tells_a_re_nudge_of_older_mail_from_a_batch_woken_twice(db):
+    """R25, R18: h1 and h2 both host bob (two tabs on one session). h2 woke him for alice's
+    message at 20 s; h1 for carol's at 110 s; h2 re-nudges alice's at 15m20s, when it came due
+    again: other mail, no second deliverer. Had h2 woken him for carol's (h1's batch), it fails."""
+    for senders, fails in (((N_ALICE,), False), ((N_CAROL,), True)):
+        h = H(); base_world(h)
+        h.start(0, "h2", {"bob": BOB})
+        h.wake(20_000, "h2", "bob", senders=(N_ALICE,))
+        h.wake(110_000, "h1", "bob", senders=(N_CAROL,))
+        h.wake(920_000 if not fails else 200_000, "h2", "bob", senders=senders)
+        v = judge("P1", h, db)
+        assert (v.status == "fail") == fails, v.message
+
 
 # --- P2 ---------------------------------------------------------------------
 
@@ -710,3 +724,4 @@ def test_p8_follows_a_hookless_mcp_mint_to_its_rows(tmp_path):
     h.ev(30_000, "registered", "c1", "ghost", how="explicit", name=name, session_id=None)
     h.call(60_000, "c1", "ghost", "broadcast", {"body": "joined"}, True, f"Broadcast sent to 1 session: {N_BOB}.")
     assert judge("P8", h, db, spec).status == "pass"
+
