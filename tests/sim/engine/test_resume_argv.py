@@ -290,3 +290,26 @@ def test_the_session_a_continue_opens_instead_is_hosted_from_the_start():
     assert inc.dormant == {"bob"} and inc.opened == "alice"
     assert view.hosting(inc, "alice", 0) and not view.hosting(inc, "bob", 30_000)
     assert [(s.start, s.reason) for s in Gate(view).timeline("alice")] == [(0, "")]
+
+
+@pytest.mark.rules("R5", "R18")
+def test_the_session_a_continue_opens_is_a_tab_its_process_can_wake(tmp_path):
+    """R5, R18: h2 dies; resuming alice with `-c` opens the newest listed session, bob, in h3.
+    When carol mails bob, h3 wakes him: its server has the tab (it used to answer "not found",
+    so the mail waited)."""
+    spec = Scenario.model_validate({
+        "name": "continue-opens-a-tab", "duration": "4m", "drain": "1m", "seed": 3,
+        "processes": [
+            {"id": "h1", "project": "alpha", "sessions": [{"id": "carol"}]},
+            {"id": "h2", "project": "alpha", "sessions": [{"id": "alice"}, {"id": "bob", "start": "5s"}]},
+            {"id": "h3", "project": "alpha", "start": "never"},
+        ],
+        "steps": [{"at": "30s", "kill": {"process": "h2"}},
+                  {"at": "50s", "resume": {"session": "alice", "process": "h3", "how": "-c", "listing": ["alice", "bob"]}},
+                  {"at": "2m", "send": {"from": "carol", "to": "bob", "body": "ping"}}],
+    })
+    r = run_scenario(spec, run_dir=tmp_path)
+    start = [e for e in r.events("process-start") if e["data"]["target"] == "h3"][0]["data"]
+    assert start["opens"] == "bob"
+    assert any(w["proc"] == "h3" and w["session"] == "bob" for w in r.events("wake"))
+    assert r.verdict("P3").status == "pass", r.verdict("P3").message
