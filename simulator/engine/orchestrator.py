@@ -47,7 +47,6 @@ from simulator.engine.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import ENGINES, Windows
 from simulator.engine.world import World
-from simulator.harness.support import create_database
 from simulator.history import merge, read_events
 from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, recv_msg, send_msg
 from simulator.scenario.durations import format_duration
@@ -88,10 +87,21 @@ class Outcome:
     error: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class SystemUnderTest:
+    """What the engine runs, bound by its caller (simulator.api): the fake host a harness process
+    builds, and how the run's database comes to exist. The engine, its sampler and the checkers
+    never import the code under test themselves, so none of them can take its logic."""
+
+    make_harness: Callable[..., Any]            # (ctx, recorder) -> harness, inside the fork
+    create_database: Callable[[Path], None]     # schema and migrations, then closed
+
+
 class Orchestrator:
     """Runs one scenario: the agenda and the clock here; processes, observations and the log as collaborators."""
 
-    def __init__(self, spec: Scenario, run_dir: Path, *, seed: Optional[int] = None, wall_timeout_s: float = 120.0,
+    def __init__(self, spec: Scenario, run_dir: Path, system: SystemUnderTest, *, seed: Optional[int] = None,
+                 wall_timeout_s: float = 120.0,
                  overrides: Optional[dict] = None, sample_interval_ms: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None, busy_timeout_ms: Optional[int] = None,
                  stop_grace_s: float = STOP_GRACE_S, engine: Optional[str] = None) -> None:
@@ -108,8 +118,9 @@ class Orchestrator:
         self.log = DispatchLog(self.clock)
         self.agenda = Agenda()
         self.observer = Observer(spec, self.world, self.log, self.exchange, self.running_host)
+        self.system = system
         self.processes = Processes(multiprocess.get_context("fork"), self.world, self.log, self.clock,
-                                   stop_grace_s=stop_grace_s, db_open=lambda: self.observer.reading)
+                                   make_harness=system.make_harness, stop_grace_s=stop_grace_s, db_open=lambda: self.observer.reading)
         self.wall_timeout_s = wall_timeout_s
         self.progress = progress
         self.concurrent = spec.dispatch == "concurrent"
@@ -184,7 +195,7 @@ class Orchestrator:
     def _setup(self) -> None:
         preload(self.world.overrides)
         self.world.build()
-        create_database(self.world.db_path)  # schema first, then nothing open before any fork
+        self.system.create_database(self.world.db_path)  # schema first, then nothing open before any fork
         self.log.open(self.run_dir)
         self.log.record("run-start", scenario=self.spec.name, seed=self.seed, dispatch_mode=self.spec.dispatch,
                         epoch_ms=vclock.START_EPOCH_MS, fresh=True)

@@ -22,8 +22,8 @@ _warmed: set[str] = set()
 
 def preload(overrides: dict[str, Any]) -> None:
     """Import what every child would import on its own before forking it."""
-    # The harnesses and the whole of thatch_core are loaded already (engine.processes imports
-    # simulator.harness); what is left is what they import on first use.
+    # The harnesses and the whole of thatch_core are loaded already (simulator.api binds them
+    # before it builds the orchestrator); what is left is what they import on first use.
     names = ["_strptime"] + (["faker"] if "harness" not in overrides else [])
     loaded = {name: _import(name) for name in names}
     if loaded.get("faker") is not None:

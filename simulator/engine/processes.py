@@ -30,7 +30,6 @@ from simulator.child.worker import child_main
 from simulator.clock import VirtualClock
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.world import World
-from simulator.harness import make_harness
 from simulator.history import process_file
 from simulator.protocol import OP_SAVE_COVERAGE, OP_STOP, Command, HarnessContext, decode, encode
 
@@ -87,8 +86,9 @@ class Processes:
     """Harness processes by label (the live incarnation and every one so far) and lock holders by step."""
 
     def __init__(self, mp: ForkContext, world: World, log: DispatchLog, clock: VirtualClock, *,
-                 stop_grace_s: float, db_open: Callable[[], bool]) -> None:
+                 make_harness: Callable[..., Any], stop_grace_s: float, db_open: Callable[[], bool]) -> None:
         self.mp = mp
+        self.make_harness = make_harness      # the fake host a child builds (ctx.overrides may replace it)
         self.world = world
         self.log = log
         self.clock = clock
@@ -113,7 +113,7 @@ class Processes:
         parent_end, child_end = self.mp.Pipe()
         others = [lv.conn for lv in self.live.values() if lv.alive] + [h.conn for h, _ in self.locks.values()]
         proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
-                               args=(child_end, ctx, ctx.overrides.get("harness") or make_harness,
+                               args=(child_end, ctx, ctx.overrides.get("harness") or self.make_harness,
                                      str(self.world.run_dir), os.getpid(), others))
         # Freeze the parent's heap across the fork: the child's cyclic GC then
         # never walks (and so never copy-on-write-faults) the objects it

@@ -24,7 +24,7 @@ ALLOWED = {
     "scenario": set(),
     "child": set(),
     "harness": {"child", "scenario"},
-    "engine": {"child", "harness", "scenario"},
+    "engine": {"child", "scenario"},
     "checks": {"scenario"},
     "report": {"scenario"},
     "explore": {"scenario", "api"},
@@ -33,6 +33,8 @@ ALLOWED = {
 # other part judges it or builds its world, and states the design itself (simulator/design.py),
 # so the judged cannot move its own yardstick.
 DRIVES_CORE = "harness"
+# The one module that binds the fake hosts to the engine (SystemUnderTest): the composition root.
+BINDS_CORE = "simulator.api"
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -161,6 +163,15 @@ def test_only_the_harness_imports_thatch_core(graph):
     staleness, ids, caps and hop limit themselves; only the fake hosts call thatch_core."""
     wrong = [f"{m} -> {t}" for m, ts in sorted(graph.items())
              if m.startswith("simulator") and _area(m) != DRIVES_CORE for t in sorted(ts) if t.startswith("thatch_core")]
+    assert wrong == []
+
+
+def test_nothing_but_the_composition_root_reaches_thatch_core_through_the_harness(graph):
+    """R14, R31, R22, R33: the engine (its sampler included) and the checkers load no thatch_core
+    code even indirectly; simulator.api alone binds the fake hosts into the run."""
+    wrong = [f"{m} -> {t}" for m, ts in sorted(graph.items())
+             if m.startswith("simulator") and _area(m) != DRIVES_CORE and m != BINDS_CORE
+             for t in sorted(ts) if _area(t) == DRIVES_CORE]
     assert wrong == []
 
 
