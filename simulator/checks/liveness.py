@@ -68,6 +68,16 @@ def _last_before(events: list[dict], i: float) -> Optional[dict]:
     return events[lo - 1] if lo else None
 
 
+def _first_event_i(view: RunView, inc: Incarnation, label: str) -> float:
+    """Position of the first event `inc` recorded for `label` (any kind; inf: none), cached."""
+    cache = view.__dict__.setdefault("_first_event_cache", {})
+    key = (id(inc), label)
+    if key not in cache:
+        cache[key] = next((e["i"] for e in view.history if e.get("session") == label and e.get("proc") == inc.proc
+                           and view.inc_of(e) is inc), float("inf"))
+    return cache[key]
+
+
 def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict) -> Optional[Incarnation]:
     """The daemon whose re-hosting of `label` ran out a staleness period (and a poll) before
     `sample`, when that is all that holds it: every live host is an opencode process that only
@@ -75,8 +85,7 @@ def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict)
     for inc in hosts:
         if inc.kind != "opencode" or label not in inc.rehosted or _disturbed(view, inc.proc, sample["t"]):
             return None
-        if any(view.inc_of(e) is inc and e["i"] < sample["i"] for e in view.history
-               if e.get("session") == label and e.get("proc") == inc.proc):
+        if _first_event_i(view, inc, label) < sample["i"]:
             return None
         if sample["t"] <= view.rehost_deadline(inc, label) + view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
             return None

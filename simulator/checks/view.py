@@ -155,6 +155,7 @@ class RunView:
         self._index_ids()
         self._index_calls()
         self._leaves: Optional[list[dict]] = None
+        self._activity: dict[tuple[int, str], Optional[int]] = {}
         self.epoch_ms = self._epoch()
 
     # -- basic access -------------------------------------------------------
@@ -200,7 +201,10 @@ class RunView:
                 sessions = set((d.get("sessions") or {}).keys())
                 if d.get("resumed"):
                     sessions.add(d["resumed"])
-                opened = d.get("opens") if d.get("resumed") and d.get("opens") != d["resumed"] else None
+                # A resume whose command line opens another session (or none): the resumed one
+                # is dormant, the opened one hosted.
+                opens_other = bool(d.get("resumed")) and "opens" in d and d["opens"] != d["resumed"]
+                opened = d["opens"] if opens_other else None
                 if opened:
                     sessions.add(opened)
                 rehosted: set[str] = set()
@@ -209,7 +213,7 @@ class RunView:
                     rehosted = set(old.sessions) - sessions
                 inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, "opencode"),
                                   e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"), start_event=e)
-                if d.get("resumed") and "opens" in d and d["opens"] != d["resumed"]:
+                if opens_other:
                     inc.dormant, inc.opened = {d["resumed"]}, opened
                 inc.predecessor = old
                 self.incs.append(inc)
@@ -272,10 +276,15 @@ class RunView:
         return inc.start_t + self.rehost_grace(inc)
 
     def first_activity(self, inc: Incarnation, label: str) -> Optional[int]:
-        """Virtual time of `label`'s first activity in `inc`'s life (a call, a prompt, a turn)."""
-        return next((e["t"] for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc)
-                     if e.get("session") == label and inc.start_i < e["i"] and (inc.end_i is None or e["i"] < inc.end_i)),
-                    None)
+        """Virtual time of `label`'s first activity in `inc`'s life (a call, a prompt, a turn),
+        cached: P4 and the delivery gate ask it for every sample and every cut."""
+        key = (id(inc), label)
+        if key not in self._activity:
+            self._activity[key] = next(
+                (e["t"] for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc)
+                 if e.get("session") == label and inc.start_i < e["i"] and (inc.end_i is None or e["i"] < inc.end_i)),
+                None)
+        return self._activity[key]
 
     def asleep(self, t: int, slack: int = 0) -> bool:
         """True inside a machine sleep, or within `slack` ms after it ends."""
