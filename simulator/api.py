@@ -8,6 +8,7 @@ expectations and one verdict per fault step.
 
 from __future__ import annotations
 
+import importlib
 import time
 import traceback
 from pathlib import Path
@@ -16,14 +17,21 @@ from typing import Callable, Optional
 from simulator.checks import check_all
 from simulator.checks.faults import fault_verdicts
 from simulator.engine.orchestrator import Orchestrator, SystemUnderTest
-from simulator.harness import make_harness
-from simulator.harness.support import create_database
 from simulator.result import RunResult
 from simulator.scenario.model import Scenario
 
 
 # The one place the simulator binds the code under test: the fake hosts drive thatch_core.
-THATCH = SystemUnderTest(make_harness=make_harness, create_database=create_database)
+# Named, and loaded when a run starts: importing the simulator (lint, matrix, collection, the
+# checkers, the explore generator) loads no thatch_core code (D-layout-3).
+HARNESS = "simulator.harness"
+
+
+def code_under_test() -> SystemUnderTest:
+    """The fake hosts and the database they share, loaded on first use."""
+    harness = importlib.import_module(HARNESS)
+    support = importlib.import_module(f"{HARNESS}.support")
+    return SystemUnderTest(make_harness=harness.make_harness, create_database=support.create_database)
 
 
 def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, wall_timeout_s: float = 120,
@@ -40,7 +48,7 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    orch = Orchestrator(spec, run_dir, THATCH, seed=seed, wall_timeout_s=wall_timeout_s, overrides=overrides,
+    orch = Orchestrator(spec, run_dir, code_under_test(), seed=seed, wall_timeout_s=wall_timeout_s, overrides=overrides,
                         sample_interval_ms=sample_interval_ms, progress=progress, engine=engine)
     outcome = orch.run()
     wall = time.monotonic() - started

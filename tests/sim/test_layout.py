@@ -8,6 +8,8 @@ hides a cycle from Python's loader, not from this test).
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,6 +175,21 @@ def test_nothing_but_the_composition_root_reaches_thatch_core_through_the_harnes
              if m.startswith("simulator") and _area(m) != DRIVES_CORE and m != BINDS_CORE
              for t in sorted(ts) if _area(t) == DRIVES_CORE]
     assert wrong == []
+
+
+def test_importing_any_module_outside_the_harness_loads_no_thatch_core():
+    """R14, R31, R22, R33: every module but the fake hosts (api, the CLI, the pytest plugin and
+    the explore judge included) imports without thatch_core; only a run loads it, by name."""
+    modules = sorted(m for m in _modules(repo.ROOT) if m.startswith("simulator") and _area(m) != DRIVES_CORE
+                     and not m.endswith("__main__"))
+    probe = ("import importlib, sys\n"
+             f"for m in {modules!r}:\n"
+             "    importlib.import_module(m)\n"
+             "    core = sorted(k for k in sys.modules if k.split('.')[0] == 'thatch_core')\n"
+             "    if core:\n"
+             "        sys.exit(f'{m} loads {core[0]}')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo.ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_leaf_modules_import_only_leaves(graph):
