@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 # make sense for it and answers others with Reply(ok=False, error=...).
 OP_START = "start"          # first command after the fork: open the db, start the runtime
 OP_POLL = "poll"            # the poll timer fired (opencode)
-OP_ACT = "act"              # a scripted action: args = {"action": "send", ...step args..., "step": index}
+OP_ACT = "act"              # an action: args = act_args(kind, its arguments model, step index)
 OP_TURN_END = "turn-end"    # an agent turn scheduled earlier ends: args = {"cause": ...}
 OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {"what": "busy"|"compacting", "on": bool}
 OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index, "when": "before"|"after"}
@@ -43,6 +43,13 @@ OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: sav
 # args = {"entries": [[t, priority, op, session, args], ...], "until": [t, priority], "followup_priority": p};
 # the reply's result is {"ran": [[t, priority, provisional dispatch, session], ...]} (simulator/child/window.py)
 OP_RUN_WINDOW = "run-window"
+
+
+def act_args(action: str, args: Any, *, step: Optional[int] = None) -> dict[str, Any]:
+    """The arguments of an OP_ACT command: the action's kind (simulator/scenario/kinds.py), its typed
+    arguments model (one field per argument, the model the scenario was validated into), and the
+    index of the scripted step it carries out (None: asked for by a harness or an observation)."""
+    return {"action": action, "args": args, "step": step}
 
 
 @dataclass(frozen=True)

@@ -65,12 +65,12 @@ class TinyHarness:
 
     def _act(self, cmd):
         a = cmd.args
-        action = a["action"]
+        action, args = a["action"], a["args"]  # the step's typed arguments model (simulator/protocol.py act_args)
         me = self.ctx.sessions[cmd.session].session_id if cmd.session in self.ctx.sessions else None
-        self.rec.emit("tool-call", cmd.session, tool=action, args={k: v for k, v in a.items() if k != "action"})
+        self.rec.emit("tool-call", cmd.session, tool=action, args=args.model_dump(mode="json", by_alias=True))
         if action == "send":
-            to = self.ctx.names_by_label.get(a["to"], a["to"])
-            res = self.store.send(me, to, a.get("body") or "hello")
+            to = self.ctx.names_by_label.get(args.to, args.to)
+            res = self.store.send(me, to, args.body or "hello")
             text, ok = ("sent" if res.ok else res.error), res.ok
         elif action == "read":
             items = self.store.read(me)

@@ -19,6 +19,7 @@ from typing import Optional
 
 from simulator.checks.view import Incarnation, RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
+from simulator.scenario.kinds import HOSTS
 
 TURN_EVENTS = ("tool-call", "user-prompt", "turn-start")
 
@@ -160,12 +161,12 @@ class Gate:
         live = [inc for inc in incs if inc.alive(t)]
         if not live:
             return "no live process hosts it", None
-        opencode = [inc for inc in live if inc.kind == "opencode"]
-        if not opencode:
+        pollers = [inc for inc in live if HOSTS[inc.kind].polls]
+        if not pollers:
             return f"hosted by {live[-1].kind} {live[-1].proc}: MCP hosts get no wakes", None
-        enabled = [inc for inc in opencode if self.enabled[id(inc)]]
+        enabled = [inc for inc in pollers if self.enabled[id(inc)]]
         if not enabled:
-            return f"chat disabled in {opencode[-1].proc}: its poller never started", None
+            return f"chat disabled in {pollers[-1].proc}: its poller never started", None
         hosting = [inc for inc in enabled if view.hosting(inc, label, t)]
         if not hosting:
             return f"{enabled[-1].proc} does not host it (rehost grace over, or a resumed tab not used yet)", None

@@ -13,16 +13,6 @@ from simulator.checks.view import brief
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario, format_duration
 
-# Why a fault of each kind can fail to take effect, for its not-reached message.
-NOT_REACHED_REASONS = {
-    "crash": "the process never reached the crash point's statement or step while it ran",
-    "kill": "the process was not running",
-    "lock": "no store call met the held lock",
-    "fork": "the session's host was not running or refused the fork",
-    "resume": "the resuming process did not start",
-    "restart": "the daemon or its replacement did not start",
-}
-
 
 def crash_cut_short(crash: dict[str, Any], point: str) -> bool:
     """The `crash` event killed its process just before `point` (its statement never ran,
@@ -52,7 +42,7 @@ def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdic
             out.append(Verdict(f"fault#{idx}", title, "pass", f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
                                (), [brief(fired[idx])]))
         else:
-            reason = NOT_REACHED_REASONS.get(step.action)
+            reason = step.kind.not_reached  # why a fault of its kind can fail to take effect
             wit = [brief(not_fired[idx])] if idx in not_fired else []
             out.append(Verdict(f"fault#{idx}", title, "not-reached",
                                f"{where} never took effect{': ' + reason if reason else ''}", (), wit))

@@ -12,6 +12,7 @@ from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Incarnation, RunView
 from simulator.design import SECOND_MS
 from simulator.result import Verdict
+from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
 
 # The poller's batch heartbeat as a crash event records it (normalised SQL).
 _HEARTBEAT_SQL = re.compile(r"^update chat_sessions set last_seen = \S+ where session_id in\b")
@@ -83,7 +84,7 @@ def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict)
     `sample`, when that is all that holds it: every live host is an opencode process that only
     re-hosted it and saw no event of it at all (R15: silent tabs age out and go stale)."""
     for inc in hosts:
-        if inc.kind != "opencode" or label not in inc.rehosted or _disturbed(view, inc.proc, sample["t"]):
+        if not HOSTS[inc.kind].restarts or label not in inc.rehosted or _disturbed(view, inc.proc, sample["t"]):
             return None
         if _first_event_i(view, inc, label) < sample["i"]:
             return None
@@ -98,9 +99,9 @@ def p4_liveness(view: RunView) -> Verdict:
     checked = 0
     for s in view.of("sample"):
         for label, row in (s["data"].get("sessions") or {}).items():
-            if not row.get("registered") or row.get("host_kind", "opencode") != "opencode":
+            if not row.get("registered") or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS:
                 continue
-            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=("opencode",)) if view.hosting(inc, label, s["t"])]
+            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=hosts_with("polls")) if view.hosting(inc, label, s["t"])]
             if live:
                 inc = live[-1]
                 last = _last_before(_polls(view, inc, label), s["i"])

@@ -10,6 +10,7 @@ from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.design import HELD_REPLY_RE
 from simulator.result import Verdict
+from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
 
 
 _SENT_TO = re.compile(r"^Message sent to (\S+) \(")
@@ -43,7 +44,7 @@ def acting_identity(view: RunView, call: Call) -> Optional[str]:
     trusts the claimed `as` (R32): a send claiming another session is stored as
     that session's mail, and a read claiming it drains that session's inbox."""
     claim = call.args.get("as") if isinstance(call.args, dict) else None
-    if claim and view.proc_kind.get(call.proc) == "cursor":
+    if claim and HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
         return view.label_for_name(str(claim)) or view.label_of.get(str(claim)) or call.session
     return call.session
 
@@ -210,6 +211,6 @@ def p8_broadcast(view: RunView) -> Verdict:
                 name = row.get("name") or ""
                 if row.get("host_kind") == "mcp" and name not in recips:
                     return verdict(p8_broadcast, "fail", f"broadcast by {c.session} left out the mcp session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
-                if row.get("host_kind", "opencode") == "opencode" and row.get("stale") and a[label].get("last_seen") == row.get("last_seen") and name in recips:
+                if row.get("host_kind", DEFAULT_ROW_KIND) in BEATING_ROW_KINDS and row.get("stale") and a[label].get("last_seen") == row.get("last_seen") and name in recips:
                     return verdict(p8_broadcast, "fail", f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
     return passed(p8_broadcast, f"{len(bcasts)} broadcasts all-or-nothing with the right recipients", len(bcasts))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
 from simulator.design import AUTO_ROW_TTL_MS, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id
+from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 from simulator.scenario.model import Scenario
 
 LEAVE_ACTIONS = ("unregister", "delete", "exit")
@@ -211,7 +212,7 @@ class RunView:
                 old = latest.get(d.get("rehost_of")) if d.get("rehost_of") else None
                 if old is not None:
                     rehosted = set(old.sessions) - sessions
-                inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, "opencode"),
+                inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, DEFAULT_HOST),
                                   e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"), start_event=e)
                 if opens_other:
                     inc.dormant, inc.opened = {d["resumed"]}, opened
@@ -322,9 +323,9 @@ class RunView:
             if label and sid and sid not in self.ids.setdefault(label, []):
                 self.ids[label].append(sid)
         for e in self.of("process-start"):
-            kind = e["data"].get("proc_kind") or self.proc_kind.get(e["data"].get("target"), "opencode")
+            kind = e["data"].get("proc_kind") or self.proc_kind.get(e["data"].get("target"), DEFAULT_HOST)
             for label, sid in (e["data"].get("sessions") or {}).items():
-                add(label, sid if kind == "opencode" or str(sid).startswith(("ses_", "mcp_")) else mcp_session_id(sid))
+                add(label, sid if not HOSTS[kind].mcp or str(sid).startswith(("ses_", "mcp_")) else mcp_session_id(sid))
         for label, sids in (self.run_info.get("row_ids") or {}).items():
             for sid in sids:
                 add(label, sid)

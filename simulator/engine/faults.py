@@ -22,9 +22,9 @@ took effect (docs/history.md); one that never takes effect is reported as
 - lock: a holder process takes the write lock at t and releases it at t+for;
   fired if a store call failed (`store-error`) or had to wait meanwhile.
 
-A new fault kind is its arguments model and key in simulator/scenario/model.py
-(`FAULT_KEYS`) and its handler here in `FAULTS`; what happens inside a child
-(a crash point) is simulator/child/crash_points.py.
+A new fault kind is declared, with its arguments model and traits, in
+simulator/scenario/kinds.py, and handled here in `FAULTS`; what happens
+inside a child (a crash point) is simulator/child/crash_points.py.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.world import World
 from simulator.protocol import OP_ARM_CRASH, OP_FORK, Reply
-from simulator.scenario.model import (
-    ARGV_PLACEHOLDER, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
+from simulator.scenario.kinds import (
+    ARGV_PLACEHOLDER, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
 )
 
 
@@ -110,7 +110,7 @@ def _resume(engine: FaultEngine, t: int, idx: int, d: int, args: ResumeArgs) -> 
     else:
         argv, how = None, args.how
         startup = ("-s", sid) if args.how == "-s" else ("-c", None)
-    cmdline = argv if argv is not None else (["opencode", "-s", sid] if args.how == "-s" else ["opencode", "-c"])
+    cmdline = argv if argv is not None else ([OPENCODE, "-s", sid] if args.how == "-s" else [OPENCODE, "-c"])
     opens = opened_session(cmdline, dir_sessions, world.names_by_label())
     # The session the command line opens instead is a tab of the new process too: its
     # server has it and can prompt it (a `-c` continuing the newest session).
@@ -202,7 +202,8 @@ def _lock(engine: FaultEngine, t: int, idx: int, d: int, args: LockArgs) -> None
     engine.agenda.push(t + args.duration, LockRelease(idx))
 
 
-# The fault key of a step -> what the orchestrator does for it (scenario.model.FAULT_KEYS lists the keys).
+# The fault kind of a step -> what the orchestrator does for it (a layout test holds it equal to the
+# fault kinds of simulator/scenario/kinds.py).
 FAULTS: dict[str, Callable[[FaultEngine, int, int, int, Any], None]] = {
     "kill": _kill,
     "crash": _crash,

@@ -16,6 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from simulator.clock import START_EPOCH_MS, iso_stamp as iso
+from simulator.scenario.kinds import DEFAULT_ROW_KIND, HOSTS
 
 # The 002-era chat.ts tables, written out here rather than taken from the code
 # under test: its migration is judged by reading what the old release wrote.
@@ -53,9 +54,9 @@ def write_legacy_db(world) -> None:
             conn.execute(ddl)
         for index, row in enumerate(rows):
             sid = legacy_session_id(world, index, row)
-            kind = "opencode"
-            if row.session is not None and world.procs[world.session_proc[row.session]].spec.kind != "opencode":
-                kind = "mcp"
+            # The row a 002-era host wrote: its session's host kind's rows (an orphan: the default kind's).
+            host = None if row.session is None else world.procs[world.session_proc[row.session]].spec.kind
+            kind = DEFAULT_ROW_KIND if host is None else HOSTS[host].row_kind
             seen = START_EPOCH_MS - row.last_seen_ago
             conn.execute("INSERT INTO chat_sessions (session_id, name, topic, project, host_kind, registered_at, last_seen)"
                          " VALUES (?, ?, ?, ?, ?, ?, ?)",

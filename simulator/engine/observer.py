@@ -18,8 +18,9 @@ from simulator.engine.agenda import Entry, Expect, ExpectFirst
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Live, ProcessCommand
 from simulator.engine.world import World
-from simulator.protocol import OP_ACT, Reply
+from simulator.protocol import OP_ACT, Reply, act_args
 from simulator.scenario.expectation_keys import STORE_KINDS, moments_of, window_of
+from simulator.scenario.kinds import SessionArg
 from simulator.scenario.model import Scenario
 
 
@@ -164,5 +165,4 @@ class Observer:
         if kind == "roster" and label and not (asleep or before_catch_up or "between" in arg):
             live = self._host_of(label)
             if live is not None:
-                self._exchange(t, d, [ProcessCommand(live, OP_ACT, label,
-                                                     {"action": "list", "session": label, "expectation": idx})])
+                self._exchange(t, d, [ProcessCommand(live, OP_ACT, label, act_args("list", SessionArg(session=label)))])

@@ -48,9 +48,10 @@ from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import ENGINES, Windows
 from simulator.engine.world import World
 from simulator.history import merge, read_events
-from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, recv_msg, send_msg
+from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, act_args, recv_msg, send_msg
 from simulator.scenario.durations import format_duration
-from simulator.scenario.model import FAULT_KEYS, Scenario
+from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, ProcessArg
+from simulator.scenario.model import Scenario
 from simulator.scenario.model import Step as ScenarioStep
 
 STOP_GRACE_S = 2.0
@@ -261,8 +262,7 @@ class Orchestrator:
         if isinstance(entry, (HarnessFollowUp, Poll)):
             return True
         if isinstance(entry, Step):
-            step = self.spec.steps[entry.index]
-            return step.action not in FAULT_KEYS and step.action != "start"
+            return self.spec.steps[entry.index].kind.runs == HARNESS
         return False
 
     def _next_is_command_at(self, t: int) -> bool:
@@ -330,16 +330,13 @@ class Orchestrator:
 
     def _target_of(self, step: ScenarioStep) -> tuple[Optional[str], Optional[str]]:
         """(the acting session, the label of the process the step goes to)."""
-        args, action = step.args, step.action
-        if action in ("send", "broadcast"):
-            session = args.sender
-        elif action == "config":
-            return None, args.process
-        elif action in ("cli_list", "cli_tail"):
+        kind = step.kind
+        if kind.target == PROCESS:
+            return None, step.args.process
+        if kind.target == MACHINE:
             # The CLI runs on the machine: any running harness process can host the call.
             return None, next((p.id for p in self.spec.processes if self.processes.alive(p.id) is not None), None)
-        else:
-            session = args.session
+        session = kind.actor(step.args)
         return session, self.hosting.get(session)
 
     def _drop(self, idx: int, reason: str) -> None:
@@ -438,7 +435,7 @@ class Orchestrator:
         d = self.log.next_dispatch()
         self.log.record("process-start", **data)
         self.exchange(t, d, [ProcessCommand(live, OP_START, None, {})])
-        if live.alive and ctx.kind == "opencode":
+        if live.alive and HOSTS[ctx.kind].polls:
             self.agenda.push(t + ctx.poll_interval_ms, Poll(label, live.incarnation, live.poll_gen))
         return live
 
@@ -474,13 +471,10 @@ class Orchestrator:
         if step.at > self.spec.duration:
             self._drop(idx, "after the script phase (steps must be at or before `duration`)")
             return
-        if step.action == "start":
-            label = step.args.process
-            if self.world.procs.get(label) is None or self.world.procs[label].spec.start != "never":
-                raise SimulationError(f"step {idx}: `start` needs a process declared with `start: never`, got {label!r}")
-            self.start_process(t, label)
-            return
-        faults.apply(self, t, idx, step.action, step.args)
+        if step.is_fault:
+            faults.apply(self, t, idx, step.action, step.args)
+        else:
+            ENGINE_ACTIONS[step.action](self, t, idx, step.args)
 
     def fired(self, idx: int, detail: Any) -> None:
         """Fault step `idx` took effect (`fault-fired`)."""
@@ -498,7 +492,7 @@ class Orchestrator:
         polls: list[Entry] = []
         for label in self.world.proc_order():
             live = self.processes.alive(label)
-            if live is not None and live.kind == "opencode":
+            if live is not None and HOSTS[live.kind].polls:
                 live.poll_gen += 1
                 polls.append(Poll(label, live.incarnation, live.poll_gen))
         if self.concurrent:
@@ -539,15 +533,18 @@ class Orchestrator:
 
 
 def _step_args(step: ScenarioStep, idx: int) -> dict[str, Any]:
-    """The step's arguments under both their field names and their YAML keys (`sender` and `from`)."""
-    args = step.args
-    if isinstance(args, dict):
-        out = dict(args)
-    else:
-        out = args.model_dump(mode="json")
-        out.update(args.model_dump(mode="json", by_alias=True))
-    out.update(action=step.action, step=idx)
-    if step.name:
-        out["name"] = step.name
-    return out
+    """An OP_ACT command's arguments: the action, the step index and the step's typed arguments model."""
+    return act_args(step.action, step.args, step=idx)
+
+
+def _start_step(orch: Orchestrator, t: int, idx: int, args: ProcessArg) -> None:
+    label = args.process
+    if orch.world.procs.get(label) is None or orch.world.procs[label].spec.start != "never":
+        raise SimulationError(f"step {idx}: `start` needs a process declared with `start: never`, got {label!r}")
+    orch.start_process(t, label)
+
+
+# The actions the orchestrator carries out itself, by kind (faults are engine/faults.py's FAULTS;
+# a layout test holds both tables equal to the kinds that run in the orchestrator).
+ENGINE_ACTIONS: dict[str, Callable[[Orchestrator, int, int, Any], None]] = {"start": _start_step}
 

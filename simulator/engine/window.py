@@ -35,6 +35,7 @@ from simulator.engine.agenda import PRIORITY, Entry, HarnessFollowUp, Poll, Prio
 from simulator.engine.processes import Live
 from simulator.history import process_file
 from simulator.protocol import OP_POLL, OP_RUN_WINDOW, Command, send_msg
+from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import process_options
 
 ENGINES = ("lockstep", "windowed")
@@ -95,7 +96,7 @@ class Windows:
             spec = self.o.world.procs[label].spec
             kinds = {getattr(s.agent, "kind", "reader") for s in spec.sessions}
             # A messaging policy's poll cycle may write another session's row (an expiry notice).
-            self._static[label] = (spec.kind == "opencode" and kinds <= LOCAL_AGENTS
+            self._static[label] = (HOSTS[spec.kind].polls and kinds <= LOCAL_AGENTS
                                    and process_options(self.o.world.spec, spec).is_thatch)
         return self._static[label]
 

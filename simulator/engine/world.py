@@ -30,6 +30,7 @@ from simulator.design import mcp_session_id
 from simulator.engine.legacy import write_legacy_db
 from simulator.history import HISTORY_DIR
 from simulator.protocol import HarnessContext, SessionInfo
+from simulator.scenario.kinds import HOSTS
 from simulator.scenario.model import Process, Scenario, Session
 from simulator.scenario.policies import process_options
 
@@ -81,7 +82,7 @@ class World:
             for sess in proc.sessions:
                 self.sessions[sess.id] = sess
                 self.session_proc[sess.id] = proc.id
-                gen = opencode_session_id if proc.kind == "opencode" else host_session_id
+                gen = host_session_id if HOSTS[proc.kind].mcp else opencode_session_id
                 self.session_ids[sess.id] = [gen(self.rng)]
         for index, proc in enumerate(self.spec.processes):
             workdir = self.run_dir / "procs" / proc.id
@@ -133,7 +134,7 @@ class World:
     def row_ids(self, label: str) -> list[str]:
         """The `chat_sessions.session_id` values this label may appear under, newest last."""
         kind = self.procs[self.session_proc[label]].spec.kind
-        if kind == "opencode":
+        if not HOSTS[kind].mcp:
             return list(self.session_ids[label])
         return [mcp_session_id(h) for h in self.session_ids[label]]
 

@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 from simulator.explore.plan import WorldPlan
 from simulator.explore.swarm import DEFAULT, Size, Swarm, draw_swarm
 from simulator.scenario.durations import parse_duration
+from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, STEPS, hosts_with
 from simulator.scenario.model import Scenario
 
 MINUTE = 60_000
@@ -36,9 +37,11 @@ TURNS = ("5s", "10s", "20s", "20s", "30s", "45s")
 POLLS = ("10s", "15s", "20s", "30s")
 SQL_POINTS = ("insert into chat_messages", "update chat_messages set", "delete from chat_sessions",
               "insert into chat_leave_tombstones", "insert into chat_name_counters")
-NAMED_POINTS = ("delivered-stamp", "read-stamp", "broadcast-insert", "register-insert", "unregister")
-HEARTBEAT_POINTS = {"before": "heartbeat", "sql": "update chat_sessions set"}
-PREFIX = {"opencode": "oc", "claude-code": "cc", "cursor": "cu"}
+# Every named statement point, the heartbeat's included (host steps are the scripted library's).
+NAMED_POINTS = tuple(c.key for c in CRASH_POINTS.values() if not c.host_step)
+HEARTBEAT_SQL = "update chat_sessions set"
+# The kind of a new `start: never` process a resume or restart starts.
+TARGET_KIND = next(key for key, h in HOSTS.items() if h.resumes and h.restarts)
 
 
 @dataclass(frozen=True)
@@ -115,13 +118,14 @@ class _Draw:
         return max(1, min(n, top))
 
     def _processes(self) -> None:
-        kinds = [k for k in self.swarm.hosts for _ in range(2 if k == "opencode" else 1)]
+        kinds = [k for k in self.swarm.hosts for _ in range(HOSTS[k].explore_copies)]
         projects = [self._word() for _ in range(self.rng.randint(1, 3))] + [None]
         for i in range(self._count()):
             kind = self.rng.choice(kinds)
-            self.processes.append(self._process(f"{PREFIX[kind]}{i + 1}", kind, self.rng.choice(projects)))
+            self.processes.append(self._process(f"{HOSTS[kind].explore_prefix}{i + 1}", kind, self.rng.choice(projects)))
         if sum(len(p["sessions"]) for p in self.processes) < 2:  # someone to write to
-            self.processes.append(self._process(f"oc{len(self.processes) + 1}", "opencode", projects[0]))
+            label = f"{HOSTS[DEFAULT_HOST].explore_prefix}{len(self.processes) + 1}"
+            self.processes.append(self._process(label, DEFAULT_HOST, projects[0]))
 
     def _process(self, label: str, kind: str, project: Optional[str]) -> dict[str, Any]:
         proc: dict[str, Any] = {"id": label, "kind": kind}
@@ -129,13 +133,13 @@ class _Draw:
             proc["project"] = project
         if self.swarm.on("checkouts") and self.rng.random() < 0.4:
             proc["checkout"] = self.rng.choice(("worktree", "none"))
-        if self.swarm.on("fast-polls") and kind == "opencode" and self.rng.random() < 0.5:
+        host = HOSTS[kind]
+        if self.swarm.on("fast-polls") and host.polls and self.rng.random() < 0.5:
             proc["poll_interval"] = parse_duration(self.rng.choice(POLLS))
-        # One conversation per Claude Code process: its sessions would share the host pid
-        # that anchors MCP identity (D-harness-12).
-        top = {"opencode": self.size.max_sessions, "cursor": min(2, self.size.max_sessions)}.get(kind, 1)
+        most = host.explore_max_sessions
+        top = self.size.max_sessions if most is None else min(most, self.size.max_sessions)
         proc["sessions"] = [self._session(kind) for _ in range(self.rng.randint(1, top))]
-        if (kind == "opencode" and self.swarm.on("children") and len(proc["sessions"]) > 1
+        if (host.explore_children and self.swarm.on("children") and len(proc["sessions"]) > 1
                 and self.rng.random() < 0.4):
             proc["sessions"][-1]["parent"] = proc["sessions"][0]["id"]
         return proc
@@ -145,7 +149,7 @@ class _Draw:
         if self.rng.random() < 0.5:
             session["title"] = self.fake.sentence(nb_words=self.rng.randint(2, 6)).rstrip(".")
         joins = self.rng.choice(("idle", "explicit"))
-        if self.swarm.on("join-kinds") and self.rng.random() < 0.4 and kind == "opencode":
+        if self.swarm.on("join-kinds") and self.rng.random() < 0.4 and HOSTS[kind].explore_join_kinds:
             session["joins"] = joins  # an MCP session joins at its SessionStart hook: see plan.py
         if self.swarm.on("late-sessions") and self.rng.random() < 0.3:
             session["start"] = self.rng.randint(1, self.minutes * 30) * 1000
@@ -158,7 +162,7 @@ class _Draw:
         if agent["kind"] == "ping-pong" and self.rng.random() < 0.5:
             agent["reply_limit"] = self.rng.randint(1, 5)
         for window in self.swarm.windows:
-            if window == "aborted" and kind != "cursor":
+            if window == "aborted" and not HOSTS[kind].aborts:
                 continue
             if self.rng.random() < 0.35:
                 agent[window] = [self._window()]
@@ -321,17 +325,16 @@ class _Draw:
         return [p["id"] for p in self.processes if plan.runs(p["id"]) and p["kind"] in kinds]
 
     def _kill(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
-        running = self._running(plan, ("opencode", "claude-code", "cursor"))
+        running = self._running(plan, tuple(HOSTS))
         return {"at": t, "kill": {"process": self.rng.choice(running)}} if running else None
 
     def _crash(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
-        running = self._running(plan, ("opencode", "cursor"))
+        running = self._running(plan, hosts_with(STEPS["crash"].needs))
         if not running:
             return None
         args: dict[str, Any] = {"process": self.rng.choice(running)}
         key = "before" if self.rng.random() < 0.75 else "sql"
-        points = NAMED_POINTS if key == "before" else SQL_POINTS
-        points += (HEARTBEAT_POINTS[key],)
+        points = NAMED_POINTS if key == "before" else SQL_POINTS + (HEARTBEAT_SQL,)
         args[key] = self.rng.choice(points)
         if self.rng.random() < 0.3:
             args["nth"] = self.rng.randint(1, 3)
@@ -357,14 +360,14 @@ class _Draw:
         """A new `start: never` opencode process in the directory of `like` (None: the world is full)."""
         if len(self.processes) >= self.size.max_processes:
             return None
-        label = f"oc{len(self.processes) + 1}"
-        proc: dict[str, Any] = {"id": label, "kind": "opencode", "start": "never", "sessions": []}
+        label = f"{HOSTS[TARGET_KIND].explore_prefix}{len(self.processes) + 1}"
+        proc: dict[str, Any] = {"id": label, "kind": TARGET_KIND, "start": "never", "sessions": []}
         model = next(p for p in self.processes if p["id"] == like)
         for key in ("project", "checkout", "poll_interval"):
             if key in model:
                 proc[key] = model[key]
         self.processes.append(proc)
-        plan.kind[label] = "opencode"
+        plan.kind[label] = TARGET_KIND
         plan.never.add(label)
         return label
 
@@ -382,7 +385,7 @@ class _Draw:
         return {"at": t, "resume": args}
 
     def _restart(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
-        running = self._running(plan, ("opencode",))
+        running = self._running(plan, hosts_with(STEPS["restart"].needs))
         if not running:
             return None
         old = self.rng.choice(running)
@@ -396,7 +399,7 @@ class _Draw:
         return {"at": t, "restart": args}
 
     def _fork(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
-        return self._by_session(plan, t, ("fork",), lambda s: plan.host_kind(s) == "claude-code")
+        return self._by_session(plan, t, ("fork",), lambda s: STEPS["fork"].accepts(plan.host_kind(s)))
 
 
 ACTION_DRAWS: dict[str, Callable[[_Draw, WorldPlan, int], Optional[dict[str, Any]]]] = {

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-CRASHABLE = ("opencode", "cursor")
+from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, STEPS
+
 # Crash points that fire inside a leave (session.deleted, /thatch/exit): see the last rule above.
-LEAVE_POINTS = ("unregister",)
+LEAVE_POINTS = tuple(c.key for c in CRASH_POINTS.values() if c.inside_leave)
 LEAVE_SQL = ("delete from chat_sessions", "insert into chat_leave_tombstones")
-SESSION_ACTIONS = ("read", "register", "unregister", "list", "status", "prompt", "title", "delete", "exit", "fork")
 STEP_KEYS = ("at", "name", "expect")
 
 
@@ -51,18 +51,17 @@ def action_of(step: dict[str, Any]) -> str:
 
 
 def actor_of(step: dict[str, Any]) -> Optional[str]:
-    """The session label acting in a step (the sender of a send), if any."""
-    args = step[action_of(step)]
-    if not isinstance(args, dict):
-        return None
-    return args.get("from") or args.get("session")
+    """The session label acting in a step (the sender of a send), if any: its kind's actor key."""
+    action = action_of(step)
+    key, args = STEPS[action].actor_key, step[action]
+    return args.get(key) if key is not None and isinstance(args, dict) else None
 
 
 class WorldPlan:
     """Processes running, sessions' hosts, closed sessions: as the timeline unfolds."""
 
     def __init__(self, processes: list[dict[str, Any]]) -> None:
-        self.kind = {p["id"]: p.get("kind", "opencode") for p in processes}
+        self.kind = {p["id"]: p.get("kind", DEFAULT_HOST) for p in processes}
         self.never = {p["id"] for p in processes if p.get("start") == "never"}
         self.used: set[str] = set()
         self.alive = {p["id"] for p in processes if p.get("start") != "never"}
@@ -76,7 +75,7 @@ class WorldPlan:
         self.sleeps: list[tuple[int, int]] = []            # [from, until) of each machine sleep
         self.leave_armed: set[str] = set()                 # processes a leave would crash
         self.locks: list[tuple[int, int]] = []             # [from, until] of each lock step
-        self.mcp_world = any(k != "opencode" for k in self.kind.values())
+        self.lock_unsafe_world = not all(HOSTS[k].lock_safe for k in self.kind.values())
 
     # -- questions -------------------------------------------------------------
 
@@ -97,11 +96,11 @@ class WorldPlan:
         if session not in self.host or session in self.closed:
             return False
         start = self.start.get(session, 0)
-        return t > start if self.host_kind(session) != "opencode" else t >= start
+        return t > start if HOSTS[self.host_kind(session)].mcp else t >= start
 
     def resumable(self, session: str, t: int) -> bool:
         return (self.usable(session, t) and self.parent.get(session) is None
-                and self.host_kind(session) == "opencode" and self.host[session] in self.dead)
+                and STEPS["resume"].accepts(self.host_kind(session)) and self.host[session] in self.dead)
 
     def problem(self, step: dict[str, Any]) -> Optional[str]:
         """Why `step` does not fit the world now, or None."""
@@ -114,20 +113,20 @@ class WorldPlan:
         if action in ("resume", "restart") and self.locked(t):
             return f"{action} while the database lock is held"
         if action == "resume":
-            if args["process"] not in self.free_targets() or self.kind[args["process"]] != "opencode":
-                return f"resume into {args['process']}, not a free start: never opencode process"
+            if args["process"] not in self.free_targets() or not STEPS["resume"].accepts(self.kind[args["process"]]):
+                return f"resume into {args['process']}, not a free start: never process that resumes"
             return None if self.resumable(args["session"], t) else f"{args['session']} cannot be resumed here"
         if action == "restart":
-            if args["into"] not in self.free_targets() or self.kind[args["into"]] != "opencode":
-                return f"restart into {args['into']}, not a free start: never opencode process"
-            ok = self.runs(args["process"]) and self.kind[args["process"]] == "opencode"
+            if args["into"] not in self.free_targets() or not STEPS["restart"].accepts(self.kind[args["into"]]):
+                return f"restart into {args['into']}, not a free start: never daemon"
+            ok = self.runs(args["process"]) and STEPS["restart"].accepts(self.kind[args["process"]])
             unstarted = [s for s, h in self.host.items() if h == args["process"] and self.effective(self.start[s]) > t]
             if ok and unstarted:
                 return f"restart of {args['process']} before one of its tabs started"
-            return None if ok else f"restart of {args['process']}, not a running opencode daemon"
+            return None if ok else f"restart of {args['process']}, not a running daemon"
         if action == "crash":
-            ok = self.runs(args["process"]) and self.kind[args["process"]] in CRASHABLE
-            return None if ok else f"crash in {args['process']}, not a running opencode/cursor process"
+            ok = self.runs(args["process"]) and STEPS["crash"].accepts(self.kind[args["process"]])
+            return None if ok else f"crash in {args['process']}, not a running process that takes crash points"
         if action == "kill":
             return None if args["process"] in self.kind else f"kill of unknown {args['process']}"
         return self._session_problem(action, args, t)
@@ -143,8 +142,8 @@ class WorldPlan:
         return any(a <= t <= b + 1000 for a, b in self.locks)
 
     def _lock_problem(self, t: int, length: int) -> Optional[str]:
-        if self.mcp_world:
-            return "a lock in a world with Claude Code or Cursor hosts"
+        if self.lock_unsafe_world:
+            return "a lock in a world with hosts a held lock stops"
         if self.locked(t):
             return "a lock while another is held"
         return None
@@ -169,13 +168,14 @@ class WorldPlan:
         return next((s for s in args.get("listing") or () if s not in self.host), None)
 
     def _session_problem(self, action: str, args: Any, t: int) -> Optional[str]:
-        actor = args.get("from") or args.get("session") if isinstance(args, dict) else None
+        key = STEPS[action].actor_key
+        actor = args.get(key) if key is not None and isinstance(args, dict) else None
         if actor is None:
             return None
         if not self.usable(actor, t):
             return f"{actor} is closed or not started at {t}"
-        if action in ("delete", "exit") and self.host_kind(actor) != "opencode":
-            return f"{action} of {actor}, not an opencode session"
+        if not STEPS[action].accepts(self.host_kind(actor)):
+            return f"{action} of {actor}, a session of a {self.host_kind(actor)} process"
         if action in ("delete", "exit") and self.host[actor] in self.leave_armed:
             return f"{action} of {actor}, whose host has a crash point armed inside a leave"
         if action in ("delete", "exit") and self.locked(t):
@@ -183,8 +183,8 @@ class WorldPlan:
         last = max(self.touched.get(actor, -1), self.effective(self.start.get(actor, 0)))
         if action in ("delete", "exit") and t <= last:
             return f"{action} of {actor} at the time of another step for it (or of its start)"
-        if action == "fork" and (self.host_kind(actor) != "claude-code" or not self.runs(self.host[actor])):
-            return f"fork of {actor}, not a running Claude Code session"
+        if action == "fork" and not self.runs(self.host[actor]):
+            return f"fork of {actor}, whose host is not running"
         return None
 
     # -- moving on ---------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 
 from simulator.explore.plan import action_of
 from simulator.explore.writer import spell_duration
+from simulator.scenario.kinds import DEFAULT_HOST
 
 MAX_TOLD_STEPS = 12
 
@@ -21,7 +22,7 @@ def _world(doc: dict[str, Any]) -> str:
         if p.get("start") == "never":
             continue
         who = ", ".join(f"{s['id']} ({s.get('agent', {}).get('kind', 'reader')})" for s in p.get("sessions", ()))
-        parts.append(f"{p['id']} ({p.get('kind', 'opencode')}) hosts {who or 'no session'}")
+        parts.append(f"{p['id']} ({p.get('kind', DEFAULT_HOST)}) hosts {who or 'no session'}")
     return "; ".join(parts)
 
 

@@ -13,23 +13,18 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-HOST_KINDS = ("opencode", "claude-code", "cursor")
+from simulator.scenario.kinds import EXPLORE_ACTIONS, EXPLORE_ALWAYS_ACTIONS, EXPLORE_FAULTS, HOSTS, STEPS
+
+HOST_KINDS = tuple(HOSTS)
+ALWAYS_ON_HOSTS = tuple(key for key, h in HOSTS.items() if h.explore_always)
 AGENT_KINDS = ("reader", "silent", "ping-pong")
 WINDOW_KINDS = ("busy", "compacting", "aborted")
 
-# Action families and their weight when on. `send` is always on: without
-# mail nothing is delivered and most properties judge nothing.
-ACTION_WEIGHTS: dict[str, int] = {
-    "send": 10, "broadcast": 3, "read": 3, "query": 2, "prompt": 4, "title": 1, "churn": 2, "cli": 1,
-}
-ALWAYS_ON_ACTIONS = ("send",)
-
-# Fault kinds and the range of their rate: the chance that one scripted step
-# is that fault, drawn per run when the kind is on.
-FAULT_RATES: dict[str, tuple[float, float]] = {
-    "kill": (0.03, 0.12), "crash": (0.03, 0.12), "sleep": (0.02, 0.08), "resume": (0.05, 0.2),
-    "restart": (0.02, 0.08), "fork": (0.05, 0.2), "lock": (0.02, 0.08), "prune": (0.01, 0.03),
-}
+# Action families and their weight when on; fault families and the range of their rate
+# (simulator/scenario/kinds.py declares both).
+ACTION_WEIGHTS: dict[str, int] = EXPLORE_ACTIONS
+ALWAYS_ON_ACTIONS = EXPLORE_ALWAYS_ACTIONS
+FAULT_RATES: dict[str, tuple[float, float]] = {family: rate for family, (_, rate) in EXPLORE_FAULTS.items()}
 
 # Features left to the details once their family is on (a child session, a
 # session that starts late, a process with a short poll interval).
@@ -81,13 +76,15 @@ def _some(rng: random.Random, options: tuple[str, ...], always: tuple[str, ...] 
 
 def draw_swarm(rng: random.Random, *, dispatch: str | None = None) -> Swarm:
     """The features of one run. `dispatch` forces serial or concurrent."""
-    hosts = _some(rng, HOST_KINDS, always=("opencode",))
+    hosts = _some(rng, HOST_KINDS, always=ALWAYS_ON_HOSTS)
     agents = _some(rng, AGENT_KINDS) or (rng.choice(AGENT_KINDS),)
     windows = _some(rng, WINDOW_KINDS)
     actions = {a: w for a, w in ACTION_WEIGHTS.items() if a in _some(rng, tuple(ACTION_WEIGHTS), ALWAYS_ON_ACTIONS)}
     faults = {k: round(rng.uniform(lo, hi), 3) for k, (lo, hi) in FAULT_RATES.items() if rng.random() < 0.4}
-    if "fork" in faults and "claude-code" not in hosts:
-        del faults["fork"]
+    for family in list(faults):  # a fault no drawn host can take (a fork without Claude Code) is off
+        needs = STEPS[EXPLORE_FAULTS[family][0]].needs
+        if not any(HOSTS[h].has(needs) for h in hosts):
+            del faults[family]
     details = _some(rng, DETAIL_FEATURES)
     drawn = "concurrent" if rng.random() < 0.2 else "serial"  # drawn always: forcing keeps the rest of the world
     dispatch = dispatch or drawn

@@ -13,10 +13,10 @@ from simulator.harness.cursor import CursorHarness
 from simulator.harness.opencode import OpencodeHarness
 from simulator.history import Recorder
 from simulator.protocol import HarnessContext
+from simulator.scenario.kinds import CLAUDE_CODE, CURSOR, HOSTS, OPENCODE
 
-HARNESSES: dict[str, type[Harness]] = {
-    "opencode": OpencodeHarness, "claude-code": ClaudeCodeHarness, "cursor": CursorHarness,
-}
+# One fake host per declared host kind (simulator/scenario/kinds.py; a layout test holds them equal).
+HARNESSES: dict[str, type[Harness]] = {OPENCODE: OpencodeHarness, CLAUDE_CODE: ClaudeCodeHarness, CURSOR: CursorHarness}
 
 
 def make_harness(ctx: HarnessContext, recorder: Recorder) -> Harness:
@@ -24,7 +24,7 @@ def make_harness(ctx: HarnessContext, recorder: Recorder) -> Harness:
     try:
         cls = HARNESSES[ctx.kind]
     except KeyError:
-        raise ValueError(f"unknown harness kind {ctx.kind!r}: expected opencode, claude-code or cursor") from None
+        raise ValueError(f"unknown harness kind {ctx.kind!r}: expected {', '.join(HOSTS)}") from None
     return cls(ctx, recorder)
 
 

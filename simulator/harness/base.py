@@ -6,7 +6,11 @@ answers every `Command` with one `Reply`; the `FollowUp`s in the reply are
 agenda entries it asks for (a turn ending, a window boundary).
 
 What is shared here and what the kinds fill in:
-- dispatch by op (`op_<name>`) and, for OP_ACT, by action (`act_<name>`);
+- dispatch through two explicit tables: by op (`op_handlers`) and, for
+  OP_ACT, by action kind (`action_handlers`, holding exactly the actions
+  simulator/scenario/kinds.py says the host kind accepts); an action's
+  handler gets the acting session (the kind's declared actor) and the
+  step's typed arguments model;
 - the tool path: `tool(label, tool, args, step=)` records `tool-call` before
   and `tool-result` after the call (with the step index when a scripted step
   caused it); each kind implements `_call_tool` (the opencode runtime, an MCP
@@ -38,10 +42,16 @@ from thatch_core.mcp import mcp_session_id
 from simulator.design import MAX_CONTINUATION_HOPS
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
-from simulator.scenario.model import expand_body
+from simulator.scenario.fields import expand_body
+from simulator.scenario.kinds import STEPS, CliListArgs, CliTailArgs, ConfigArgs, PromptArgs, ReadArgs, SendArgs
+from simulator.scenario.kinds import HOSTS, BroadcastArgs, SessionArg
 from simulator.protocol import (
-    OP_ACT, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply, SessionInfo,
+    OP_ACT, OP_FORK, OP_POLL, OP_START, OP_STOP, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply,
+    SessionInfo, act_args,
 )
+
+# An action's handler: (the acting session's label, or None for a process-level action; its arguments model).
+ActionHandler = Callable[[Optional[str], Any], Any]
 
 TOOL_PREFIX = "thatch_chat_"
 
@@ -81,6 +91,21 @@ class Harness:
         self._followups: list[FollowUp] = []
         self._step: Optional[int] = None
         self.closed = False
+        self._ops: dict[str, Callable[[Command], Any]] = self.op_handlers()
+        self._actions: dict[str, ActionHandler] = self.action_handlers()
+
+    def op_handlers(self) -> dict[str, Callable[[Command], Any]]:
+        """The ops this harness answers (the worker answers OP_ARM_CRASH and the window ops itself)."""
+        return {OP_START: self.op_start, OP_ACT: self.op_act, OP_WINDOW: self.op_window, OP_STOP: self.op_stop,
+                OP_POLL: self.op_poll, OP_FORK: self.op_fork, OP_TURN_END: self.op_turn_end}
+
+    def action_handlers(self) -> dict[str, ActionHandler]:
+        """The actions every host kind serves the same way; each kind adds its own (a layout test holds
+        the table equal to the actions simulator/scenario/kinds.py says the kind accepts)."""
+        return {"send": self.act_send, "broadcast": self.act_broadcast, "read": self.act_read,
+                "register": self.act_register, "unregister": self.act_unregister, "list": self.act_list,
+                "status": self.act_status, "config": self.act_config, "cli_list": self.act_cli_list,
+                "cli_tail": self.act_cli_tail}
 
     # -- identity helpers ------------------------------------------------------
 
@@ -125,7 +150,7 @@ class Harness:
         self.t, self.dispatch = cmd.t, cmd.dispatch
         self._followups = []
         self._step = cmd.args.get("step") if isinstance(cmd.args, dict) else None
-        handler = getattr(self, "op_" + cmd.op.replace("-", "_"), None)
+        handler = self._ops.get(cmd.op)
         try:
             if handler is None:
                 raise Refused(f"a {self.kind} harness does not handle {cmd.op!r}")
@@ -170,25 +195,23 @@ class Harness:
             at = max(int(getattr(spec, "start", 0) or 0), self.t)
             joins = getattr(spec, "joins", "first-prompt")
             if joins == "first-prompt":
-                self.later(at, OP_ACT, label, action="prompt")
+                self.later(at, OP_ACT, label, **act_args("prompt", PromptArgs(session=label)))
             elif joins == "idle":
-                self.later(at, OP_ACT, label, action="appear")
+                self.appear_later(at, label)
 
-    def act_appear(self, label, args):
-        """A session that shows up without a user message (kind-specific)."""
-        return {"ok": True}
+    def appear_later(self, at: int, label: str) -> None:
+        """Ask for the session's entrance without a user message (`appear`, kind-specific) at `at`."""
+        self.later(at, OP_ACT, label, **act_args("appear", SessionArg(session=label)))
 
     def start(self) -> None:
         raise NotImplementedError
 
     def op_act(self, cmd: Command) -> Any:
-        args = dict(cmd.args or {})
-        action = args.pop("action", None)
-        args.pop("step", None)
-        handler = getattr(self, f"act_{action}", None) if action else None
+        action, args = cmd.args.get("action"), cmd.args.get("args")
+        handler = self._actions.get(action)
         if handler is None:
             raise Refused(f"a {self.kind} harness has no action {action!r}")
-        return handler(cmd.session, args)
+        return handler(STEPS[action].actor(args) or cmd.session, args)
 
     def op_window(self, cmd: Command) -> Any:
         label = cmd.session
@@ -247,12 +270,9 @@ class Harness:
         self.emit("tool-result", label, **data)
         return reply
 
-    # MCP hosts: the model passes the name its hook printed as `as`.
-    passes_as = False
-
     def prepare_args(self, label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """The arguments as the model passes them."""
-        if self.passes_as and "as" not in args and label in self.names:
+        """The arguments as the model passes them: on an MCP host, the name its hook printed as `as`."""
+        if HOSTS[self.kind].mcp and "as" not in args and label in self.names:
             args["as"] = self.names[label]
         return args
 
@@ -263,11 +283,11 @@ class Harness:
         """The tool path an agent acts through (no step: the agent, not a step, acts)."""
         return lambda tool, args: self.tool(label, tool, dict(args))
 
-    def recipient(self, args: dict[str, Any]) -> str:
+    def recipient(self, args: SendArgs) -> str:
         """`to` (a label: its assigned name now) or `to_raw` (literal)."""
-        if args.get("to_raw") is not None:
-            return str(args["to_raw"])
-        label = args.get("to")
+        if args.to_raw is not None:
+            return str(args.to_raw)
+        label = args.to
         if label is None:
             raise Refused("a send needs `to` or `to_raw`")
         sid = (self.ctx.names_by_label or {}).get(label) or (
@@ -304,22 +324,22 @@ class Harness:
         """The assigned name a run session goes by now (None: unregistered)."""
         return first_name(self.store, self.name_candidates(session_id))
 
-    def _sender(self, label: Optional[str], args: dict[str, Any]) -> str:
-        label = args.pop("from", None) or args.pop("sender", None) or args.pop("session", None) or label
+    def acting(self, label: Optional[str]) -> str:
+        """The acting session of an action, refused when there is none or this process does not host it."""
         if label is None:
             raise Refused("this action needs the acting session")
-        self.sid(label)  # refuses a label this process does not host
+        self.sid(label)
         return label
 
     # -- scripted tool actions ---------------------------------------------------
 
-    def act_send(self, label, args):
-        label = self._sender(label, args)
-        body = expand_body(args.get("body"))  # `{repeat, times}` -> the long string
+    def act_send(self, label: Optional[str], args: SendArgs):
+        label = self.acting(label)
+        body = expand_body(args.body)  # `{repeat, times}` -> the long string
         call = {"to": self.recipient(args), "body": body if body is not None else self.fake_body()}
-        if args.get("as") is not None:
+        if args.claimed_as is not None:
             # A claimed `as` other than the hook's name (an MCP spoofing attempt, R32).
-            call["as"] = self.expand_claim(str(args["as"]))
+            call["as"] = self.expand_claim(str(args.claimed_as))
         return self._result(self.tool(label, "send", call, step=self._step))
 
     def expand_claim(self, text: str) -> str:
@@ -333,35 +353,34 @@ class Harness:
 
         return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", name, text)
 
-    def act_broadcast(self, label, args):
-        label = self._sender(label, args)
-        body = expand_body(args.get("body"))  # `{repeat, times}` -> the long string
+    def act_broadcast(self, label: Optional[str], args: BroadcastArgs):
+        label = self.acting(label)
+        body = expand_body(args.body)  # `{repeat, times}` -> the long string
         call = {"body": body if body is not None else self.fake_body()}
         return self._result(self.tool(label, "broadcast", call, step=self._step))
 
-    def _plain(self, tool: str, label, args):
+    def _plain(self, tool: str, label: Optional[str]):
         """A tool call without arguments by the acting session."""
-        label = self._sender(label, args)
-        return self._result(self.tool(label, tool, {}, step=self._step))
+        return self._result(self.tool(self.acting(label), tool, {}, step=self._step))
 
-    def act_read(self, label, args):
-        if args.get("as") is None:
-            return self._plain("read", label, args)
-        label = self._sender(label, args)
+    def act_read(self, label: Optional[str], args: ReadArgs):
+        if args.claimed_as is None:
+            return self._plain("read", label)
         # A claimed `as` (R32): Cursor's server reads that session's inbox.
-        return self._result(self.tool(label, "read", {"as": self.expand_claim(str(args["as"]))}, step=self._step))
+        call = {"as": self.expand_claim(str(args.claimed_as))}
+        return self._result(self.tool(self.acting(label), "read", call, step=self._step))
 
-    def act_register(self, label, args):
-        return self._plain("register", label, args)
+    def act_register(self, label: Optional[str], args: SessionArg):
+        return self._plain("register", label)
 
-    def act_unregister(self, label, args):
-        return self._plain("unregister", label, args)
+    def act_unregister(self, label: Optional[str], args: SessionArg):
+        return self._plain("unregister", label)
 
-    def act_list(self, label, args):
-        return self._plain("list", label, args)
+    def act_list(self, label: Optional[str], args: SessionArg):
+        return self._plain("list", label)
 
-    def act_status(self, label, args):
-        return self._plain("status", label, args)
+    def act_status(self, label: Optional[str], args: SessionArg):
+        return self._plain("status", label)
 
     @staticmethod
     def _result(reply) -> dict[str, Any]:
@@ -369,20 +388,18 @@ class Harness:
 
     # -- process-level actions ---------------------------------------------------
 
-    def act_config(self, label, args):
-        enabled = args.get("enabled")
-        auto = args.get("autoRegister", args.get("auto_register"))
-        data = write_config(self.ctx.config_path, enabled=enabled, auto_register=auto)
+    def act_config(self, label: Optional[str], args: ConfigArgs):
+        data = write_config(self.ctx.config_path, enabled=args.enabled, auto_register=args.auto_register)
         return {"ok": True, "text": json.dumps(data, sort_keys=True)}
 
-    def act_cli_list(self, label, args):
+    def act_cli_list(self, label: Optional[str], args: CliListArgs):
         return self._cli("cli_list", label, args)
 
-    def act_cli_tail(self, label, args):
+    def act_cli_tail(self, label: Optional[str], args: CliTailArgs):
         return self._cli("cli_tail", label, args)
 
-    def _cli(self, action: str, label, args):
-        clean = {k: v for k, v in args.items() if k not in ("session", "process", "name") and v is not None}
+    def _cli(self, action: str, label: Optional[str], args: CliListArgs | CliTailArgs):
+        clean = args.model_dump(mode="json", exclude_none=True)
         for key in ("who",):  # `{label}` -> that session's name now, like `as`
             if isinstance(clean.get(key), str):
                 clean[key] = self.expand_claim(clean[key])

@@ -34,10 +34,10 @@ from thatch_core.continuation import append_continued_in, transcript_path_for
 from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE
-from simulator.harness.base import Harness
+from simulator.harness.base import ActionHandler, Harness
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
-from simulator.protocol import OP_ACT
+from simulator.scenario.kinds import CLAUDE_CODE, PromptArgs, SessionArg, TitleArgs
 
 CRASHED_TEXT = "MCP server error: the thatch MCP server process exited unexpectedly."
 
@@ -78,8 +78,7 @@ def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
 class ClaudeCodeHarness(Harness):
     """One fake Claude Code process: see the module docstring."""
 
-    kind = "claude-code"
-    passes_as = True
+    kind = CLAUDE_CODE
 
     def __init__(self, ctx, recorder) -> None:
         super().__init__(ctx, recorder)
@@ -100,7 +99,7 @@ class ClaudeCodeHarness(Harness):
             if label == getattr(self.ctx, "resumed", None):
                 # A resumed conversation announces itself at once: SessionStart
                 # (source resume) prints the name and the mail that waited.
-                self.later(self.t, OP_ACT, label, action="appear")
+                self.appear_later(self.t, label)
 
     # -- transcripts -------------------------------------------------------------
 
@@ -198,10 +197,13 @@ class ClaudeCodeHarness(Harness):
 
     # -- actions and turns -----------------------------------------------------------
 
-    def act_prompt(self, label, args):
-        label = args.get("session") or label
-        self.sid(label)
-        text = args.get("text") or self.faker.sentence(nb_words=6)
+    def action_handlers(self) -> dict[str, ActionHandler]:
+        return {**super().action_handlers(), "prompt": self.act_prompt, "appear": self.act_appear,
+                "title": self.act_title}
+
+    def act_prompt(self, label: Optional[str], args: PromptArgs):
+        label = self.acting(label)
+        text = args.text or self.faker.sentence(nb_words=6)
         self._append_transcript(label, {
             "type": "user", "sessionId": self.host_ids[label], "timestamp": clock.iso(),
             "message": {"role": "user", "content": text},
@@ -214,16 +216,15 @@ class ClaudeCodeHarness(Harness):
         self.want_turn(label, "user")
         return {"ok": True}
 
-    def act_appear(self, label, args):
+    def act_appear(self, label: Optional[str], args: SessionArg):
         """A session opened without a prompt: only SessionStart runs."""
-        label = args.get("session") or label
-        self.sid(label)
+        label = self.acting(label)
         if not self.session_started[label]:
             self.session_started[label] = True
             self.hook_line(label, "SessionStart")
         return {"ok": True}
 
-    def act_title(self, label, args):
+    def act_title(self, label: Optional[str], args: TitleArgs):
         return {"ok": True}  # Claude Code titles play no part in chat
 
     def turn_ending(self, label: str, args: dict[str, Any]) -> None:

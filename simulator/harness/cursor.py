@@ -22,15 +22,15 @@ from thatch_core.config import ConfigSource
 from thatch_core.mcp import McpChatServer, chat_hook_line, cursor_stop_hook, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE
-from simulator.harness.base import Harness
+from simulator.harness.base import ActionHandler, Harness
+from simulator.scenario.kinds import CURSOR, PromptArgs, SessionArg, TitleArgs
 from simulator.harness.support import registered_name
 
 
 class CursorHarness(Harness):
     """One fake Cursor workspace process: see the module docstring."""
 
-    kind = "cursor"
-    passes_as = True
+    kind = CURSOR
 
     def __init__(self, ctx, recorder) -> None:
         super().__init__(ctx, recorder)
@@ -79,24 +79,26 @@ class CursorHarness(Harness):
 
     # -- actions and turns -------------------------------------------------------
 
-    def act_prompt(self, label, args):
-        label = args.get("session") or label
-        self.sid(label)
-        text = args.get("text") or self.faker.sentence(nb_words=6)
+    def action_handlers(self) -> dict[str, ActionHandler]:
+        return {**super().action_handlers(), "prompt": self.act_prompt, "appear": self.act_appear,
+                "title": self.act_title}
+
+    def act_prompt(self, label: Optional[str], args: PromptArgs):
+        label = self.acting(label)
+        text = args.text or self.faker.sentence(nb_words=6)
         self.emit("user-prompt", label, text=text)
         self.loop_count[label] = 0  # a real prompt ends a follow-up chain
         self.prompt_hook(label)
         self.want_turn(label, "user")
         return {"ok": True}
 
-    def act_appear(self, label, args):
+    def act_appear(self, label: Optional[str], args: SessionArg):
         """A conversation opened without a prompt: Cursor's sessionStart hook."""
-        label = args.get("session") or label
-        self.sid(label)
+        label = self.acting(label)
         self.prompt_hook(label, "SessionStart")
         return {"ok": True}
 
-    def act_title(self, label, args):
+    def act_title(self, label: Optional[str], args: TitleArgs):
         return {"ok": True}  # Cursor titles play no part in chat
 
     def turn_ending(self, label: str, args: dict[str, Any]) -> None:

@@ -36,9 +36,10 @@ from thatch_core.config import ConfigSource
 from thatch_core.runtime import OpencodeRuntime
 
 from simulator.child.crash_points import crash_points
-from simulator.harness.base import Harness, Refused
+from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
+from simulator.scenario.kinds import OPENCODE, PromptArgs, ReviewArgs, SessionArg, TitleArgs
 
 _NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
@@ -108,7 +109,7 @@ class FakeOpencodeClient:
 class OpencodeHarness(Harness):
     """One fake opencode process: see the module docstring."""
 
-    kind = "opencode"
+    kind = OPENCODE
 
     def __init__(self, ctx, recorder) -> None:
         super().__init__(ctx, recorder)
@@ -274,18 +275,16 @@ class OpencodeHarness(Harness):
 
     # -- actions -----------------------------------------------------------------
 
-    def _label(self, label, args) -> str:
-        label = args.get("session") or label
-        if label is None:
-            raise Refused("this action needs a session")
-        self.sid(label)
-        return label
+    def action_handlers(self) -> dict[str, ActionHandler]:
+        return {**super().action_handlers(), "prompt": self.act_prompt, "appear": self.act_appear,
+                "title": self.act_title, "delete": self.act_delete, "exit": self.act_exit,
+                "approve": self.act_approve, "decline": self.act_decline}
 
-    def act_prompt(self, label, args):
-        label = self._label(label, args)
+    def act_prompt(self, label: Optional[str], args: PromptArgs):
+        label = self.acting(label)
         if label in self.closed_sessions:
             raise Refused(f"session {label} was closed")
-        text = args.get("text") or self.faker.sentence(nb_words=6)
+        text = args.text or self.faker.sentence(nb_words=6)
         self.emit("user-prompt", label, text=text)
         # chat.message fires before the model runs: the session is
         # addressable within its very first turn (R1).
@@ -294,45 +293,45 @@ class OpencodeHarness(Harness):
         self.want_turn(label, "user")
         return {"ok": True}
 
-    def act_appear(self, label, args):
+    def act_appear(self, label: Optional[str], args: SessionArg):
         """An open tab with no message yet: its first event is an idle status."""
-        label = self._label(label, args)
+        label = self.acting(label)
         if label not in self.closed_sessions and not self.turns[label].busy:
             self.emit_status(label)
             self.went_idle(label)
         return {"ok": True}
 
-    def act_title(self, label, args):
-        label = self._label(label, args)
-        self.titles[label] = str(args["title"])
+    def act_title(self, label: Optional[str], args: TitleArgs):
+        label = self.acting(label)
+        self.titles[label] = str(args.title)
         return {"ok": True}
 
-    def act_delete(self, label, args):
-        return self._close_session(label, args, self.runtime.on_session_deleted)  # R17
+    def act_delete(self, label: Optional[str], args: SessionArg):
+        return self._close_session(label, self.runtime.on_session_deleted)  # R17
 
-    def act_exit(self, label, args):
+    def act_exit(self, label: Optional[str], args: SessionArg):
         """A greenlit /thatch/exit. D-harness-7: the session is closed; the fake
         server keeps serving its other sessions (the orchestrator owns process exits)."""
-        return self._close_session(label, args, self.runtime.on_exit)  # R7
+        return self._close_session(label, self.runtime.on_exit)  # R7
 
-    def _close_session(self, label, args, leave) -> dict:
-        label = self._label(label, args)
+    def _close_session(self, label: Optional[str], leave) -> dict:
+        label = self.acting(label)
         leave(self.sid(label))
         self.closed_sessions.add(label)
         self.names.pop(label, None)
         return {"ok": True}
 
-    def act_approve(self, label, args):
+    def act_approve(self, label: Optional[str], args: ReviewArgs):
         return self._review(label, args, "approved")
 
-    def act_decline(self, label, args):
+    def act_decline(self, label: Optional[str], args: ReviewArgs):
         return self._review(label, args, "declined")
 
-    def _review(self, label, args, decision: str):
+    def _review(self, label: Optional[str], args: ReviewArgs, decision: str):
         """The session's user approves or declines a held message (messaging policies);
         recorded like a tool call so a step `expect:` can judge the reply."""
-        label = self._label(label, args)
-        sender = args.get("from") or args.get("sender")
+        label = self.acting(label)
+        sender = args.sender
         run_id = (self.ctx.names_by_label or {}).get(sender) if sender else None
         sender_id = self.chat_id_of(run_id) if run_id else None  # an MCP host's sender is its mcp_ id
         action = "approve" if decision == "approved" else "decline"

@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
+
 ORCH = "orchestrator"
 LANE_W = 150            # px between lanes: room for a ~22-character label
 LEFT = 92               # time axis gutter
@@ -422,7 +424,7 @@ def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[La
     if registered_now:
         labels = [k for k, v in registered_now.items()
                   if v.get("registered", True) and k != sender
-                  and not (v.get("stale") and v.get("host_kind", "opencode") == "opencode")]
+                  and not (v.get("stale") and v.get("host_kind", DEFAULT_ROW_KIND) in BEATING_ROW_KINDS)]
     else:
         labels = sorted({s for ss in sessions.values() for s in ss if s != sender})
     return [("?", label) for label in labels]

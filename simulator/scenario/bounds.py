@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 from simulator.scenario.durations import format_duration
 from simulator.scenario.errors import KeyPath
-from simulator.scenario.model import RepeatedBody, Scenario
+from simulator.scenario.fields import RepeatedBody
+from simulator.scenario.model import Scenario
 
 DAY_MS = 86_400_000
 

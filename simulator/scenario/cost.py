@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, TextIO
 
+from simulator.scenario.kinds import HOSTS
 from simulator.scenario.model import Scenario
 from simulator.scenario.positions import LoadedScenario
 
@@ -61,11 +62,11 @@ def estimate_cost(spec: Scenario) -> CostEstimate:
     asleep = sum(step.args.duration for step in spec.steps if step.action == "sleep")
     lives = _lifetimes(spec, run_ms)
     polls = sum(max(0, lives[p.id][1] - lives[p.id][0] - asleep) // max(1, p.poll_interval)
-                for p in spec.processes if p.kind == "opencode" and p.id in lives)
+                for p in spec.processes if HOSTS[p.kind].polls and p.id in lives)
     samples = max(0, run_ms - asleep) // max(1, min((p.poll_interval for p in spec.processes), default=30_000))
     sessions = sum(len(p.sessions) for p in spec.processes)
     dispatches = polls + samples + DISPATCHES_PER_STEP * len(spec.steps) + 2 * sessions
-    os_processes = sum(1 + (len(p.sessions) if p.kind == "claude-code" else 0) for p in spec.processes)
+    os_processes = sum(1 + len(p.sessions) * HOSTS[p.kind].processes_per_session for p in spec.processes)
     return CostEstimate(dispatches=dispatches, os_processes=os_processes, wall_s=dispatches * US_PER_DISPATCH / 1e6,
                         memory_mb=MB_BASE + os_processes * MB_PER_OS_PROCESS)
 

@@ -16,6 +16,7 @@ from simulator.scenario.durations import (
     duration_json_schema, format_duration, parse_duration, parse_word_or_duration, refuse_bare_number,
 )
 from simulator.scenario.errors import did_you_mean
+from simulator.scenario.kinds import HOSTS
 
 HOUR_MS = 3_600_000
 
@@ -195,14 +196,10 @@ def body_schema(kind: str) -> dict[str, Any]:
             "properties": {key: dict(KEY_SCHEMA[t]) for key, t in EXPECTATION_KEYS[kind].items()}}
 
 
-# The hooks each host kind runs, exactly as its harness records them in `hook`
-# events (simulator/harness/claude_code.py, cursor.py): a `hook_line`'s `hook:`
-# must name one, or `absent: true` / `count: 0` would pass on a typo. An
-# opencode host runs no hooks and prints no hook line.
-HOST_HOOKS: dict[str, tuple[str, ...]] = {
-    "claude-code": ("SessionStart", "UserPromptSubmit", "Stop"),
-    "cursor": ("SessionStart", "UserPromptSubmit", "stop"),
-}
+# The hooks each host kind runs (simulator/scenario/kinds.py), exactly as its harness
+# records them in `hook` events: a `hook_line`'s `hook:` must name one, or `absent: true` /
+# `count: 0` would pass on a typo. A host with no hooks prints no hook line.
+HOST_HOOKS: dict[str, tuple[str, ...]] = {key: h.hooks for key, h in HOSTS.items() if h.hooks}
 
 
 def hook_line_host_problems(host_kind: Optional[str], body: Any) -> list[Problem]:
@@ -215,7 +212,7 @@ def hook_line_host_problems(host_kind: Optional[str], body: Any) -> list[Problem
     label = body.get("session")
     if host_kind not in HOST_HOOKS:
         return [(("session",), f"`{label}` is a session of an {host_kind} process, which prints no hook line",
-                 "hook_line checks claude-code or cursor sessions; for an opencode session check "
+                 f"hook_line checks {' or '.join(HOST_HOOKS)} sessions; for an {host_kind} session check "
                  "`wakes`, `echoes` or `registered` instead")]
     hook, names = body.get("hook"), HOST_HOOKS[host_kind]
     if not isinstance(hook, str) or hook in names:

@@ -11,25 +11,27 @@ from __future__ import annotations
 from typing import Iterator
 
 from simulator.scenario.errors import KeyPath
-from simulator.scenario.model import HOST_CRASH_POINTS, Scenario
+from simulator.scenario.kinds import HOST_CRASH_POINTS, HOSTS, hosts_with
+from simulator.scenario.model import Scenario
 
-# Kinds whose crash points are refused elsewhere (validate.py: claude-code runs none).
-_CRASH_POINT_KINDS = ("opencode", "cursor")
+_STREAM_HOSTS = " or ".join(hosts_with("event_stream"))
 
 
 def fault_problems(spec: Scenario) -> Iterator[tuple[KeyPath, str, str]]:
     """(key path, problem, what to write instead) for each host-side form on the wrong kind of process."""
     kinds = {p.id: p.kind for p in spec.processes}
     for i, proc in enumerate(spec.processes):
-        if proc.events != "queued" and proc.kind != "opencode":
+        if proc.events != "queued" and not HOSTS[proc.kind].event_stream:
             yield (("processes", i, "events"), f"`events: {proc.events}` on `{proc.id}`, a {proc.kind} process",
-                   "the event stream is the fake opencode server's: set it on an opencode process, or drop it")
+                   f"the event stream is the fake {_STREAM_HOSTS} server's: set it on an {_STREAM_HOSTS} process, "
+                   "or drop it")
     for i, step in enumerate(spec.steps):
         if step.action != "crash":
             continue
         args, kind = step.args, kinds.get(step.args.process)
         allowed = HOST_CRASH_POINTS.get(args.point or "")
-        if allowed is None or kind is None or kind not in _CRASH_POINT_KINDS or kind in allowed:
+        # A host that takes no crash point at all is refused in validate.py.
+        if allowed is None or kind is None or not HOSTS[kind].crash_points or kind in allowed:
             continue
         key = "before" if args.before is not None else "after"
         yield (("steps", i, "crash", key), f"`{key}: {args.point}` in `{args.process}`, a {kind} process",

@@ -28,9 +28,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from simulator.design import DIALOG_EXPIRY_MS, MAX_WAKES_PER_HOUR, QODER_SENDER_CAP
 from simulator.scenario.durations import DURATION_HELP, duration_json_schema, format_duration, parse_word_or_duration
 from simulator.scenario.errors import did_you_mean
+from simulator.scenario.kinds import DEFAULT_HOST, REVIEW_ACTIONS, hosts_with
 
 PolicyName = Literal["thatch", "qoder"]
-POLICY_HOSTS = ("opencode",)
+# The host kinds messaging policies are modelled on; every other kind runs thatch's design.
+POLICY_HOSTS = hosts_with("policies")
+_POLICY_HOSTS_TEXT = " or ".join(POLICY_HOSTS)
+_OTHER_HOSTS_TEXT = " or ".join(k for k in hosts_with("mcp") if k not in POLICY_HOSTS)
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ def scenario_options(spec: Any) -> PolicyOptions:
 
 def process_options(spec: Any, proc: Any) -> PolicyOptions:
     """What one process runs under: its own `policy:` over the scenario's; thatch on a host policies do not model."""
-    if getattr(proc, "kind", "opencode") not in POLICY_HOSTS:
+    if getattr(proc, "kind", DEFAULT_HOST) not in POLICY_HOSTS:
         return THATCH
     below = scenario_options(spec)
     own = getattr(proc, "policy", None)
@@ -182,17 +186,15 @@ def policy_problems(spec: Any) -> Iterator[tuple[tuple, str, str]]:
     for i, proc in enumerate(getattr(spec, "processes", [])):
         if getattr(proc, "policy", None) is not None and proc.kind not in POLICY_HOSTS:
             yield (("processes", i, "policy"), f"`policy:` on `{proc.id}`, a {proc.kind} process",
-                   "messaging policies are modelled on opencode processes: move the policy to an opencode process "
-                   "(a claude-code or cursor process runs thatch's design)")
+                   f"messaging policies are modelled on {_POLICY_HOSTS_TEXT} processes: move the policy to an "
+                   f"{_POLICY_HOSTS_TEXT} process (a {_OTHER_HOSTS_TEXT} process runs thatch's design)")
     kinds = {s.id: p.kind for p in getattr(spec, "processes", []) for s in p.sessions}
     for i, step in enumerate(getattr(spec, "steps", [])):
-        if step.action in REVIEW_ACTIONS and kinds.get(step.args.session, "opencode") not in POLICY_HOSTS:
+        if step.action in REVIEW_ACTIONS and kinds.get(step.args.session, DEFAULT_HOST) not in POLICY_HOSTS:
             yield (("steps", i, step.action, "session"), f"`{step.action}` in `{step.args.session}`, a session of a "
-                   f"{kinds[step.args.session]} process", "held messages are reviewed in an opencode session: "
-                   "name a session of an opencode process")
+                   f"{kinds[step.args.session]} process", f"held messages are reviewed in an {_POLICY_HOSTS_TEXT} session: "
+                   f"name a session of an {_POLICY_HOSTS_TEXT} process")
 
-
-REVIEW_ACTIONS = ("approve", "decline")
 
 
 # -- policy sets for `thatch-sim compare` ----------------------------------------------

@@ -33,17 +33,22 @@ from simulator.scenario.errors import (
 from simulator.scenario.expectation_keys import REQUIRED_KEYS, moments_of, window_of
 from simulator.scenario.fault_checks import fault_problems
 from simulator.scenario.policies import policy_problems
+from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
+from simulator.scenario.kinds import ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, HOSTS, REPLY_ACTIONS, STEPS, hosts_with
 from simulator.scenario.model import (
-    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, LABEL_PLACEHOLDER, PROPERTY_IDS, REPLY_ACTIONS, REPLY_TEXT_KEYS, AllExcept,
-    Expectation, Scenario, Step, expectation_body_problems, hook_line_host_problems,
+    LABEL_PLACEHOLDER, PROPERTY_IDS, REPLY_TEXT_KEYS, AllExcept, Expectation, Scenario, Step,
 )
 from simulator.scenario.positions import LoadedScenario, Positions
 
 # Argument fields (YAML keys) that name a session or a process, per step action.
 SESSION_KEYS = ("session", "from", "to")
 PROCESS_KEYS = ("process", "into")
-CRASHABLE_KINDS = ("opencode", "cursor")
-HOOK_KINDS = ("claude-code", "cursor")  # hosts whose `prompt` prints a hook line (a step reply)
+HOOK_KINDS = hosts_with("hooks")  # hosts whose `prompt` prints a hook line (a step reply)
+
+
+def _kinds_text(trait: str, joiner: str = " or ") -> str:
+    """The host kinds with `trait`, for a hint ("opencode or cursor")."""
+    return joiner.join(hosts_with(trait))
 
 
 class _Checker:
@@ -160,31 +165,40 @@ class _Checker:
             who = fields.get("who")
             for j, text in enumerate(who if isinstance(who, list) else [who]):
                 self.placeholders(path + (("who", j) if isinstance(who, list) else ("who",)), text)
-        if action == "restart" and fields["process"] in self.procs and self.procs[fields["process"]].kind != "opencode":
-            self.error(path + ("process",), f"restart of `{fields['process']}`, a {self.procs[fields['process']].kind} process",
-                       "restart models the opencode daemon: name an opencode process (use `kill` for other kinds)")
+        self.host_limits(path, step, fields)
+
+    def host_limits(self, path: KeyPath, step: Step, fields: dict[str, Any]) -> None:
+        """A fault that needs a host trait (simulator/scenario/kinds.py) names a host that has it."""
+        action, needs = step.action, step.kind.needs
+        if action == "restart" and fields["process"] in self.procs and not step.kind.accepts(self.procs[fields["process"]].kind):
+            kind = self.procs[fields["process"]].kind
+            self.error(path + ("process",), f"restart of `{fields['process']}`, a {kind} process",
+                       f"restart models the {_kinds_text(needs)} daemon: name an {_kinds_text(needs)} process "
+                       "(use `kill` for other kinds)")
         if action == "fork" and fields["session"] in self.session_proc:
             kind = self.procs[self.session_proc[fields["session"]]].kind
-            if kind != "claude-code":
+            if not step.kind.accepts(kind):
                 self.error(path + ("session",), f"fork of `{fields['session']}`, a session of a {kind} process",
-                           "fork models a Claude Code session-id fork: name a session of a claude-code process")
+                           f"fork models a Claude Code session-id fork: name a session of a {_kinds_text(needs)} process")
         if action == "crash" and fields["process"] in self.procs:
             kind = self.procs[fields["process"]].kind
-            if kind not in CRASHABLE_KINDS:
+            if not step.kind.accepts(kind):
+                others = " or ".join(k for k in HOSTS if not HOSTS[k].has(needs))
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
-                           "crash points run inside opencode or cursor processes: use `kill` for a claude-code host")
+                           f"crash points run inside {_kinds_text(needs)} processes: use `kill` for a {others} host")
 
     def resumed_kind(self, path: KeyPath, session: str, process: str) -> None:
         """A resume starts an opencode process on an opencode session id (`-s <ses_...>`):
         a Claude Code or Cursor session resumed there would run and then fail P6 for the
         wrong reason (D-language-3)."""
         home = self.procs.get(self.session_proc.get(session, ""))
-        if home is None or home.kind == "opencode":
+        if home is None or HOSTS[home.kind].resumes:
             return
-        how = "its id forks with `fork`" if home.kind == "claude-code" else "its conversation stays in its workspace process"
+        how = "its id forks with `fork`" if HOSTS[home.kind].forks else "its conversation stays in its workspace process"
+        resumers = _kinds_text("resumes")
         self.error(path + ("session",), f"`{session}` is a session of {home.id}, a {home.kind} process, "
-                   f"which an opencode process (`{process}`) cannot resume",
-                   f"resume an opencode session; a {home.kind} session continues in its own host ({how})")
+                   f"which an {resumers} process (`{process}`) cannot resume",
+                   f"resume an {resumers} session; a {home.kind} session continues in its own host ({how})")
 
     def resume_args(self, path: KeyPath, step: Step) -> None:
         """`argv`: a non-empty list of strings whose only placeholder is `{id}`,
@@ -230,16 +244,16 @@ class _Checker:
             proc = self.procs.get(self.session_proc.get(step.args.session, ""))
             if proc is None or proc.kind in HOOK_KINDS:
                 return  # an undefined session is reported on its own
-            self.error(base + ("expect",), f"`expect:` on a prompt to `{step.args.session}`, a session of an opencode process, "
-                       "which prints no hook line to check",
+            self.error(base + ("expect",), f"`expect:` on a prompt to `{step.args.session}`, a session of an "
+                       f"{proc.kind} process, which prints no hook line to check",
                        "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
-                       "`registered: {session: ...}`), or prompt a claude-code or cursor session")
+                       f"`registered: {{session: ...}}`), or prompt a {_kinds_text('hooks')} session")
             return
         what = f"a `{action}` fault" if step.is_fault else f"a `{action}` step"
         self.error(base + ("expect",), f"`expect:` on {what}, which produces no reply to check",
                    "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
                    f"`registered: {{session: ...}}`); only {', '.join(REPLY_ACTIONS)} steps and prompts "
-                   "on claude-code or cursor sessions have a reply")
+                   f"on {_kinds_text('hooks')} sessions have a reply")
 
     def never_started(self, path: KeyPath, label: str, action: str) -> None:
         proc = self.procs.get(label)
@@ -248,9 +262,10 @@ class _Checker:
         if proc.start != "never":
             self.error(path, f"{action} target `{label}` is not declared `start: never` (it starts at {format_duration(proc.start) if proc.start else '0s'})",
                        f"add `start: never` to process {label}: the {action} step is what starts it")
-        elif action != "start" and proc.kind != "opencode":
+        elif action != "start" and not STEPS[action].accepts(proc.kind):
+            starts = _kinds_text(STEPS[action].needs)
             self.error(path, f"{action} target `{label}` is a {proc.kind} process",
-                       f"a {action} starts a new opencode process: declare {label} with `kind: opencode`")
+                       f"a {action} starts a new {starts} process: declare {label} with `kind: {starts}`")
 
     # -- expectations --------------------------------------------------------
 

@@ -177,7 +177,8 @@ def test_hook_line_not_contains(h, db):
 
 def test_every_dict_expectation_documents_the_keys_it_reads():
     """Each dict-typed expectation's field description names every key expectations.py reads."""
-    from simulator.scenario.model import EXPECTATION_KEYS, Expectation
+    from simulator.scenario.expectation_keys import EXPECTATION_KEYS
+    from simulator.scenario.model import Expectation
 
     for kind, keys in EXPECTATION_KEYS.items():
         desc = Expectation.model_fields[kind].description

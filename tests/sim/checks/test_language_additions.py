@@ -11,7 +11,8 @@ from simulator.checks.view import RunView
 from simulator.checks.expectations import check_expectations
 from simulator.checks.identity import p7_tombstones
 from simulator.checks.messages import p5_no_loss
-from simulator.scenario.model import Agent, SendArgs
+from simulator.scenario.kinds import SendArgs
+from simulator.scenario.model import Agent
 
 DAY = 86_400_000
 

@@ -46,7 +46,7 @@ def test_locks_stay_apart_and_out_of_worlds_with_hooks():
     assert replay_problems(world(first, at(MIN + 10_000, lock={"for": 5000}))) == [
         "steps[1]: a lock while another is held"]
     assert replay_problems(world(first, at(2 * MIN, lock={"for": 5000}))) == []
-    assert replay_problems(world(first, mcp=True)) == ["steps[0]: a lock in a world with Claude Code or Cursor hosts"]
+    assert replay_problems(world(first, mcp=True)) == ["steps[0]: a lock in a world with hosts a held lock stops"]
     restart = at(MIN + 20_000, restart={"process": "oc2", "into": "oc3"})
     assert replay_problems(world(first, restart)) == ["steps[1]: restart while the database lock is held"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from scenariokit import error_lines
-from simulator.scenario.model import CrashArgs
+from simulator.scenario.kinds import CrashArgs
 
 WORLD = """\
 name: world

@@ -14,7 +14,7 @@ from simulator.scenario.loader import (
     BadValueError, CrossReferenceError, MissingFieldError, ScenarioError, ScenarioErrors,
     ScenarioSyntaxError, UnknownKeyError, format_key_path, load_file, parse_scenario,
 )
-from simulator.scenario.model import RepeatedBody, expand_body
+from simulator.scenario.fields import RepeatedBody, expand_body
 from simulator.scenario.schema import SCHEMA_PATH, schema_text
 import repo
 

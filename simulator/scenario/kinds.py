@@ -1,0 +1,443 @@
+"""Every kind the scenario language knows, declared once: host kinds, crash points, steps.
+
+A step of a scenario is one action (something a session, a user or the
+machine does) or one fault (something that goes wrong). A process is one of
+a few host kinds. Each kind is declared here with its traits, and every phase
+reads them from here rather than keeping its own list:
+
+- validation (simulator/scenario/validate.py, fault_checks.py, policies.py)
+  refuses a step on a host kind that lacks the trait it needs;
+- the model (simulator/scenario/model.py) builds `Step` and the published
+  JSON Schema from `STEPS` (one optional field per kind, its arguments model);
+- the engine (simulator/engine/) knows from `runs` whether a step goes down a
+  harness pipe or is the orchestrator's own, from `target` where it goes,
+  and applies faults through its handler table keyed by these kinds;
+- each fake host (simulator/harness/) answers the actions its kind accepts
+  through an explicit handler table (a layout test holds both complete);
+- the checks read why a fault may not take effect (`not_reached`);
+- exploration (simulator/explore/) draws host kinds, fault rates and action
+  families from the tables at the end, and plans against the same traits.
+
+Adding a fault kind: its arguments model and `StepKind` here, its handler in
+simulator/engine/faults.py, and (to explore it) a draw in
+simulator/explore/generator.py. Adding a host kind: its `HostKind` here, its
+harness class in simulator/harness/, and its entry in HARNESSES there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, Field, WithJsonSchema, model_serializer, model_validator
+
+from simulator.scenario.durations import DURATION_HELP
+from simulator.scenario.fields import BODY_HELP, DurationMs, EitherOr, StepBody, Strict
+
+# ---------------------------------------------------------------------------
+# Host kinds
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostKind:
+    """A kind of harness process (`processes[].kind`) and what it can do."""
+
+    key: str
+    description: str
+    polls: bool                  # runs thatch's poller in-process: poll timers, heartbeats, wakes (R14, R20)
+    mcp: bool                    # its sessions reach chat through an MCP server: mcp_ ids, `as`, hook lines (R31)
+    hooks: tuple[str, ...]       # the hooks it runs; a prompt prints a hook line (a step reply) when any
+    crash_points: bool           # crash points can be armed in its process (its store calls run there)
+    resumes: bool                # a session of it can be resumed in a new process (`-s` / `-c`)
+    restarts: bool               # a daemon that a `restart` replaces, re-hosting its open tabs (R15)
+    forks: bool                  # its host forks session ids (Claude Code, R33)
+    trusts_as: bool              # its MCP server trusts a claimed `as` (Cursor, R32)
+    leaves: bool                 # a session can be deleted in its UI or exit with /thatch/exit (R7, R17)
+    event_stream: bool           # `events: synchronous` exists (the fake opencode server's event stream)
+    policies: bool               # messaging policies and held-message reviews are modelled for it
+    lock_safe: bool              # a held database lock fails its store calls without stopping the harness
+    aborts: bool                 # a user can abort a turn and its stop hook sees it (`agent.aborted`)
+    row_kind: str                # chat_sessions.host_kind of the rows its sessions write
+    processes_per_session: int   # OS processes it forks per session besides itself (MCP server children)
+    # exploration: label prefix, copies in the draw of process kinds, always drawn, sessions per process
+    # (None: the world's bound), sub-agent children and join kinds drawn for it
+    explore_prefix: str
+    explore_copies: int = 1
+    explore_always: bool = False
+    explore_max_sessions: Optional[int] = None
+    explore_children: bool = False
+    explore_join_kinds: bool = False
+
+    def has(self, trait: Optional[str]) -> bool:
+        """The host has boolean trait `trait` (None: any host)."""
+        return trait is None or bool(getattr(self, trait))
+
+
+OPENCODE, CLAUDE_CODE, CURSOR = "opencode", "claude-code", "cursor"
+
+HOSTS: dict[str, HostKind] = {h.key: h for h in (
+    HostKind(OPENCODE, "a fake server with the thatch runtime and poller", polls=True, mcp=False, hooks=(),
+             crash_points=True, resumes=True, restarts=True, forks=False, trusts_as=False, leaves=True,
+             event_stream=True, policies=True, lock_safe=True, aborts=False, row_kind="opencode",
+             processes_per_session=0, explore_prefix="oc", explore_copies=2, explore_always=True,
+             explore_children=True, explore_join_kinds=True),
+    HostKind(CLAUDE_CODE, "a host whose hooks and MCP server are real child processes", polls=False, mcp=True,
+             hooks=("SessionStart", "UserPromptSubmit", "Stop"), crash_points=False, resumes=False, restarts=False,
+             forks=True, trusts_as=False, leaves=False, event_stream=False, policies=False, lock_safe=False,
+             aborts=False, row_kind="mcp", processes_per_session=1, explore_prefix="cc",
+             # One conversation per Claude Code process: its sessions would share the host pid
+             # that anchors MCP identity (D-harness-12).
+             explore_max_sessions=1),
+    HostKind(CURSOR, "one workspace process running hooks and MCP", polls=False, mcp=True,
+             hooks=("SessionStart", "UserPromptSubmit", "stop"), crash_points=True, resumes=False, restarts=False,
+             forks=False, trusts_as=True, leaves=False, event_stream=False, policies=False, lock_safe=False,
+             aborts=True, row_kind="mcp", processes_per_session=0, explore_prefix="cu", explore_max_sessions=2),
+)}
+DEFAULT_HOST = OPENCODE
+# chat_sessions.host_kind of a row whose age is its liveness (beaten by a poller), and of a row that
+# names none (a 002-era schema's default).
+BEATING_ROW_KINDS = frozenset(h.row_kind for h in HOSTS.values() if h.polls)
+DEFAULT_ROW_KIND = HOSTS[DEFAULT_HOST].row_kind
+
+
+def hosts_with(trait: str) -> tuple[str, ...]:
+    """The host kinds that have boolean trait `trait`, in declaration order."""
+    return tuple(key for key, host in HOSTS.items() if host.has(trait))
+
+
+def host(kind: Optional[str]) -> HostKind:
+    """The declared host kind `kind` (the default kind when None)."""
+    return HOSTS[kind or DEFAULT_HOST]
+
+
+# ---------------------------------------------------------------------------
+# Crash points
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrashPointKind:
+    """A named crash point: a store statement (matched in simulator/child/crash_points.py) or a host step."""
+
+    key: str
+    help: str
+    host_step: bool = False      # a step of the fake host, not an SQL statement
+    inside_leave: bool = False   # fires inside a leave (session.deleted, /thatch/exit)
+
+
+CRASH_POINTS: dict[str, CrashPointKind] = {c.key: c for c in (
+    CrashPointKind("delivered-stamp", "the poller's delivered_at stamp, after the wake prompt"),
+    CrashPointKind("read-stamp", "chat_read's stamp, after its select"),
+    CrashPointKind("broadcast-insert", "the inserts of a broadcast transaction (nth: 2 by default)"),
+    CrashPointKind("register-insert", "a registration's insert"),
+    CrashPointKind("unregister", "a leave's delete", inside_leave=True),
+    CrashPointKind("heartbeat", "the poller's batch heartbeat"),
+    CrashPointKind("wake-prompt", "the fake opencode server receiving a wake prompt (opencode processes only)",
+                   host_step=True),
+)}
+CrashPoint = Literal[tuple(CRASH_POINTS)]  # type: ignore[valid-type]
+# Host steps are the fake host's own: the host kinds that take them (the ones with a wake prompt of their own).
+HOST_CRASH_POINTS: dict[str, tuple[str, ...]] = {c.key: hosts_with("polls") for c in CRASH_POINTS.values() if c.host_step}
+_NAMED_STEPS_HELP = "; ".join(f"{c.key} = {c.help}" for c in CRASH_POINTS.values()) + "."
+
+# ---------------------------------------------------------------------------
+# Step arguments: one model per step kind (the YAML spelling is each field's alias)
+# ---------------------------------------------------------------------------
+
+
+class SendArgs(EitherOr):
+    sender: str = Field(..., alias="from", description="Label of the sending session.")
+    to: Optional[str] = Field(None, description="Label of the recipient session.")
+    to_raw: Optional[str] = Field(None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
+    body: StepBody = Field(None, description=BODY_HELP)
+    claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed (a spoofing attempt); `{label}` expands to that session's name at the step's time.")
+
+    either_or = ("to", "to_raw", "a send needs exactly one recipient — "
+                 "write `to: <session label>` or `to_raw: <literal string>`, not both")
+
+
+class BroadcastArgs(Strict):
+    sender: str = Field(..., alias="from", description="Label of the broadcasting session.")
+    body: StepBody = Field(None, description=BODY_HELP)
+
+
+class SessionArg(Strict):
+    session: str = Field(..., description="Label of the session that acts.")
+
+
+class ReadArgs(SessionArg):
+    claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed; Cursor trusts it (R32), so the read drains that session's inbox. `{label}` expands to that session's name at the step's time.")
+
+
+class PromptArgs(Strict):
+    session: str = Field(..., description="Label of the session the user types into.")
+    text: Optional[str] = Field(None, description="What the user types; faker writes a line when omitted.")
+
+
+class TitleArgs(Strict):
+    session: str = Field(..., description="Label of the session whose title changes.")
+    title: str = Field(..., description="The new session title.")
+
+
+class ConfigArgs(Strict):
+    process: str = Field(..., description="Label of the process whose config file changes.")
+    enabled: Optional[bool] = Field(None, description="New chat.enabled.")
+    auto_register: Optional[bool] = Field(None, alias="autoRegister", description="New chat.autoRegister.")
+
+
+class ReviewArgs(Strict):
+    """The user of a session reviews its oldest held message (Qoder's `/peers approve` / `/peers deny`)."""
+
+    session: str = Field(..., description="Label of the session whose user reviews a held message.")
+    sender: Optional[str] = Field(None, alias="from", description="Label of the sender whose held message to review (default: the oldest held message).")
+
+
+class ProcessArg(Strict):
+    process: str = Field(..., description="Label of the process.")
+
+
+CrashWhen = Literal["before", "after"]
+
+_CRASH_FORMS = ("write `before: <named step>`, `after: <named step>` or `sql: <statement substring>` "
+                "(with `when: after` to die once its transaction commits)")
+
+
+class CrashArgs(Strict):
+    """Where a process dies: just before or just after a named step, or an SQL statement."""
+
+    process: str = Field(..., description="Label of the process that dies at the crash point.")
+    before: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just before it (a statement never runs; the wake prompt never reaches the session). " + _NAMED_STEPS_HELP)
+    after: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just after it (a statement's transaction has committed and is durable; the wake prompt has reached the session and the poller has not stamped it). " + _NAMED_STEPS_HELP)
+    sql: Optional[str] = Field(None, description="Instead of a named step: a substring of the SQL statement to die at.")
+    when: Optional[CrashWhen] = Field(None, description="With `sql` only: die just `before` the statement runs (default), or just `after` its transaction commits.")
+    nth: int = Field(1, ge=1, description="Die at the nth occurrence of the step (the nth matching statement) after the point is armed.")
+
+    @model_validator(mode="after")
+    def _one_point(self) -> "CrashArgs":
+        given = [key for key in ("before", "after", "sql") if getattr(self, key) is not None]
+        if len(given) != 1:
+            found = f", found {' and '.join(f'`{k}`' for k in given)}" if given else ""
+            raise ValueError(f"a crash needs exactly one crash point{found} — {_CRASH_FORMS}")
+        if self.when is not None and self.sql is None:
+            raise ValueError(f"`when` goes with `sql` only — write `{self.when}: {self.before or self.after}` alone")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler) -> dict[str, Any]:
+        """`after` and `when` appear in a dump only when given, so the record
+        of a `before:` crash reads as it always did."""
+        data = handler(self)
+        for key in ("after", "when"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    @property
+    def point(self) -> Optional[str]:
+        """The named step (None for an `sql` crash)."""
+        return self.before or self.after
+
+    @property
+    def timing(self) -> CrashWhen:
+        """`after` for `after:` and `when: after`, else `before`."""
+        return "after" if self.after is not None or self.when == "after" else "before"
+
+
+class SleepArgs(Strict):
+    duration: DurationMs = Field(..., alias="for", description=f"How long the machine sleeps ({DURATION_HELP}).")
+
+
+# What `resume.argv` may say: any strings; `{id}` is the one placeholder
+# (validate.py refuses any other `{word}`, so a typo never reaches argv).
+ARGV_PLACEHOLDER = "{id}"
+_ARGV_SCHEMA = {"type": "array", "minItems": 1, "items": {"type": "string"}}
+
+
+class ResumeArgs(Strict):
+    session: str = Field(..., description="Label of the session being resumed: the new process serves it (later steps for it go there) and `{id}` in `argv` is its id.")
+    process: str = Field(..., description="Label of the new process (declared with `start: never`) that resumes it.")
+    how: Literal["-s", "-c"] = Field("-s", description="-s <id> (the id on the command line) or -c (newest top-level session of the directory listing).")
+    # Checked in validate.py (a list of strings, at least one; `{id}` the only
+    # placeholder; not together with `how`) so each problem gets file:line and a fix.
+    argv: Annotated[Optional[Any], WithJsonSchema(_ARGV_SCHEMA)] = Field(
+        None, description="Instead of `how`: the whole command line the new process reports for its own pid "
+                          "(what thatch reads from /proc/<pid>/cmdline), one string per argument; `{id}` expands to "
+                          "the resumed session's id. E.g. [opencode, \"--session={id}\"], [opencode, --continue], "
+                          "[opencode, run, -s] (a flag without its value), [opencode, -s, \"{id}\", -c] (-s wins).")
+    listing: Optional[list[str]] = Field(
+        None, description="The sessions opencode lists for the directory (what -c picks the newest top-level one from), "
+                          "as labels; default: every session that lived in the resumed session's directory. "
+                          "[] = an empty directory; [a-child] = only a sub-agent child, so -c continues nothing.")
+
+
+class RestartArgs(Strict):
+    process: str = Field(..., description="Label of the opencode daemon that dies.")
+    into: str = Field(..., description="Label of the new daemon (declared with `start: never`) that re-hosts its open tabs.")
+    grace: Optional[DurationMs] = Field(None, description=f"Override of the rehost grace ({DURATION_HELP}); default 24h.")
+
+
+class ForkArgs(Strict):
+    session: str = Field(..., description="Label of the Claude Code session whose session id forks (a continued-in record lands in the old transcript).")
+
+
+class LockArgs(Strict):
+    duration: DurationMs = Field(..., alias="for", description=f"How long (virtual) another writer holds the database write lock ({DURATION_HELP}).")
+
+
+class CliListArgs(Strict):
+    """`thatch chat list --db <run db> [--stale N|all]`, run through the real CLI entry point."""
+
+    stale: Optional[Union[Literal["all"], Annotated[float, Field(ge=0)]]] = Field(
+        None, description="--stale: hide stale rows last seen more than N days ago (default 1), or `all` to show every row.")
+
+
+class CliTailArgs(Strict):
+    """`thatch chat tail --once --db <run db> [filters]`, run through the real CLI entry point."""
+
+    limit: Optional[int] = Field(None, ge=0, description="--limit: how many of the last matching messages the backlog shows (default 20; 0 = none).")
+    grep: Optional[Union[str, list[str]]] = Field(None, description="--grep: body regex (a list repeats the flag: any matches).")
+    who: Optional[Union[str, list[str]]] = Field(None, description="--who: participant name substring, case-insensitive (a list repeats the flag); `{label}` expands to that session's name.")
+    since: Optional[str] = Field(None, description="--since: ISO time, inclusive; a duration like `5m` means the scenario start + 5m.")
+    until: Optional[str] = Field(None, description="--until: ISO time, exclusive; a duration like `5m` means the scenario start + 5m.")
+
+
+# ---------------------------------------------------------------------------
+# Step kinds
+# ---------------------------------------------------------------------------
+
+# Where a step acts. SENDER / SESSION: the process hosting that session now (the acting
+# session is `args.sender` / `args.session`); PROCESS: the process `args.process`; MACHINE:
+# any running process (the CLI runs on the machine); ENGINE: the orchestrator itself.
+SENDER, SESSION, PROCESS, MACHINE, ENGINE = "sender", "session", "process", "machine", "engine"
+# Where a step runs: down a harness pipe as an OP_ACT command, or in the orchestrator.
+HARNESS, ORCHESTRATOR = "harness", "orchestrator"
+# What a step leaves to judge with a step `expect:`: a tool result, a hook line (on a host with hooks), nothing.
+TOOL_REPLY, HOOK_REPLY = "tool", "hook"
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """An action or a fault of the timeline (one YAML key of a step) and its traits."""
+
+    key: str
+    args: type[BaseModel]
+    description: str
+    fault: bool = False
+    target: str = SESSION
+    runs: str = HARNESS
+    needs: Optional[str] = None        # the HostKind trait its target's host must have (None: any host)
+    reply: Optional[str] = None        # TOOL_REPLY, HOOK_REPLY or None
+    not_reached: Optional[str] = None  # a fault: why it may not take effect, for its not-reached verdict
+    family: Optional[str] = None       # an action: the exploration family that draws it (EXPLORE_ACTIONS)
+    scripted: bool = True              # False: a harness-internal action no scenario writes
+
+    @property
+    def attr(self) -> str:
+        """The `Step` attribute holding its arguments (a trailing `_` where the key shadows a Python name)."""
+        return self.key + "_" if self.key in ("register", "list") else self.key
+
+    @property
+    def actor_key(self) -> Optional[str]:
+        """The YAML key of the argument naming the acting session (`from`, `session`), if any."""
+        if self.target not in (SENDER, SESSION):
+            return None
+        return self.args.model_fields[self.target].alias or self.target
+
+    def actor(self, args: Any) -> Optional[str]:
+        """The label of the session that acts in a step of this kind (None: a process or the machine)."""
+        return args.sender if self.target == SENDER else args.session if self.target == SESSION else None
+
+    def accepts(self, host_kind: Optional[str]) -> bool:
+        """A host of kind `host_kind` can carry this step out."""
+        return host(host_kind).has(self.needs)
+
+
+_ACTIONS = (
+    StepKind("send", SendArgs, "chat_send from one session to another.", target=SENDER, reply=TOOL_REPLY,
+             family="send"),
+    StepKind("broadcast", BroadcastArgs, "chat_broadcast from a session.", target=SENDER, reply=TOOL_REPLY,
+             family="broadcast"),
+    StepKind("read", ReadArgs, "chat_read by a session.", reply=TOOL_REPLY, family="read"),
+    StepKind("register", SessionArg, "An explicit chat_register by a session.", reply=TOOL_REPLY, family="churn"),
+    StepKind("unregister", SessionArg, "chat_unregister by a session (a leave: tombstone).", reply=TOOL_REPLY,
+             family="churn"),
+    StepKind("list", SessionArg, "chat_list by a session.", reply=TOOL_REPLY, family="query"),
+    StepKind("status", SessionArg, "chat_status by a session.", reply=TOOL_REPLY, family="query"),
+    StepKind("prompt", PromptArgs, "A user message typed into a session (a turn; hooks fire on MCP hosts).",
+             reply=HOOK_REPLY, family="prompt"),
+    StepKind("delete", SessionArg, "The user deletes the session in the TUI (session.deleted).", needs="leaves",
+             family="churn"),
+    StepKind("exit", SessionArg, "A greenlit /thatch/exit of the session.", needs="leaves", family="churn"),
+    StepKind("title", TitleArgs, "The auto-titler sets the session's title.", family="title"),
+    StepKind("config", ConfigArgs, "Edit a process's thatch config file.", target=PROCESS),
+    StepKind("start", ProcessArg, "Start a process declared with `start: never`.", target=PROCESS, runs=ORCHESTRATOR),
+    StepKind("cli_list", CliListArgs, "Run `thatch chat list` through the CLI entry point (stale: N or all).",
+             target=MACHINE, reply=TOOL_REPLY, family="cli"),
+    StepKind("cli_tail", CliTailArgs,
+             "Run `thatch chat tail --once` through the CLI entry point (limit, grep, who, since, until).",
+             target=MACHINE, reply=TOOL_REPLY, family="cli"),
+    StepKind("approve", ReviewArgs, "The session's user approves a held message: it is delivered on the next turn "
+             "(messaging policies).", needs="policies", reply=TOOL_REPLY),
+    StepKind("decline", ReviewArgs, "The session's user declines a held message: it is dropped and its sender told "
+             "it was refused (messaging policies).", needs="policies", reply=TOOL_REPLY),
+    # A session that shows up without a user message (`joins: idle`): asked for by the harness itself.
+    StepKind("appear", SessionArg, "An open tab or conversation with no message yet.", scripted=False),
+)
+_FAULTS = (
+    StepKind("kill", ProcessArg, "Fault: SIGKILL the whole harness process.", fault=True, target=PROCESS,
+             runs=ORCHESTRATOR, not_reached="the process was not running"),
+    StepKind("crash", CrashArgs, "Fault: arm a crash point; the process SIGKILLs itself just before (or after) it.",
+             fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="crash_points",
+             not_reached="the process never reached the crash point's statement or step while it ran"),
+    StepKind("sleep", SleepArgs, "Fault: the machine sleeps (every process stops beating), then catches up.",
+             fault=True, target=ENGINE, runs=ORCHESTRATOR),
+    StepKind("resume", ResumeArgs,
+             "Fault: resume a session in a new process with -s or -c (or any command line, `argv`).",
+             fault=True, runs=ORCHESTRATOR, needs="resumes", not_reached="the resuming process did not start"),
+    StepKind("restart", RestartArgs,
+             "Fault: the opencode daemon dies and a new one re-hosts its open tabs (rehost grace).", fault=True,
+             target=PROCESS, runs=ORCHESTRATOR, needs="restarts",
+             not_reached="the daemon or its replacement did not start"),
+    StepKind("fork", ForkArgs, "Fault: Claude Code forks the session id.", fault=True, runs=ORCHESTRATOR,
+             needs="forks", not_reached="the session's host was not running or refused the fork"),
+    StepKind("lock", LockArgs, "Fault: another writer holds the database lock.", fault=True, target=ENGINE,
+             runs=ORCHESTRATOR, needs="lock_safe", not_reached="no store call met the held lock"),
+)
+
+# Every step kind by its YAML key: the scripted actions, the harness-internal ones, the faults.
+STEPS: dict[str, StepKind] = {k.key: k for k in _ACTIONS + _FAULTS}
+ACTION_KEYS = tuple(k.key for k in _ACTIONS if k.scripted)
+FAULT_KEYS = tuple(k.key for k in _FAULTS)
+SCRIPTED_KEYS = ACTION_KEYS + FAULT_KEYS
+# Actions whose reply the harness records (a `tool-result` carrying the step index), so a step
+# `expect:` can be judged; `prompt` too, but only on hosts with hooks, where it prints the identity
+# hook line. The rest (delete, exit, title, config, start and every fault) leave no reply.
+REPLY_ACTIONS = tuple(k for k in ACTION_KEYS if STEPS[k].reply == TOOL_REPLY)
+HOOK_REPLY_ACTIONS = tuple(k for k in ACTION_KEYS if STEPS[k].reply == HOOK_REPLY)
+REVIEW_ACTIONS = tuple(k for k in ACTION_KEYS if STEPS[k].needs == "policies")
+
+
+def harness_actions(host_kind: str) -> frozenset[str]:
+    """The actions a harness of `host_kind` serves (its handler table must hold exactly these)."""
+    return frozenset(k.key for k in STEPS.values() if k.runs == HARNESS and k.accepts(host_kind))
+
+
+# ---------------------------------------------------------------------------
+# Exploration (simulator/explore/): what a generated world may draw, in draw order
+# ---------------------------------------------------------------------------
+
+# Action families and their weight when on. `send` is always on: without
+# mail nothing is delivered and most properties judge nothing.
+EXPLORE_ACTIONS: dict[str, int] = {
+    "send": 10, "broadcast": 3, "read": 3, "query": 2, "prompt": 4, "title": 1, "churn": 2, "cli": 1,
+}
+EXPLORE_ALWAYS_ACTIONS = ("send",)
+# Fault families: the fault kind each draws and the range of its rate (the chance that one scripted
+# step is that fault), drawn per run when the family is on. `prune` is a machine sleep just around
+# the 7-day TTLs.
+EXPLORE_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
+    "kill": ("kill", (0.03, 0.12)), "crash": ("crash", (0.03, 0.12)), "sleep": ("sleep", (0.02, 0.08)),
+    "resume": ("resume", (0.05, 0.2)), "restart": ("restart", (0.02, 0.08)), "fork": ("fork", (0.05, 0.2)),
+    "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)),
+}
