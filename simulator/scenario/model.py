@@ -31,6 +31,9 @@ from simulator.scenario.expectation_keys import (  # noqa: F401 - EXPECTATION_KE
     EXPECTATION_KEYS, EXPECTATION_KINDS, HOST_HOOKS, KIND_DESCRIPTIONS, body_schema, expectation_body_problems,
     hook_line_host_problems,
 )
+from simulator.scenario.labels import (  # noqa: F401 - LABEL_PLACEHOLDER re-exported
+    BLOCK_LABEL_PATTERN, LABEL_PATTERN, LABEL_PLACEHOLDER,
+)
 from simulator.scenario import replicas as replica_blocks
 from simulator.scenario.policies import POLICY_DESC, REVIEW_ACTIONS, PolicyField
 from simulator.scenario.replicas import MAX_REPLICAS
@@ -80,7 +83,7 @@ AgentKind = Literal["reader", "ping-pong", "silent"]
 REPLICAS_DESC = ("Copies of this block, written out at load: copy i (1 .. N) has `{i}` replaced by i in every text of it "
                  "(ids: `w{i}` gives w1, w2, ...; projects, titles).")
 # A process or session label as the file may write it: in a replicated block it holds `{i}`.
-BlockLabel = Annotated[str, WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z]([A-Za-z0-9_-]|\{i\})*$"})]
+BlockLabel = Annotated[str, WithJsonSchema({"type": "string", "pattern": BLOCK_LABEL_PATTERN})]
 
 
 class Window(_Strict):
@@ -120,7 +123,7 @@ class Session(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
                               json_schema_extra=lambda schema, cls: _bare_agent_schema(schema))
 
-    id: BlockLabel = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
+    id: BlockLabel = Field(..., pattern=LABEL_PATTERN, description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
     agent: Agent = Field(default_factory=Agent, description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
     title: Optional[str] = Field(None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
     parent: Optional[str] = Field(None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
@@ -158,7 +161,7 @@ HOST_EVENTS_DESC = ("opencode only. queued (default): the server hands its event
 class Process(_Strict):
     """One fake harness: an OS process forked by the orchestrator."""
 
-    id: BlockLabel = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this process (h1, laptop-tab).")
+    id: BlockLabel = Field(..., pattern=LABEL_PATTERN, description="The author's label for this process (h1, laptop-tab).")
     kind: ProcessKind = Field("opencode", description="opencode: a fake server with the thatch runtime and poller; claude-code: a host whose hooks and MCP server are real child processes; cursor: one workspace process running hooks and MCP.")
     project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
     checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
@@ -176,9 +179,6 @@ class Process(_Strict):
 # ---------------------------------------------------------------------------
 
 
-# `{label}` in an expected text (and a claimed `as`, a `cli_tail.who`): the name that
-# session went by at the time checked. validate.py refuses one naming no declared session.
-LABEL_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_-]*)\}")
 REPLY_TEXT_KEYS = ("equals", "contains", "not_contains", "matches")
 
 
