@@ -14,8 +14,8 @@ Invariants:
   (byte-identical histories depend on it).
 - the clock never reads real time: wall time is the wall guard's business.
 
-`parse_iso_ms` reads a stored timestamp back into epoch ms (the samplers
-judge staleness from it).
+`parse_iso_ms` reads a stored timestamp back into epoch ms: the one rule
+the engine's samplers and the judges both date rows by (D-props-8).
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def parse_iso_ms(text: Any) -> Optional[int]:
     """Epoch ms of a stored timestamp, or None when it is not one.
 
     The canonical `...Z` form, or anything `datetime.fromisoformat` reads
-    (naive = UTC): a hand-edited row may hold either, or nothing readable.
+    (naive = UTC): a hand-made legacy row may hold either, or nothing
+    readable (D-store-12, D-props-8).
     """
     if not text or not isinstance(text, str):
         return None

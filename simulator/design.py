@@ -56,6 +56,10 @@ REVIEW_REPLY_RE = re.compile(r"^(?P<decision>Approved|Declined) held message #(?
 
 # R31: an MCP-host conversation's chat id.
 MCP_ID_PREFIX = "mcp_"
+# opencode's own session ids (docs/history.md), which the chat keeps as they are.
+OPENCODE_ID_PREFIX = "ses_"
+# A run session id with one of these is a chat id already; any other is a host session id the chat hashes (R31).
+CHAT_ID_PREFIXES = (OPENCODE_ID_PREFIX, MCP_ID_PREFIX)
 
 # R31/R36: the hook line printed at session start and on every prompt.
 HOOK_LINE_RE = re.compile(r"^thatch chat: you are (?P<name>\S+) \((?P<unread>\d+) unread\)")

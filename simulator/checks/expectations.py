@@ -27,7 +27,8 @@ from simulator.checks.window_expectations import Span, bounds_problem
 from simulator.result import Verdict
 from simulator.scenario.expectation_keys import moments_of, window_of
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
-from simulator.scenario.model import LABEL_PLACEHOLDER, Expectation, ReplyExpectation, Scenario, Step, format_duration
+from simulator.scenario.labels import LABEL_PLACEHOLDER
+from simulator.scenario.model import Expectation, ReplyExpectation, Scenario, Step, format_duration
 
 
 PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")

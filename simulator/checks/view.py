@@ -15,16 +15,18 @@ The view is tolerant on purpose: a harness may omit an optional field
 
 from __future__ import annotations
 
-import calendar
 import re
 import sqlite3
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
-from simulator.design import AUTO_ROW_TTL_MS, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id
+from simulator.clock import parse_iso_ms
+from simulator.design import (
+    AUTO_ROW_TTL_MS, CHAT_ID_PREFIXES, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id,
+)
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
+from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.scenario.model import Scenario
 
 LEAVE_ACTIONS = ("unregister", "delete", "exit")
@@ -37,15 +39,6 @@ def short_tool(tool: Any) -> str:
         if tool.startswith(prefix):
             return tool[len(prefix):]
     return tool
-
-
-def iso_to_ms(text: Any) -> Optional[int]:
-    if not text:
-        return None
-    try:
-        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")) * 1000
-    except (ValueError, TypeError):
-        return None
 
 
 def brief(e: dict[str, Any]) -> dict[str, Any]:
@@ -325,7 +318,7 @@ class RunView:
         for e in self.of("process-start"):
             kind = e["data"].get("proc_kind") or self.proc_kind.get(e["data"].get("target"), DEFAULT_HOST)
             for label, sid in (e["data"].get("sessions") or {}).items():
-                add(label, sid if not HOSTS[kind].mcp or str(sid).startswith(("ses_", "mcp_")) else mcp_session_id(sid))
+                add(label, sid if not HOSTS[kind].mcp or str(sid).startswith(CHAT_ID_PREFIXES) else mcp_session_id(sid))
         for label, sids in (self.run_info.get("row_ids") or {}).items():
             for sid in sids:
                 add(label, sid)
@@ -434,7 +427,7 @@ class RunView:
         if not isinstance(text, str):
             return text
         look = self.name_at if at == "end" else (lambda label: self.name_by(label, int(at)))
-        return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", lambda m: look(m.group(1)) or m.group(0), text)
+        return LABEL_PLACEHOLDER.sub(lambda m: look(m.group(1)) or m.group(0), text)
 
     # -- tool calls -----------------------------------------------------------
 
@@ -561,14 +554,14 @@ class RunView:
         best = None
         for e in self.of("sample"):
             for row in (e["data"].get("sessions") or {}).values():
-                ms = iso_to_ms(row.get("last_seen"))
+                ms = parse_iso_ms(row.get("last_seen"))
                 if ms is not None:
                     best = ms - e["t"] if best is None else max(best, ms - e["t"])
         return best
 
     def vt(self, iso: Any) -> Optional[int]:
         """Virtual time of a stored ISO stamp (None when unknown)."""
-        ms = iso_to_ms(iso)
+        ms = parse_iso_ms(iso)
         return None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
 
 

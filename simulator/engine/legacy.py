@@ -16,6 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from simulator.clock import START_EPOCH_MS, iso_stamp as iso
+from simulator.design import OPENCODE_ID_PREFIX
 from simulator.scenario.kinds import DEFAULT_ROW_KIND, HOSTS
 
 # The 002-era chat.ts tables, written out here rather than taken from the code
@@ -30,7 +31,7 @@ SCHEMA_002 = (
 )
 
 # The sender of `mail:` rows: a 002-era session that left long ago (no row).
-LEGACY_SENDER = "ses_" + "0" * 20 + "0002"
+LEGACY_SENDER = OPENCODE_ID_PREFIX + "0" * 20 + "0002"
 
 
 def legacy_session_id(world, index: int, row) -> str:
@@ -38,7 +39,7 @@ def legacy_session_id(world, index: int, row) -> str:
     orphan id drawn from its own generator (the world's draws stay as they were)."""
     if row.session is not None:
         return world.row_ids(row.session)[0]
-    return "ses_" + format(random.Random(f"legacy:{world.seed}:{index}").getrandbits(96), "024x")
+    return OPENCODE_ID_PREFIX + format(random.Random(f"legacy:{world.seed}:{index}").getrandbits(96), "024x")
 
 
 def write_legacy_db(world) -> None:

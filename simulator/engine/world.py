@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from simulator.design import mcp_session_id
+from simulator.design import OPENCODE_ID_PREFIX, mcp_session_id
 from simulator.engine.legacy import write_legacy_db
 from simulator.history import HISTORY_DIR
 from simulator.protocol import HarnessContext, SessionInfo
@@ -38,7 +38,7 @@ DB_NAME = "thatch.db"
 
 
 def opencode_session_id(rng: random.Random) -> str:
-    return "ses_" + format(rng.getrandbits(96), "024x")
+    return OPENCODE_ID_PREFIX + format(rng.getrandbits(96), "024x")
 
 
 def host_session_id(rng: random.Random) -> str:

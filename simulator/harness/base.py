@@ -32,19 +32,19 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from typing import Any, Callable, Optional
 
 from thatch_core.continuation import predecessor_map
 from thatch_core.db import StoreError
 from thatch_core.mcp import mcp_session_id
 
-from simulator.design import MAX_CONTINUATION_HOPS
+from simulator.design import CHAT_ID_PREFIXES, MAX_CONTINUATION_HOPS
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.fields import expand_body
 from simulator.scenario.kinds import STEPS, CliListArgs, CliTailArgs, ConfigArgs, PromptArgs, ReadArgs, SendArgs
 from simulator.scenario.kinds import HOSTS, BroadcastArgs, SessionArg
+from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.protocol import (
     OP_ACT, OP_FORK, OP_POLL, OP_START, OP_STOP, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply,
     SessionInfo, act_args,
@@ -303,7 +303,7 @@ class Harness:
 
     def chat_id_of(self, session_id: str) -> str:
         """The chat session id behind a run session id (MCP hosts hash theirs)."""
-        if session_id.startswith("ses_") or session_id.startswith("mcp_"):
+        if session_id.startswith(CHAT_ID_PREFIXES):
             return session_id
         return mcp_session_id(session_id)
 
@@ -311,7 +311,7 @@ class Harness:
         """Chat ids the run session may be registered under now: itself, its
         mcp id, and the mcp ids of its continued-in successors (R33)."""
         out = [session_id]
-        if not session_id.startswith(("ses_", "mcp_")):
+        if not session_id.startswith(CHAT_ID_PREFIXES):
             out.append(mcp_session_id(session_id))
             successor = {old: new for new, old in predecessor_map(self.ctx.transcripts_dir).items()}
             cur, hops = session_id, 0
@@ -351,7 +351,7 @@ class Harness:
             found = self.lookup_name(sid) if sid else None
             return found or m.group(0)
 
-        return re.sub(r"\{([A-Za-z][A-Za-z0-9_-]*)\}", name, text)
+        return LABEL_PLACEHOLDER.sub(name, text)
 
     def act_broadcast(self, label: Optional[str], args: BroadcastArgs):
         label = self.acting(label)

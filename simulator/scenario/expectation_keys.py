@@ -17,6 +17,7 @@ from simulator.scenario.durations import (
 )
 from simulator.scenario.errors import did_you_mean
 from simulator.scenario.kinds import HOSTS
+from simulator.scenario.labels import LABEL_PATTERN
 
 HOUR_MS = 3_600_000
 
@@ -50,13 +51,12 @@ COUNTING_KINDS = ("counter", "tombstones", "messages", "store_errors")
 STORE_KINDS = ("counter", "tombstones", "messages")
 ROW_WORDS = ("first", "latest")
 
-_LABEL = r"^[A-Za-z][A-Za-z0-9_-]*$"
 _BOUNDS_SCHEMA = {"type": "integer", "minimum": 0}
 _TWO_TIMES = {"type": "array", "minItems": 2, "maxItems": 2}
 KEY_SCHEMA: dict[str, dict[str, Any]] = {
-    "label": {"type": "string", "pattern": _LABEL},
-    "process": {"type": "string", "pattern": _LABEL},
-    "labels": {"type": "array", "items": {"type": "string", "pattern": _LABEL}},
+    "label": {"type": "string", "pattern": LABEL_PATTERN},
+    "process": {"type": "string", "pattern": LABEL_PATTERN},
+    "labels": {"type": "array", "items": {"type": "string", "pattern": LABEL_PATTERN}},
     "count": _BOUNDS_SCHEMA,
     "text": {"type": "string"},
     "bool": {"type": "boolean"},

@@ -36,6 +36,7 @@ from simulator.scenario.errors import (  # re-exported: the loader is where auth
     ScenarioSyntaxError, UnknownKeyError, did_you_mean, format_key_path, raise_errors,
 )
 from simulator.scenario import replicas
+from simulator.scenario.labels import LABEL_PATTERN
 from simulator.scenario.model import Scenario
 from simulator.scenario.positions import LoadedScenario, Positions, node_mark, record_positions
 from simulator.scenario.validate import check
@@ -224,7 +225,6 @@ def _is_branch_tag(part: str) -> bool:
     return "[" in part or part in ("int", "str", "bool") or (part[:1].isupper() and part.isidentifier())
 
 
-_LABEL_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 _NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
 
@@ -246,7 +246,7 @@ def _value_error(err: dict, path: KeyPath, file: str, pos: Positions) -> Scenari
         pattern = err.get("ctx", {}).get("pattern", "")
         if pattern == _NAME_PATTERN:
             hint = "write kebab-case: lowercase letters, digits and dashes (e.g. rename-collision)"
-        elif pattern == _LABEL_PATTERN:
+        elif pattern == LABEL_PATTERN:
             hint = "write a label: a letter, then letters, digits, `_` or `-` (e.g. alice, h1)"
         else:
             hint = f"write a value matching {pattern}"

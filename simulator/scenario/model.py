@@ -25,6 +25,7 @@ from simulator.scenario.errors import did_you_mean
 from simulator.scenario.expectation_keys import EXPECTATION_KINDS, KIND_DESCRIPTIONS, body_schema
 from simulator.scenario.fields import DurationMs, Strict, end_or_duration, never_or_duration
 from simulator.scenario.kinds import ACTION_KEYS, DEFAULT_HOST, FAULT_KEYS, HOSTS, SCRIPTED_KEYS, STEPS, StepKind
+from simulator.scenario.labels import BLOCK_LABEL_PATTERN, LABEL_PATTERN
 from simulator.scenario import replicas as replica_blocks
 from simulator.scenario.policies import POLICY_DESC, PolicyField
 from simulator.scenario.replicas import MAX_REPLICAS
@@ -39,7 +40,7 @@ AgentKind = Literal["reader", "ping-pong", "silent"]
 REPLICAS_DESC = ("Copies of this block, written out at load: copy i (1 .. N) has `{i}` replaced by i in every text of it "
                  "(ids: `w{i}` gives w1, w2, ...; projects, titles).")
 # A process or session label as the file may write it: in a replicated block it holds `{i}`.
-BlockLabel = Annotated[str, WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z]([A-Za-z0-9_-]|\{i\})*$"})]
+BlockLabel = Annotated[str, WithJsonSchema({"type": "string", "pattern": BLOCK_LABEL_PATTERN})]
 
 
 class Window(Strict):
@@ -79,7 +80,7 @@ class Session(Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
                               json_schema_extra=lambda schema, cls: _bare_agent_schema(schema))
 
-    id: BlockLabel = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
+    id: BlockLabel = Field(..., pattern=LABEL_PATTERN, description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
     agent: Agent = Field(default_factory=Agent, description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
     title: Optional[str] = Field(None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
     parent: Optional[str] = Field(None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
@@ -118,7 +119,7 @@ HOST_EVENTS_DESC = ("opencode only. queued (default): the server hands its event
 class Process(Strict):
     """One fake harness: an OS process forked by the orchestrator."""
 
-    id: BlockLabel = Field(..., pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", description="The author's label for this process (h1, laptop-tab).")
+    id: BlockLabel = Field(..., pattern=LABEL_PATTERN, description="The author's label for this process (h1, laptop-tab).")
     kind: ProcessKind = Field(DEFAULT_HOST, description=PROCESS_KIND_DESC)
     project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
     checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
@@ -136,9 +137,6 @@ class Process(Strict):
 # ---------------------------------------------------------------------------
 
 
-# `{label}` in an expected text (and a claimed `as`, a `cli_tail.who`): the name that
-# session went by at the time checked. validate.py refuses one naming no declared session.
-LABEL_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_-]*)\}")
 REPLY_TEXT_KEYS = ("equals", "contains", "not_contains", "matches")
 
 

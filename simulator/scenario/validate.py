@@ -35,9 +35,8 @@ from simulator.scenario.fault_checks import fault_problems
 from simulator.scenario.policies import policy_problems
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
 from simulator.scenario.kinds import ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, HOSTS, REPLY_ACTIONS, STEPS, hosts_with
-from simulator.scenario.model import (
-    LABEL_PLACEHOLDER, PROPERTY_IDS, REPLY_TEXT_KEYS, AllExcept, Expectation, Scenario, Step,
-)
+from simulator.scenario.labels import LABEL_PLACEHOLDER
+from simulator.scenario.model import PROPERTY_IDS, REPLY_TEXT_KEYS, AllExcept, Expectation, Scenario, Step
 from simulator.scenario.positions import LoadedScenario, Positions
 
 # Argument fields (YAML keys) that name a session or a process, per step action.

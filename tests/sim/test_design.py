@@ -76,6 +76,18 @@ def test_mcp_session_id_is_the_prefix_and_twelve_hex_of_sha256():
     assert "`mcp_<sha256(host session id)[:12]>`" in rule_text("R31")
 
 
+@pytest.mark.rules("R31")
+def test_a_chat_id_is_an_opencode_id_or_an_mcp_id_and_anything_else_is_hashed():
+    """R31: the chat keeps opencode's own `ses_...` ids (docs/history.md) and `mcp_...` ids as they
+    are; a host session id (uuid-shaped) is what gets hashed into an mcp id."""
+    history = (repo.ROOT / "docs" / "history.md").read_text(encoding="utf-8")
+    assert f"(`{design.OPENCODE_ID_PREFIX}…` for opencode" in history
+    assert design.CHAT_ID_PREFIXES == ("ses_", "mcp_")
+    assert "ses_0123".startswith(design.CHAT_ID_PREFIXES)
+    assert design.mcp_session_id("abc").startswith(design.CHAT_ID_PREFIXES)
+    assert not "4f1c9a2e-0b7d-4c3e-9a51-2d6e8f0a1b3c".startswith(design.CHAT_ID_PREFIXES)
+
+
 # --- the hook line (R31, R36, D-mcp-1) ----------------------------------------------
 
 def _documented_hook_line() -> str:

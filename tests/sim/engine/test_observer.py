@@ -10,6 +10,7 @@ import pytest
 from thatch_core.db import open_db
 
 from simulator import clock
+from simulator.checks.view import RunView
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.observer import Observer
 from simulator.engine.world import World
@@ -32,7 +33,8 @@ LAST_SEEN = {
 }
 
 
-def sample(tmp_path, last_seen: dict[str, str]) -> dict:
+def sample_events(tmp_path, last_seen: dict[str, str]) -> list[dict]:
+    """The history of one sample at T of sessions whose rows hold these last_seen texts."""
     spec = Scenario.model_validate({"name": "obs", "duration": "20m", "processes": [
         {"id": "h1", "sessions": [{"id": label} for label in last_seen]}]})
     world = World(spec, tmp_path, 3)
@@ -46,8 +48,11 @@ def sample(tmp_path, last_seen: dict[str, str]) -> dict:
     log.open(tmp_path)
     Observer(spec, world, log, exchange=lambda t, d, wave: [], host_of=lambda s: None).sample(T)
     log.close()
-    events = read_events(tmp_path / "history" / "orchestrator.0.jsonl")
-    return events[-1]["data"]["sessions"]
+    return read_events(tmp_path / "history" / "orchestrator.0.jsonl")
+
+
+def sample(tmp_path, last_seen: dict[str, str]) -> dict:
+    return sample_events(tmp_path, last_seen)[-1]["data"]["sessions"]
 
 
 @pytest.mark.rules("R14")
@@ -63,3 +68,15 @@ def test_stored_timestamps_read_back_in_both_spellings():
     assert clock.parse_iso_ms("2026-01-05T09:00:00Z") == clock.START_EPOCH_MS
     assert clock.parse_iso_ms("2026-01-05 10:00:00+01:00") == clock.START_EPOCH_MS
     assert [clock.parse_iso_ms(v) for v in (None, "", "last tuesday", 17)] == [None, None, None, None]
+
+
+@pytest.mark.rules("R14")
+def test_the_sampler_and_the_judges_date_a_legacy_stamp_alike(tmp_path):
+    """R14 (D-props-8): a hand-made legacy `last_seen` (`2026-01-05 09:09:30`, naive = UTC) is one
+    instant to the engine's sampler and to the judges reading that sample: 30 s before it, so fresh."""
+    events = sample_events(tmp_path, {"legacy": LAST_SEEN["naive"], "garbled": LAST_SEEN["garbled"]})
+    rows = events[-1]["data"]["sessions"]
+    assert rows["legacy"]["stale"] is False and rows["garbled"]["stale"] is True
+    view = RunView(None, events, None, {"epoch_ms": clock.START_EPOCH_MS})
+    assert view.vt(rows["legacy"]["last_seen"]) == T - 30_000
+    assert view.vt(rows["garbled"]["last_seen"]) is None
