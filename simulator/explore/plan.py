@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, STEPS
+from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, PROCESS_ARG_KEYS, SESSION_ARG_KEYS, STEPS
 
 # Crash points that fire inside a leave (session.deleted, /thatch/exit): see the last rule above.
 LEAVE_POINTS = tuple(c.key for c in CRASH_POINTS.values() if c.inside_leave)
@@ -154,15 +154,15 @@ class WorldPlan:
             return [s for s, host in self.host.items() if host == args["process"]]
         if not isinstance(args, dict):
             return []
-        return [args[k] for k in ("from", "to", "session") if args.get(k) in self.host]
+        return [args[k] for k in SESSION_ARG_KEYS if args.get(k) in self.host]
 
     def _undeclared(self, args: Any) -> Optional[str]:
         if not isinstance(args, dict):
             return None
-        for key in ("from", "to", "session"):
+        for key in SESSION_ARG_KEYS:
             if args.get(key) is not None and args[key] not in self.host:
                 return args[key]
-        for key in ("process", "into"):
+        for key in PROCESS_ARG_KEYS:
             if args.get(key) is not None and args[key] not in self.kind:
                 return args[key]
         return next((s for s in args.get("listing") or () if s not in self.host), None)

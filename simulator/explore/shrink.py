@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from simulator.explore.judge import Outcome
 from simulator.explore.plan import action_of, keep_fitting, replay_problems
+from simulator.scenario.kinds import PROCESS_ARG_KEYS, SESSION_ARG_KEYS
 from simulator.scenario.model import Scenario
 from simulator.scenario.validate import check_spec
 
@@ -143,7 +144,7 @@ def _mentions(step: dict[str, Any], labels: set[str]) -> bool:
     args = step[action_of(step)]
     if not isinstance(args, dict):
         return False
-    named = {args.get(k) for k in ("from", "to", "session", "process", "into")} | set(args.get("listing") or ())
+    named = {args.get(k) for k in SESSION_ARG_KEYS + PROCESS_ARG_KEYS} | set(args.get("listing") or ())
     return bool(named & labels)
 
 

@@ -310,6 +310,9 @@ class CliTailArgs(Strict):
 # session is `args.sender` / `args.session`); PROCESS: the process `args.process`; MACHINE:
 # any running process (the CLI runs on the machine); ENGINE: the orchestrator itself.
 SENDER, SESSION, PROCESS, MACHINE, ENGINE = "sender", "session", "process", "machine", "engine"
+# The argument keys (YAML spellings) that name a declared session or process, in any step's arguments.
+SESSION_ARG_KEYS = ("session", "from", "to")
+PROCESS_ARG_KEYS = ("process", "into")
 # Where a step runs: down a harness pipe as an OP_ACT command, or in the orchestrator.
 HARNESS, ORCHESTRATOR = "harness", "orchestrator"
 # What a step leaves to judge with a step `expect:`: a tool result, a hook line (on a host with hooks), nothing.

@@ -34,14 +34,13 @@ from simulator.scenario.expectation_keys import REQUIRED_KEYS, moments_of, windo
 from simulator.scenario.fault_checks import fault_problems
 from simulator.scenario.policies import policy_problems
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
-from simulator.scenario.kinds import ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, HOSTS, REPLY_ACTIONS, STEPS, hosts_with
+from simulator.scenario.kinds import (
+    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, HOSTS, PROCESS_ARG_KEYS, REPLY_ACTIONS, SESSION_ARG_KEYS, STEPS, hosts_with,
+)
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.scenario.model import PROPERTY_IDS, REPLY_TEXT_KEYS, AllExcept, Expectation, Scenario, Step
 from simulator.scenario.positions import LoadedScenario, Positions
 
-# Argument fields (YAML keys) that name a session or a process, per step action.
-SESSION_KEYS = ("session", "from", "to")
-PROCESS_KEYS = ("process", "into")
 HOOK_KINDS = hosts_with("hooks")  # hosts whose `prompt` prints a hook line (a step reply)
 
 
@@ -148,9 +147,9 @@ class _Checker:
             return  # cli_list / cli_tail take free-form options, no labels
         fields = args.model_dump(by_alias=True)
         path = base + (action,)
-        for key in SESSION_KEYS:
+        for key in SESSION_ARG_KEYS:
             self.session_ref(path + (key,), fields.get(key))
-        for key in PROCESS_KEYS:
+        for key in PROCESS_ARG_KEYS:
             self.process_ref(path + (key,), fields.get(key))
         if action in ("resume", "restart", "start"):
             key = "into" if action == "restart" else "process"

@@ -106,3 +106,14 @@ def test_no_handler_is_found_by_building_its_name():
              if 'getattr(self, f"act_' in p.read_text(encoding="utf-8")
              or 'getattr(self, "op_"' in p.read_text(encoding="utf-8")]
     assert built == []
+
+
+def test_the_label_argument_keys_are_the_label_fields_of_the_argument_models():
+    """Validation and the planner check the labels under these keys: every model field spelled so is one."""
+    keys = set(kinds.SESSION_ARG_KEYS + kinds.PROCESS_ARG_KEYS)
+    spelled = {f.alias or name for k in STEPS.values() for name, f in k.args.model_fields.items()}
+    assert keys <= spelled
+    for k in STEPS.values():
+        for name, f in k.args.model_fields.items():
+            if (f.alias or name) in keys:
+                assert f.annotation in (str, "str", "Optional[str]") or "str" in str(f.annotation), (k.key, name)
