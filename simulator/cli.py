@@ -44,6 +44,7 @@ from simulator.report.text import format_failure, verdict_table
 from simulator.result import RunResult
 from simulator.scenario.cost import warn_if_costly
 from simulator.scenario.loader import SCHEMA_HEADER, ScenarioError, display_path, load_file
+from simulator.scenario.positions import place_verdicts
 from simulator.scenario.schema import SCHEMA_PATH, schema_text, write_schema
 
 PROG = "thatch-sim"
@@ -113,6 +114,7 @@ def _guarded_run(spec, run_dir: Path, seed: int, wall_budget_s: float,
 
 def _show_result(result: RunResult, loaded, report: Optional[str], keep: bool) -> int:
     """The verdict table, the failure story or where the kept run is; a passing run not kept is removed."""
+    place_verdicts(result.verdicts, loaded)
     print(verdict_table(result))
     if report:
         problem = publish_run(result, Path(report))

@@ -14,13 +14,16 @@ Status = Literal["pass", "fail", "not-reached", "skipped"]
 class Verdict:
     """The outcome of one check (a property, a reach claim, a point expectation, a fault)."""
 
-    check: str                      # "P3", "reach:re-nudge", "expect#2", "fault#4"
+    check: str                      # "P3", "Q1", "reach:re-nudge", "expect#2", "step#3", "fault#4"
     title: str                      # "at-least-once"
     status: Status
     message: str = ""               # one or two sentences: what was expected, what happened
     rules: tuple[str, ...] = ()     # R-ids the check stands for
     witness: list[dict[str, Any]] = field(default_factory=list)  # the few events that break it
     judged: int = 0                 # a property's count of what it judged (messages, wakes, samples...): 0 = nothing
+    # The 1-based line, in the scenario file, of the step or claim it judges; set from the loaded
+    # file's positions after the run (`place_verdicts`), so a Python-built scenario's stay None.
+    line: Optional[int] = None
 
     @property
     def ok(self) -> bool:

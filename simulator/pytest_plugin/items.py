@@ -12,7 +12,10 @@ the run passes, kept and named in the failure when it fails (D-plugin-9).
 What pytest reports about an item is annotated in `pytest_runtest_makereport`:
 the run's verdicts travel as a report attribute (for the tally, across xdist),
 and a failure carries a one-line headline, its first failing verdict, which
-pytest's short summary and junit's failure message show (D-plugin-10).
+pytest's short summary and junit's failure message show (D-plugin-10). An
+item's location is its file at the `name:` line; a run's verdicts get the
+line of the step or claim each judges, which the story and the crash
+location (`--tb=line`) name as `file:line` (D-plugin-12).
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ from simulator.report.publish import publish_run
 from simulator.report.text import format_failure, rerun_commands, verdict_heading
 from simulator.result import RunResult
 from simulator.scenario.loader import ScenarioError, ScenarioSyntaxError, load_file
-from simulator.scenario.model import Scenario
+from simulator.scenario.positions import LoadedScenario, place_verdicts
 
 HEADLINE_ATTR = "sim_headline"
+CRASH_LINE_ATTR = "sim_crash_line"
 
 
 def shown_path(path: Path, config: pytest.Config) -> str:
@@ -64,7 +68,7 @@ class ScenarioFile(pytest.File):
         for seed in range(base, base + settings.repeat):
             # `[seedN]`, not `[seed=N]`: `-k seed8` must be a valid expression
             name = spec.name if settings.repeat == 1 else f"{spec.name}[seed{seed}]"
-            item = ScenarioItem.from_parent(self, name=name, spec=spec, seed=seed, file=file)
+            item = ScenarioItem.from_parent(self, name=name, loaded=loaded, seed=seed, file=file)
             for marker in spec.markers:
                 item.add_marker(marker)
             yield item
@@ -90,6 +94,14 @@ def headline(result: RunResult) -> str:
     return text + (f" (+{len(failures) - 1} more)" if len(failures) > 1 else "")
 
 
+def crash_line(result: RunResult, scenario_line: int) -> int:
+    """Where a failed run points in its file: the first failing verdict's step or claim, else
+    (an engine error, a property judged by default) the scenario's own line."""
+    failures = result.failures()
+    first = failures[0].line if failures and result.error is None else None
+    return scenario_line if first is None else first
+
+
 def run_dir_for(name: str) -> Path:
     """A fresh directory for one run of the item `name`, under the system temp dir (TMPDIR)."""
     slug = name.replace("[", "-").replace("]", "")
@@ -99,10 +111,11 @@ def run_dir_for(name: str) -> Path:
 class ScenarioItem(pytest.Item):
     """One run of one scenario with one seed, in its own run directory."""
 
-    def __init__(self, *, spec: Scenario, seed: int, file: str, **kwargs: Any) -> None:
+    def __init__(self, *, loaded: LoadedScenario, seed: int, file: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.spec, self.seed, self.file = spec, seed, file
-        self.rerun, self.rerun_cli = rerun_commands(file, spec.name, seed)
+        self.loaded, self.spec, self.seed, self.file = loaded, loaded.spec, seed, file
+        self.line = loaded.positions.line_of(("name",))[0]  # 1-based, where the scenario names itself
+        self.rerun, self.rerun_cli = rerun_commands(file, self.spec.name, seed)
         self.user_properties += [("seed", str(seed)), ("rerun", self.rerun), ("scenario_file", file)]
         self.result: Optional[RunResult] = None
 
@@ -116,6 +129,7 @@ class ScenarioItem(pytest.Item):
             # The engine itself broke: the traceback is pytest's, the rerun line is ours.
             self.add_report_section("call", "rerun", f"{self.rerun}\n{self.rerun_cli}\nrun dir: {run_dir}")
             raise
+        place_verdicts(result.verdicts, self.loaded)
         self.result = result
         report_dir = self.keep_run(result, settings)
         if not result.ok:
@@ -140,6 +154,7 @@ class ScenarioItem(pytest.Item):
         setattr(report, VERDICTS_ATTR, encode_verdicts(self.result.verdicts))
         if report.failed and not self.result.ok:
             setattr(report, HEADLINE_ATTR, headline(self.result))
+            setattr(report, CRASH_LINE_ATTR, crash_line(self.result, self.line))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ScenarioFailed):
@@ -149,7 +164,7 @@ class ScenarioItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, f"scenario {self.spec.name} ({self.file}, seed {self.seed})"
+        return self.path, self.line - 1, f"scenario {self.name}"
 
 
 class InvalidScenarioItem(pytest.Item):
@@ -181,16 +196,17 @@ class Crash:
 
     path: str
     message: str
+    lineno: Optional[int] = None  # 1-based, as pytest's own crash locations
 
     def __str__(self) -> str:  # the `--tb=line` form
-        return f"{self.path}: {self.message}"
+        return f"{self.path}:{self.lineno}: {self.message}" if self.lineno else f"{self.path}: {self.message}"
 
 
 class FailureText:
     """A scenario item's failure as pytest shows it: the whole story, plus a one-line headline."""
 
-    def __init__(self, text: str, path: str, headline: str) -> None:
-        self.text, self.reprcrash = text, Crash(path, headline)
+    def __init__(self, text: str, path: str, headline: str, lineno: Optional[int] = None) -> None:
+        self.text, self.reprcrash = text, Crash(path, headline, lineno)
 
     def toterminal(self, tw) -> None:
         for line in self.text.splitlines():
@@ -205,4 +221,5 @@ def dress_failure(report: pytest.TestReport) -> None:
     xdist controller, which receives the story as plain text."""
     line = getattr(report, HEADLINE_ATTR, None)
     if line and not isinstance(report.longrepr, FailureText):
-        report.longrepr = FailureText(str(report.longrepr), report.nodeid.split("::", 1)[0], line)
+        report.longrepr = FailureText(str(report.longrepr), report.nodeid.split("::", 1)[0], line,
+                                      getattr(report, CRASH_LINE_ATTR, None))

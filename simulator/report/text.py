@@ -1,7 +1,8 @@
 """Text views of a RunResult: the failure story, event lines, the verdict table.
 
 Shared by the pytest plugin (repr_failure) and `python -m simulator run`, so a
-failure reads the same wherever it is seen: the broken check with its rules,
+failure reads the same wherever it is seen: the broken check with its rules
+(and `file:line` of the step or claim it judges, when the run came from a file),
 the seed, the few witness events as a timeline, and the command that reruns
 exactly this case.
 """
@@ -77,7 +78,8 @@ def format_failure(result: RunResult, *, file: str, name: str, report_dir: str |
     if result.error:
         lines += ["", f"engine error: {result.error}"]
     for verdict in result.failures():
-        lines += ["", verdict_heading(verdict)]
+        where = f"{file}:{verdict.line}: " if verdict.line else ""
+        lines += ["", where + verdict_heading(verdict)]
         if verdict.message:
             lines.append(f"  {verdict.message}")
         lines += format_timeline(verdict.witness)

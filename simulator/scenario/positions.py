@@ -2,18 +2,20 @@
 
 The loader records the positions while it composes the file; the
 cross-reference checks (`simulator.scenario.validate`) read them to put
-file:line on every error.
+file:line on every error, and `place_verdicts` puts the line of what each
+verdict judges on it once a run of the file is judged (D-plugin-12).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Optional
 
 import yaml
 
 from simulator.scenario.errors import KeyPath, ScenarioError, ScenarioSyntaxError
 from simulator.scenario.model import Scenario
+from simulator.result import Verdict
 from simulator.scenario.replicas import to_template
 
 
@@ -73,3 +75,33 @@ def record_positions(node: yaml.Node, path: KeyPath, pos: Positions, file: str, 
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             record_positions(item, path + (index,), pos, file, errors)
+
+
+def verdict_key_path(check: str, spec: Scenario) -> Optional[KeyPath]:
+    """Where in the file the step or claim a verdict judges is written; None for what the scenario
+    does not state one by one (a property judged by default, a policy's promise)."""
+    kind, hash_sign, number = check.partition("#")
+    if hash_sign:
+        return _indexed_path(kind, int(number), spec) if number.isdigit() else None
+    if check.startswith("reach:"):
+        name = check[len("reach:"):]
+        return ("reaches", spec.reaches.index(name)) if name in spec.reaches else None
+    listed = spec.properties if isinstance(spec.properties, list) else []  # `all`, `{exclude}`: none by name
+    return ("properties", listed.index(check)) if check in listed else None
+
+
+def _indexed_path(kind: str, index: int, spec: Scenario) -> Optional[KeyPath]:
+    """`expect#N`: the point expectation; `step#N`: the `expect:` of step N; `fault#N`: the fault step."""
+    if kind == "expect":
+        return ("expect", index) if index < len(spec.expect) else None
+    if kind in ("step", "fault") and index < len(spec.steps):
+        return ("steps", index, "expect") if kind == "step" else ("steps", index)
+    return None
+
+
+def place_verdicts(verdicts: Iterable[Verdict], loaded: LoadedScenario) -> None:
+    """Set each verdict's `line` to that of the step or claim it judges in `loaded`'s file."""
+    for verdict in verdicts:
+        path = verdict_key_path(verdict.check, loaded.spec)
+        if path is not None:
+            verdict.line = loaded.positions.line_of(path)[0]

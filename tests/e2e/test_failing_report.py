@@ -3,6 +3,7 @@ leaves a run report whose timeline shows the failure (issue: reports)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -28,9 +29,11 @@ def test_failing_scenario_leaves_a_report_that_shows_the_failure(pytester, monke
     fails; the plugin prints the story and the rerun command, and the run report
     (HTML timeline + history) highlights the wakes that break it. The file lives
     where the repository keeps it, outside every scenario directory, and the
-    printed rerun command runs it again."""
+    printed rerun command runs it again. The story names the failing expectation's file:line."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
+    # the subprocess runs this checkout's simulator, not whichever one is installed
+    monkeypatch.setenv("PYTHONPATH", str(repo.ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     monkeypatch.setenv("TMPDIR", str(pytester.mkdir("tmp")))
     pytester.makeini("[pytest]\n")
     fixture_dir = pytester.path / FIXTURE.relative_to(repo.ROOT).parent
@@ -41,8 +44,12 @@ def test_failing_scenario_leaves_a_report_that_shows_the_failure(pytester, monke
 
     assert result.ret == 1
     result.stdout.fnmatch_lines([
-        "*expect#0*failed in scenario renudge-never-comes with seed 5*",
-        "*bob got 3 wakes by end, want exactly 1*",
+        "_* scenario renudge-never-comes _*",
+        "expect#0 failed in scenario renudge-never-comes with seed 5*",
+        "",
+        # the line of `- wakes: {session: bob, count: 1}` in the file
+        "tests/failing_scenarios/renudge-never-comes.yaml:25: expect#0 wakes of bob at end: FAIL",
+        "  bob got 3 wakes by end, want exactly 1",
         "*+16m  h2/bob  wake*",
         "rerun: pytest 'tests/failing_scenarios/renudge-never-comes.yaml::renudge-never-comes' --sim-seed 5 -p no:xdist",
         "FAILED tests/failing_scenarios/renudge-never-comes.yaml::renudge-never-comes - expect#0 *: bob got 3 wakes by end, want exactly 1",

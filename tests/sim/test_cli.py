@@ -99,7 +99,7 @@ def test_schema_prints_and_checks(capsys):
     assert cli.main(["schema", "--check"]) == 0
 
 
-def _fake_engine(monkeypatch, ok: bool) -> list:
+def _fake_engine(monkeypatch, ok: bool, extra: tuple[Verdict, ...] = ()) -> list:
     calls = []
 
     def run_scenario(spec, *, run_dir, seed=None, progress=None, **_):
@@ -110,6 +110,7 @@ def _fake_engine(monkeypatch, ok: bool) -> list:
         verdicts = [Verdict("P1", "single-deliverer", "pass", rules=("R25",)),
                     Verdict("P5", "no-loss", "pass" if ok else "fail", "a message vanished.", ("R10",),
                             [{"t": 61_500, "proc": "h1", "session": "alice", "kind": "tool-result", "data": {"tool": "chat_read", "ok": True}}])]
+        verdicts += [Verdict(v.check, v.title, v.status, v.message) for v in extra]  # fresh: the CLI places them
         return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "db", Path(run_dir) / "history.jsonl", [], verdicts, 0.2, 60_000, 9)
 
     monkeypatch.setattr(cli, "run_scenario", run_scenario)
@@ -171,6 +172,21 @@ def test_run_failure_shows_the_story_and_keeps_the_run_and_the_report(repo, monk
     (kept,) = run_dirs(repo)
     assert f"run dir: {kept}" in out
     assert (repo / "out" / "r" / "history.jsonl").read_text() == "{}\n"
+
+
+def test_run_failure_names_file_and_line_of_each_failed_step_or_expectation(repo, monkeypatch, capsys):
+    path = scaffold("basic/first-send")
+    lines = path.read_text().splitlines()
+    step_reply = 1 + lines.index("    expect: {ok: true}")
+    unread = 1 + next(i for i, line in enumerate(lines) if line.startswith("  - unread:"))
+    _fake_engine(monkeypatch, ok=False, extra=(Verdict("step#0", "reply of step 0", "fail", "reply ok=false"),
+                                                Verdict("expect#1", "unread of bob at end", "fail", "bob has 1")))
+    capsys.readouterr()
+    assert cli.main(["run", str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "P5 no-loss [R10]: FAIL" in out  # judged by default: the file states it nowhere
+    assert f"scenarios/basic/first-send.yaml:{step_reply}: step#0 reply of step 0: FAIL" in out
+    assert f"scenarios/basic/first-send.yaml:{unread}: expect#1 unread of bob at end: FAIL" in out
 
 
 def test_run_of_a_broken_file_exits_2(repo, capsys):

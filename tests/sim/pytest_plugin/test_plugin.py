@@ -42,14 +42,20 @@ steps:
 """
 
 # A stand-in engine, answering the plugin's own hook: a scenario whose name
-# contains "fail" breaks P3 and a reach claim; "boom" raises. Every call is
-# logged to runs.jsonl with its seed, run directory and wall budget. P2 is
+# contains "fail" breaks P3, a reach claim and each point expectation; "boom"
+# raises. Every call is logged to runs.jsonl with its seed, run directory and
+# wall budget, every collected item's location to locations.jsonl. P2 is
 # always skipped (the tally shows no row for it). The run report is the real
 # one, drawn from the one-event history written here.
 FAKE_ENGINE = '''
 import json
 from pathlib import Path
 from simulator.result import RunResult, Verdict
+
+
+def pytest_collection_finish(session):
+    with open(Path(__file__).parent / "locations.jsonl", "a") as log:
+        log.writelines(json.dumps([item.nodeid, *item.location]) + "\\n" for item in session.items)
 
 
 def pytest_sim_run_scenario(spec, run_dir, seed, wall_timeout_s):
@@ -69,7 +75,8 @@ def pytest_sim_run_scenario(spec, run_dir, seed, wall_timeout_s):
         Verdict("P3", "at-least-once", "pass" if ok else "fail", "bob had unread mail and no wake came.",
                 ("R18", "R19"), [wake]),
         Verdict("reach:re-nudge", "re-nudge", "pass" if ok else "not-reached"),
-    ]
+    ] + [Verdict(f"expect#{i}", "wakes of bob at end", "pass" if ok else "fail", "bob got 3 wakes by end, want exactly 1")
+         for i, _ in enumerate(spec.expect)]
     return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "thatch.db", history, [wake], verdicts,
                      0.1, 600000, 42)
 '''
@@ -212,6 +219,50 @@ def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
     assert "rerun: pytest" in failure.text
 
 
+# Appended to SCENARIO: the claims a file states one by one, at lines 14-19 of the file.
+CLAIMS = """\
+properties:
+  - P1
+  - P3
+reaches: [re-nudge]
+expect:
+  - wakes: {session: bob, count: 1}
+"""
+
+
+def test_a_failure_names_the_file_and_line_of_each_broken_claim(sim):
+    """Item locations are the `name:` line; each failing verdict the file states (a listed property, a reach
+    claim, an expectation) is shown at its line, and `--tb=line` names the first one's, else the `name:` line."""
+    listed = sim.write("scenarios/basic/listed.yaml", "listed-fail")
+    listed.write_text(listed.read_text() + CLAIMS)
+    sim.write("scenarios/basic/fail.yaml", "two-tabs-fail")
+    result = sim.run("-p", "no:xdist")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "_* scenario listed-fail _*",
+        "P3, reach:re-nudge, expect#0 failed in scenario listed-fail with seed 3 *",
+        "",
+        "scenarios/basic/listed.yaml:16: P3 at-least-once [[]R18 R19[]]: FAIL",
+        "  bob had unread mail and no wake came.",
+        "*",
+        "scenarios/basic/listed.yaml:17: reach:re-nudge re-nudge: NOT REACHED",
+        "",
+        "scenarios/basic/listed.yaml:19: expect#0 wakes of bob at end: FAIL",
+        "  bob got 3 wakes by end, want exactly 1",
+        "",
+        "rerun: pytest 'scenarios/basic/listed.yaml::listed-fail' --sim-seed 3 -p no:xdist",
+    ])
+    result.stdout.fnmatch_lines(["_* scenario two-tabs-fail _*", "*", "", "P3 at-least-once [[]R18 R19[]]: FAIL"])
+    locations = {node: rest for node, *rest in map(json.loads, (sim.path / "locations.jsonl").read_text().splitlines())}
+    assert locations == {"scenarios/basic/fail.yaml::two-tabs-fail": ["scenarios/basic/fail.yaml", 1, "scenario two-tabs-fail"],
+                         "scenarios/basic/listed.yaml::listed-fail": ["scenarios/basic/listed.yaml", 1, "scenario listed-fail"]}
+    crashes = sim.run("-p", "no:xdist", "--tb=line")
+    crashes.stdout.fnmatch_lines([
+        "scenarios/basic/fail.yaml:2: P3 at-least-once: bob had unread mail and no wake came. (+1 more)",
+        "scenarios/basic/listed.yaml:16: P3 at-least-once: bob had unread mail and no wake came. (+2 more)",
+    ])
+
+
 def test_lf_after_a_failure_reruns_the_failed_item_only(sim):
     sim.write("scenarios/basic/good.yaml", "two-tabs")
     sim.write("scenarios/basic/fail.yaml", "two-tabs-fail")
@@ -287,10 +338,12 @@ def test_xdist_workers_agree_on_ids_and_the_controller_tallies_and_summarises(si
     for i in range(3):
         sim.write(f"scenarios/basic/s{i}.yaml", f"scenario-{i}")
     sim.write("scenarios/basic/fail.yaml", "scenario-fail")
-    result = sim.run("-n", "2", "--sim-repeat", "2", "--dist", "worksteal", "-rf")
+    result = sim.run("-n", "2", "--sim-repeat", "2", "--dist", "worksteal", "-rf", "--tb=line")
     result.assert_outcomes(passed=6, failed=2)
     result.stdout.fnmatch_lines(["P1 single-deliverer * 8 * 8 * 0 * 0"])
     headline = "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"
+    # the crash location travels from the worker: the `name:` line, P3 being judged by default
+    assert result.stdout.lines.count(f"scenarios/basic/fail.yaml:2: {headline}") == 2
     summary = [ln for ln in result.stdout.lines if ln.startswith("FAILED ")]
     assert sorted(summary) == [f"FAILED scenarios/basic/fail.yaml::scenario-fail[seed{s}] - {headline}" for s in (3, 4)]
 
