@@ -36,6 +36,7 @@ from thatch_core.db import StoreError
 from thatch_core.mcp import mcp_session_id
 
 from simulator.design import MAX_CONTINUATION_HOPS
+from simulator.events import READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.model import expand_body
@@ -150,7 +151,7 @@ class Harness:
         self.start()
         self.session_followups()
         self.window_followups()
-        self.emit("ready")
+        self.emit(READY)
         return None
 
     def existed_before(self, label: str) -> bool:
@@ -239,12 +240,12 @@ class Harness:
         if not tool.startswith(TOOL_PREFIX):
             tool = TOOL_PREFIX + tool
         args = self.prepare_args(label, tool, dict(args))
-        self.emit("tool-call", label, tool=tool, args=dict(args))
+        self.emit(TOOL_CALL, label, tool=tool, args=dict(args))
         reply = self._call_tool(label, tool, args)
         data = {"tool": tool, "ok": bool(reply.ok), "text": reply.text}
         if step is not None:
             data["step"] = step
-        self.emit("tool-result", label, **data)
+        self.emit(TOOL_RESULT, label, **data)
         return reply
 
     # MCP hosts: the model passes the name its hook printed as `as`.
@@ -388,12 +389,12 @@ class Harness:
                 clean[key] = self.expand_claim(clean[key])
             elif isinstance(clean.get(key), list):
                 clean[key] = [self.expand_claim(str(v)) for v in clean[key]]
-        self.emit("tool-call", label, tool=action, args=clean)
+        self.emit(TOOL_CALL, label, tool=action, args=clean)
         ok, text = self.cli_text(action, clean)
         data = {"tool": action, "ok": ok, "text": text}
         if self._step is not None:
             data["step"] = self._step
-        self.emit("tool-result", label, **data)
+        self.emit(TOOL_RESULT, label, **data)
         return {"ok": ok, "text": text}
 
     def cli_text(self, action: str, args: dict[str, Any]) -> tuple[bool, str]:
@@ -409,7 +410,7 @@ class Harness:
         if self._last_status.get(label) == now:
             return
         self._last_status[label] = now
-        self.emit("status", label, status=now[0], compacting=now[1])
+        self.emit(STATUS, label, status=now[0], compacting=now[1])
 
     def want_turn(self, label: str, cause: str) -> None:
         """A turn is triggered: start it now, or queue it until the session is idle."""
@@ -427,7 +428,7 @@ class Harness:
         if not was_busy:
             self.emit_status(label)
             self.turn_started(label)
-        self.emit("turn-start", label, cause=cause)
+        self.emit(TURN_START, label, cause=cause)
         self.agents[label].on_turn(cause, self.agent_tools(label))
         end = self.t + self.agents[label].turn_ms
         spec_agent = getattr(self.sessions[label].spec, "agent", None)
@@ -442,7 +443,7 @@ class Harness:
         """End the running turn; start a queued one, or go idle."""
         state = self.turns[label]
         state.end()
-        self.emit("turn-end", label)
+        self.emit(TURN_END, label)
         self.maybe_next_turn(label, from_turn=True)
 
     def maybe_next_turn(self, label: str, *, from_turn: bool = False) -> None:
