@@ -21,6 +21,7 @@ from typing import Optional
 from simulator.api import run_scenario
 from simulator.checks.view import RunView
 from simulator.design import HELD_REPLY_RE, HOUR_MS, NOTICE_RE
+from simulator.events import WAKE
 from simulator.report.compare import PolicyRun, ScenarioComparison, render_page, text_table
 from simulator.result import RunResult
 from simulator.scenario.loader import ScenarioError, load_file
@@ -64,7 +65,7 @@ def _latencies(view: RunView) -> tuple[list[float], int]:
 def _wake_rates(view: RunView) -> tuple[float, int]:
     """(the busiest recipient's wakes per hour of the run, the most one recipient got in a rolling hour)."""
     by: dict[str, list[int]] = {}
-    for w in view.of("wake"):
+    for w in view.of(WAKE):
         by.setdefault(w.get("session"), []).append(w["t"])
     hours = max(view.t_end, 1) / HOUR_MS
     rate = max((len(ts) / hours for ts in by.values()), default=0.0)
@@ -96,9 +97,9 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
         held=sum(1 for c in sends if c.ok and HELD_REPLY_RE.match(c.text)), refused=sum(1 for c in sends if not c.ok),
         expired=sum(1 for m in notices if m and m["outcome"] == "expired"),
         declined=sum(1 for m in notices if m and m["outcome"] == "was refused"),
-        wakes=len(view.of("wake")), wakes_per_recipient_hour=rate, peak_hour=peak,
+        wakes=len(view.of(WAKE)), wakes_per_recipient_hour=rate, peak_hour=peak,
         read_median_s=statistics.median(waits) if waits else None, read_worst_s=max(waits) if waits else None,
-        unread=unread, wake_times=[w["t"] for w in view.of("wake")], error=result.error)
+        unread=unread, wake_times=[w["t"] for w in view.of(WAKE)], error=result.error)
 
 
 def compare_one(file: str, spec: Scenario, policy_sets: list[tuple[str, PolicyOptions]], *,

@@ -9,7 +9,8 @@ later (a crash point, a kill fault) loses nothing already recorded.
 `merge` puts the files together in dispatch order: `(dispatch, proc rank,
 incarnation, seq)`. Nothing non-deterministic is ever written (no pid, no
 wall time, keys sorted), so the same scenario and seed give a byte-identical
-`history.jsonl`. See docs/history.md for the event catalog.
+`history.jsonl`. See docs/history.md for the event catalog and
+`simulator/events.py` for its kinds and their fields, which `emit` checks.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
+
+from simulator.events import CRASH, HARNESS_FIELDS, ORCHESTRATOR_FIELDS, check
 
 ORCHESTRATOR = "orchestrator"
 HISTORY_DIR = "history"
@@ -44,7 +47,11 @@ class Recorder:
     """Appends this process's events to its own history file.
 
     `current(dispatch, t)` is set by the worker (or the orchestrator) before
-    each command, so harness code just calls `emit(kind, session, **data)`.
+    each command, so harness code just calls `emit(KIND, session, **data)`
+    with a kind of `simulator.events`. The orchestrator's recorder takes the
+    orchestrator's kinds, any other the harnesses'; an undeclared kind or
+    field raises `UndeclaredEvent` before anything is written. `strict =
+    False` lifts the check, for a test double recording kinds of its own.
     """
 
     def __init__(self, path: os.PathLike | str, proc: str, *, incarnation: int = 0) -> None:
@@ -55,6 +62,8 @@ class Recorder:
         self.t = 0
         self._seq = 0
         self._kinds: set[str] = set()
+        self._fields = ORCHESTRATOR_FIELDS if proc == ORCHESTRATOR else HARNESS_FIELDS
+        self.strict = True
         self.crashes: list[dict[str, Any]] = []  # crash events so far (the worker reports new ones)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: Optional[int] = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -69,6 +78,8 @@ class Recorder:
         self.t = t
 
     def emit(self, kind: str, /, session: Optional[str] = None, **data: Any) -> dict[str, Any]:
+        if self.strict:
+            check(kind, data, self._fields)
         event = {
             "t": self.t,
             "dispatch": self.dispatch,
@@ -89,7 +100,7 @@ class Recorder:
             written += os.write(self._fd, line[written:])
         self._seq += 1
         self._kinds.add(kind)
-        if kind == "crash":
+        if kind == CRASH:
             self.crashes.append(dict(data, session=session))
         return event
 

@@ -22,6 +22,7 @@ class TinyHarness:
     def __init__(self, ctx, recorder):
         self.ctx = ctx
         self.rec = recorder
+        recorder.strict = False  # it records a kind (`clock`) and fields (`poll.now`) no real harness has
         self.conn = None
         self.store = None
 

@@ -17,7 +17,8 @@ from typing import Any, Optional
 from simulator import clock
 from simulator.harness import make_harness
 from simulator.history import Recorder, read_events
-from simulator.protocol import OP_ACT, Command, HarnessContext, SessionInfo
+from simulator.protocol import OP_ACT, Command, HarnessContext, SessionInfo, act_args
+from simulator.scenario.kinds import STEPS
 from simulator.scenario.model import Session
 
 
@@ -47,6 +48,17 @@ def make_ctx(root: Path, label: str, kind: str, sessions: list[SessionInfo], *,
         transcripts_dir=root / "transcripts", names_by_label=by_label, **extra,
     )
 
+
+
+def typed_act(action: str, session: Optional[str], *, step: Optional[int] = None, **args: Any) -> dict[str, Any]:
+    """An OP_ACT command's arguments as the orchestrator sends them: the step's typed arguments model,
+    with `session` as its acting session (an undeclared action goes as is, to be refused)."""
+    kind = STEPS.get(action)
+    if kind is None:
+        return act_args(action, args, step=step)
+    if kind.actor_key is not None and session is not None:
+        args = {kind.target: session, **args}
+    return act_args(action, kind.args.model_validate(args), step=step)
 
 class Driver:
     """Drives one harness in this process: recorder, freezer, dispatch numbers.
@@ -84,7 +96,7 @@ class Driver:
         return reply
 
     def act(self, t: int, action: str, session: Optional[str] = None, **args: Any):
-        return self.send(OP_ACT, t, session, action=action, **args)
+        return self.send(OP_ACT, t, session, **typed_act(action, session, **args))
 
     def run_until(self, t: int) -> None:
         """Run every queued follow-up due at or before `t`, in agenda order."""

@@ -20,8 +20,12 @@ from typing import Optional
 from simulator.checks.view import Incarnation, RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
 from simulator.scenario.kinds import HOSTS
+from simulator.events import (
+    SLEEP_END, SLEEP_START, STATUS, STEP_DROPPED, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE, data_of,
+    step_of,
+)
 
-TURN_EVENTS = ("tool-call", "user-prompt", "turn-start")
+TURN_EVENTS = (TOOL_CALL, USER_PROMPT, TURN_START)
 
 
 @dataclass
@@ -39,7 +43,7 @@ def chat_enabled(view: RunView, inc: Incarnation) -> bool:
     A config step at the very start time counts only when it turns chat off (the order is unknown)."""
     spec = next((p for p in getattr(view.spec, "processes", []) if p.id == inc.proc), None)
     enabled = spec.config.enabled if spec is not None else True
-    dropped = {e["data"].get("step") for e in view.of("step-dropped")}
+    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
     for idx, step in enumerate(view.steps):
         if step.action != "config" or idx in dropped or step.args.process != inc.proc or step.args.enabled is None:
             continue
@@ -57,11 +61,11 @@ class Gate:
         self.view = view
         self.enabled = {id(inc): chat_enabled(view, inc) for inc in view.incs}
         self.errors: dict[str, list[int]] = {}
-        for e in view.of("store-error"):
+        for e in view.of(STORE_ERROR):
             self.errors.setdefault(e.get("proc"), []).append(e["t"])
         self.sleeps: list[tuple[int, float]] = []
-        for e in view.of("sleep-start", "sleep-end"):
-            if e["kind"] == "sleep-start":
+        for e in view.of(SLEEP_START, SLEEP_END):
+            if e["kind"] == SLEEP_START:
                 self.sleeps.append((e["t"], float("inf")))
             elif self.sleeps and self.sleeps[-1][1] == float("inf"):
                 self.sleeps[-1] = (self.sleeps[-1][0], e["t"])
@@ -83,10 +87,10 @@ class Gate:
         opened = (label == inc.resumed and label not in inc.dormant) or label == inc.opened
         first = "idle" if opened or label in inc.rehosted else "unknown"
         times, states = [inc.start_t], [first]
-        for e in self.view.of("status", session=label, proc=inc.proc):
+        for e in self.view.of(STATUS, session=label, proc=inc.proc):
             if self.view.inc_of(e) is inc:
                 times.append(e["t"])
-                states.append("compacting" if e["data"].get("compacting") else str(e["data"].get("status")))
+                states.append("compacting" if data_of(e).get("compacting") else str(data_of(e).get("status")))
         if label in inc.rehosted:
             # A re-hosted tab that stays silent past its deadline drops out with what was
             # assumed of it; once it is back (activity), its status is unknown until seen.
@@ -99,7 +103,7 @@ class Gate:
         return times, states
 
     def _wakes(self, inc: Incarnation, label: str) -> list[int]:
-        return [w["t"] for w in self.view.of("wake", session=label, proc=inc.proc) if self.view.inc_of(w) is inc]
+        return [w["t"] for w in self.view.of(WAKE, session=label, proc=inc.proc) if self.view.inc_of(w) is inc]
 
     @staticmethod
     def _at(times: list[int], states: list, t: int, default):

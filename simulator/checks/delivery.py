@@ -15,6 +15,7 @@ from simulator.checks.registry import passed, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, STAMP_RESOLUTION_MS
+from simulator.events import CRASH, STATUS, TURN_START, WAKE, data_of
 from simulator.result import Verdict
 
 
@@ -22,7 +23,7 @@ def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Ver
     """Two wakes of `label` by one process within one dispatch for one batch (the second
     counting more messages than arrived since the first): a delivery pass entered while
     another was running, which R24's guard drops (a host event handed over inside a prompt)."""
-    if a["dispatch"] != b["dispatch"] or int(b["data"].get("count") or 0) <= view.new_mail(label, a["i"], b["i"]):
+    if a["dispatch"] != b["dispatch"] or int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"]):
         return None
     return verdict(p1_single_deliverer, "fail", f"{label} was woken twice by {a.get('proc')} at t={b['t']} in one dispatch "
                    "for one batch: a delivery pass re-entered while another ran (R24)", [a, b])
@@ -31,23 +32,23 @@ def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Ver
 def _names_other_mail(view: RunView, label: str, a: dict, b: dict) -> bool:
     """Does wake `b` name a sender that neither wake `a` nor the mail since it holds? Then `b`
     covers mail `a` did not (an older message that came due again, R18), not `a`'s batch again."""
-    known = set(a["data"].get("senders") or ())
+    known = set(data_of(a).get("senders") or ())
     for c in view.new_mail_calls(label, a["i"], b["i"]):
         known.update(view.names_of(c.session))
         if isinstance(c.args, dict) and c.args.get("as"):
             known.add(str(c.args["as"]))
-    return any(s not in known for s in b["data"].get("senders") or ())
+    return any(s not in known for s in data_of(b).get("senders") or ())
 
 
 @prop("P1", "single-deliverer", rules=("R25", "R18", "R24"))
 def p1_single_deliverer(view: RunView) -> Verdict:
     """Every wake is received by a live process hosting that session at that moment, no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first and naming no sender outside the first wake and that new mail, the first incarnation still alive), and no process wakes one batch twice in one dispatch (a re-entered delivery pass)."""
-    wakes = view.of("wake")
+    wakes = view.of(WAKE)
     if not wakes:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
     for w in wakes:
         inc = view.inc_of(w)
-        hosted = w["data"].get("hosted", True)
+        hosted = data_of(w).get("hosted", True)
         if not hosted or inc is None or w.get("session") not in inc.sessions or not inc.alive(w["t"], w["i"]):
             why = "data.hosted is false" if not hosted else f"{w.get('proc')} does not host {w.get('session')} then"
             wit = [w] + ([inc.start_event] if inc and inc.start_event else [])
@@ -69,7 +70,8 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                 continue
             if any(c.session == label and a["i"] < c.i < b["i"] for c in reads):
                 continue
-            if int(b["data"].get("count") or 0) <= view.new_mail(label, a["i"], b["i"]) or _names_other_mail(view, label, a, b):
+            if (int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"])
+                    or _names_other_mail(view, label, a, b)):
                 continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
                            f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
@@ -125,7 +127,7 @@ def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) ->
         return False
     if w.get("dispatch") is None or w.get("dispatch") != call.result.get("dispatch"):
         return False
-    return any(view.label_for_name(n) == call.session for n in w["data"].get("senders") or ())
+    return any(view.label_for_name(n) == call.session for n in data_of(w).get("senders") or ())
 
 
 def _lost_stamps(view: RunView) -> dict[int, dict]:
@@ -133,10 +135,12 @@ def _lost_stamps(view: RunView) -> dict[int, dict]:
     wake-prompt: checks/faults.py) that followed it in the same process life
     (the batch stays never-delivered: it is due again at once, R23)."""
     out = {}
-    for crash in view.of("crash"):
+    for crash in view.of(CRASH):
         if not crash_lost_a_stamp(crash):
             continue
-        prior = [w for w in view.of("wake", proc=crash.get("proc")) if w["i"] < crash["i"] and view.inc_of(w) is view.inc_of(crash)
+        prior = [w for w in view.of(WAKE, proc=crash.get("proc"))
+                 if w["i"] < crash["i"] and view.inc_of(w) is view.inc_of(crash)
+
                  and (crash.get("session") is None or w.get("session") == crash.get("session"))]
         if prior:
             out[prior[-1]["i"]] = crash
@@ -199,7 +203,7 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
         story = (f"message #{m['id']} to {label} was woken at t={prev['t']} and still unread {RENUDGE_MS // MINUTE_MS} min later, "
                  f"so due a re-nudge (R18); from t={a} {live}")
     sent = [c for c in view.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
-    status = [e for e in view.of("status", session=label, proc=host.proc) if e["t"] <= a and view.inc_of(e) is host]
+    status = [e for e in view.of(STATUS, session=label, proc=host.proc) if e["t"] <= a and view.inc_of(e) is host]
     wit = [w for c in sent[:1] for w in c.witness()] + ([prev] if prev else []) + ([lost[prev["i"]]] if prev and prev["i"] in lost else [])
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
     return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={deadline}", wit)
@@ -212,7 +216,7 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
     wake that came earlier (before a read it prompted, or before the gate closed again) counts."""
     read = view.vt(m["read_at"]) if m["read_at"] else None
     until = min(read, view.t_end) if read is not None else view.t_end
-    wakes = view.of("wake", session=label)
+    wakes = view.of(WAKE, session=label)
     runs = gate.wakeable(label)
     need_t, need_i, prev = created[0], created[1], None
     duties = 0
@@ -278,7 +282,7 @@ def p10_ping_pong(view: RunView) -> Verdict:
         budget = 0
         for label in pair:
             incs = max(1, sum(1 for inc in view.incs if label in inc.sessions))
-            turns = [e for e in view.of("turn-start", session=label) if e["data"].get("cause") != "wake"]
+            turns = [e for e in view.of(TURN_START, session=label) if data_of(e).get("cause") != "wake"]
             budget += MAX_WAKES_PER_HOUR * hours * incs + len(turns)
         bound = budget * max(1, seeds) + seeds
         if len(msgs) > bound:

@@ -24,6 +24,9 @@ from simulator.checks import store_expectations as stored
 from simulator.checks import window_expectations as windowed
 from simulator.checks.view import RunView, brief
 from simulator.checks.window_expectations import Span, bounds_problem
+from simulator.events import (
+    ECHO, EXPECTATION, HOOK, SAMPLE, STEP_DROPPED, TOOL_RESULT, WAKE, data_of, sample_rows, step_of,
+)
 from simulator.result import Verdict
 from simulator.scenario.expectation_keys import moments_of, window_of
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
@@ -46,12 +49,12 @@ def _upto(view: RunView, at: Any, events: list[dict]) -> list[dict]:
 
 
 def _last_sample(view: RunView, at: Any) -> Optional[dict]:
-    samples = _upto(view, at, view.of("sample"))
+    samples = _upto(view, at, view.of(SAMPLE))
     return samples[-1] if samples else None
 
 
 def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
-    ws, at = span.pick(view.of("wake", session=arg["session"])), span.at
+    ws, at = span.pick(view.of(WAKE, session=arg["session"])), span.at
     want = _bounds(arg, len(ws))
     if want:
         return f"{arg['session']} got {len(ws)} wakes {span}, want {want}", ws[-4:]
@@ -60,7 +63,7 @@ def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
         if key in arg:
             if not ws:
                 return f"{arg['session']} got no wake {span} to look in", []
-            text, needle = str(ws[-1]["data"].get("text") or ""), view.expand(arg[key], at)
+            text, needle = str(data_of(ws[-1]).get("text") or ""), view.expand(arg[key], at)
             if (needle in text) == negate:
                 return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
     if "per_hour" in arg:
@@ -73,8 +76,8 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     `contains` selects the echoes holding it (at least one unless count / min /
     max bound how many), `not_contains` must be in none of them."""
     label, at = arg["session"], span.at
-    echoes = span.pick(view.of("echo", session=label))
-    text = lambda e: str(e["data"].get("text") or "")  # noqa: E731
+    echoes = span.pick(view.of(ECHO, session=label))
+    text = lambda e: str(data_of(e).get("text") or "")  # noqa: E731
     hits = echoes
     what = "echoes"
     if "contains" in arg:
@@ -95,9 +98,11 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
 
 
 def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
-    ev = [e for e in view.of("expectation") if e["data"].get("index") == index and isinstance(e["data"].get("detail"), str)]
+    ev = [e for e in view.of(EXPECTATION)
+          if data_of(e).get("index") == index and isinstance(data_of(e).get("detail"), str)]
+
     if ev:
-        return ev[-1]["data"]["detail"], ev[-1:]
+        return data_of(ev[-1])["detail"], ev[-1:]
     lists = [c for c in view.calls_of("list", label, ok=True) if at == "end" or c.t <= at]
     if lists:
         return lists[-1].text, lists[-1].witness()
@@ -109,7 +114,7 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
     # The observer's own snapshot when it took one (before a sleep's catch-up), else the last sample.
     seen = _observed(view, index, "sessions")
     sample = seen or _last_sample(view, at)
-    rows = seen["data"]["detail"]["sessions"] if seen else (sample or {}).get("data", {}).get("sessions", {})
+    rows = data_of(seen)["detail"]["sessions"] if seen else data_of(sample or {}).get("sessions", {})
     for section, want_stale in (("active", False), ("stale", True)):
         for other in arg.get(section) or []:
             row = rows.get(other, {})
@@ -132,14 +137,14 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
 def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     # The identity line printed at session start / prompt time, unless `hook:` names another hook (Stop, stop).
     wanted = (arg["hook"],) if arg.get("hook") else PROMPT_HOOKS
-    hooks = [h for h in _upto(view, at, view.of("hook", session=arg["session"]))
-             if h["data"].get("line") and h["data"].get("hook") in wanted]
+    hooks = [h for h in _upto(view, at, view.of(HOOK, session=arg["session"]))
+             if data_of(h).get("line") and data_of(h).get("hook") in wanted]
     if any(k in arg for k in ("count", "min", "max")):
         # Counting form: how many printed lines (of the wanted hooks) match.
-        hits = [h for h in hooks if _line_matches(view, at, arg, str(h["data"]["line"]))]
+        hits = [h for h in hooks if _line_matches(view, at, arg, str(data_of(h)["line"]))]
         want = _bounds(arg, len(hits))
         return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None), hits[-4:]
-    line = str(hooks[-1]["data"]["line"]) if hooks else None
+    line = str(data_of(hooks[-1])["line"]) if hooks else None
     wit = hooks[-1:]
     if arg.get("absent"):
         return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
@@ -169,8 +174,8 @@ def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
 
 def _observed(view: RunView, index: int, key: str) -> Optional[dict]:
     """The orchestrator's own observation for expectation `index` (detail with `key`), if any."""
-    evs = [e for e in view.of("expectation") if e["data"].get("index") == index
-           and isinstance(e["data"].get("detail"), dict) and key in e["data"]["detail"]]
+    evs = [e for e in view.of(EXPECTATION) if data_of(e).get("index") == index
+           and isinstance(data_of(e).get("detail"), dict) and key in data_of(e)["detail"]]
     return evs[-1] if evs else None
 
 
@@ -178,13 +183,13 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
     label = arg["session"]
     seen = _observed(view, index, "registered") if at != "end" else None
     if seen is not None:
-        is_reg, name, wit = bool(seen["data"]["detail"]["registered"]), seen["data"]["detail"].get("name"), [seen]
+        is_reg, name, wit = bool(data_of(seen)["detail"]["registered"]), data_of(seen)["detail"].get("name"), [seen]
     elif at == "end":
         row = view.final_row(label)
         is_reg, name, wit = row is not None, row["name"] if row else None, [{"db_row": row}] if row else []
     else:
         sample = _last_sample(view, at)
-        srow = ((sample or {}).get("data", {}).get("sessions") or {}).get(label, {})
+        srow = sample_rows(sample or {}).get(label, {})
         is_reg, name, wit = bool(srow.get("registered")), srow.get("name"), [sample] if sample else []
     if "is" in arg and bool(arg["is"]) != is_reg:
         return f"{label} is {'registered' if is_reg else 'not registered'} at {at}, want is: {arg['is']}", wit
@@ -208,7 +213,7 @@ def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optiona
     mine = [m for m in view.db["messages"] if m["to_session"] in ids]
     seen = _observed(view, index, "unread") if at != "end" else None
     if seen is not None:
-        n = int(seen["data"]["detail"]["unread"])
+        n = int(data_of(seen)["detail"]["unread"])
         mine = [seen]
     elif at == "end":
         n = sum(1 for m in mine if not m["read_at"])
@@ -321,12 +326,12 @@ def _before_catch_up(view: RunView, index: int) -> Any:
 def _step_reply(view: RunView, idx: int, step: Step) -> Optional[dict]:
     """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
     carry `data.step`), or for a `prompt` step the hook line it printed."""
-    results = [e for e in view.of("tool-result") if e["data"].get("step") == idx]
+    results = [e for e in view.of(TOOL_RESULT) if step_of(e) == idx]
     if results:
         return results[-1]
     if step.action == "prompt":
-        hooks = [h for h in view.of("hook", session=step.args.session)
-                 if h["t"] == step.at and h["data"].get("line") and h["data"].get("hook") in PROMPT_HOOKS]
+        hooks = [h for h in view.of(HOOK, session=step.args.session)
+                 if h["t"] == step.at and data_of(h).get("line") and data_of(h).get("hook") in PROMPT_HOOKS]
         return hooks[-1] if hooks else None
     return None
 
@@ -339,9 +344,9 @@ def _expand_at(view: RunView, text: Any, i: int) -> Any:
 
 
 def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[str]:
-    data = ev["data"]
-    text = str(data.get("text") if ev["kind"] == "tool-result" else data.get("line") or "")
-    ok = bool(data.get("ok")) if ev["kind"] == "tool-result" else True
+    data = data_of(ev)
+    text = str(data.get("text") if ev["kind"] == TOOL_RESULT else data.get("line") or "")
+    ok = bool(data.get("ok")) if ev["kind"] == TOOL_RESULT else True
     shown = text if len(text) <= 300 else text[:297] + "..."
     if exp.ok is not None and ok != exp.ok:
         return f"reply ok={ok}, want ok={exp.ok}: {shown!r}"
@@ -368,7 +373,7 @@ def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:
         title = f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"
         ev = _step_reply(view, idx, step)
         if ev is None:
-            dropped = [e for e in view.of("step-dropped") if e["data"].get("step") == idx]
+            dropped = [e for e in view.of(STEP_DROPPED) if step_of(e) == idx]
             why = f": dropped ({dropped[-1]['data'].get('reason')})" if dropped else ""
             out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (), [brief(e) for e in dropped[-1:]]))
             continue

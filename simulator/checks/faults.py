@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.checks.view import brief
+from simulator.events import FAULT_FIRED, FAULT_NOT_FIRED, data_of, step_of
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario, format_duration
 
@@ -17,21 +18,21 @@ from simulator.scenario.model import Scenario, format_duration
 def crash_cut_short(crash: dict[str, Any], point: str) -> bool:
     """The `crash` event killed its process just before `point` (its statement never ran,
     its transaction never committed); a crash `after` a point left that work done."""
-    data = crash.get("data") or {}
+    data = data_of(crash)
     return data.get("point") == point and data.get("when", "before") == "before"
 
 
 def crash_lost_a_stamp(crash: dict[str, Any]) -> bool:
     """The `crash` event fell between a wake prompt and its delivered stamp (R23): just
     before the stamp statement, or just after the prompt reached the session."""
-    data = crash.get("data") or {}
+    data = data_of(crash)
     return crash_cut_short(crash, "delivered-stamp") or (data.get("point") == "wake-prompt" and data.get("when") == "after")
 
 
 def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdict]:
     """One verdict `fault#<index>` per fault step of `spec`, from the run's history."""
-    fired = {(e.get("data") or {}).get("step"): e for e in history if e.get("kind") == "fault-fired"}
-    not_fired = {(e.get("data") or {}).get("step"): e for e in history if e.get("kind") == "fault-not-fired"}
+    fired = {step_of(e): e for e in history if e.get("kind") == FAULT_FIRED}
+    not_fired = {step_of(e): e for e in history if e.get("kind") == FAULT_NOT_FIRED}
     out = []
     for idx, step in enumerate(spec.steps):
         if not step.is_fault:

@@ -8,6 +8,7 @@ from typing import Optional
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import RunView
 from simulator.design import HOOK_LINE_RE, MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
+from simulator.events import FORK, HOOK, LEAVE, REGISTERED, SAMPLE, data_of, hook_line, sample_rows
 from simulator.result import Verdict
 
 
@@ -27,16 +28,17 @@ def _chain_hops(view: RunView, label: str, hook: dict) -> int:
     """Session-id forks of `label` since its identity was last anchored (an identity hook line
     printed or a registration observed) before `hook`: the continued-in records the hook's walk
     must follow back to the nearest registered (or tombstoned) ancestor."""
-    anchors = [e["i"] for e in view.of("hook", "registered", session=label) if e["i"] < hook["i"]
-               and (e["kind"] == "registered" or (e["data"].get("line") and e["data"].get("hook") not in TURN_END_HOOKS))]
+    anchors = [e["i"] for e in view.of(HOOK, REGISTERED, session=label) if e["i"] < hook["i"]
+               and (e["kind"] == REGISTERED
+                    or (data_of(e).get("line") and data_of(e).get("hook") not in TURN_END_HOOKS))]
     since = anchors[-1] if anchors else -1
-    return sum(1 for f in view.of("fork", session=label) if since < f["i"] < hook["i"])
+    return sum(1 for f in view.of(FORK, session=label) if since < f["i"] < hook["i"])
 
 
 def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
     """`label`'s identity hook lines that came after a fork chain longer than the walk may go
     (R33: at most 10 hops): there the conversation starts afresh under a new name."""
-    return [h for h in view.of("hook", session=label) if HOOK_LINE_RE.match(str(h["data"].get("line") or ""))
+    return [h for h in view.of(HOOK, session=label) if HOOK_LINE_RE.match(hook_line(h))
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
@@ -69,9 +71,9 @@ def p6_names(view: RunView) -> Verdict:
                 return verdict(p6_names, "fail", f"{label} left and came back under its old name {name}", [owner[key][1], left[0], e])
         owner.setdefault(key, (label, e))
         last[label] = (name, e)
-    for e in view.of("sample"):
+    for e in view.of(SAMPLE):
         seen: dict[str, str] = {}
-        for label, row in (e["data"].get("sessions") or {}).items():
+        for label, row in sample_rows(e).items():
             if row.get("registered") and row.get("name"):
                 if row["name"].lower() in seen:
                     return verdict(p6_names, "fail", f"{seen[row['name'].lower()]} and {label} share the name {row['name']}", [e])
@@ -90,11 +92,11 @@ def p7_tombstones(view: RunView) -> Verdict:
         back = next((e["i"] for e in view.explicit_registers(label) if e["i"] > leave["i"]), None)
         for e, lab, name in view.name_observations():
             if lab == label and name and e["i"] > leave["i"] and (back is None or e["i"] < back) \
-                    and not (leave["kind"] == "leave" and e["t"] == leave["t"]) \
+                    and not (leave["kind"] == LEAVE and e["t"] == leave["t"]) \
                     and e["t"] - leave["t"] <= TOMBSTONE_TTL_MS:
-                if e["kind"] == "registered" and e["data"].get("how") == "explicit":
+                if e["kind"] == REGISTERED and data_of(e).get("how") == "explicit":
                     continue
-                wit = [leave, sample_row(e, label) if e["kind"] == "sample" else e]
+                wit = [leave, sample_row(e, label) if e["kind"] == SAMPLE else e]
                 return verdict(p7_tombstones, "fail", f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
                                "without an explicit chat_register", wit)
     return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
@@ -104,14 +106,16 @@ def p7_tombstones(view: RunView) -> Verdict:
 def p9_continuation(view: RunView) -> Verdict:
     """After a session-id fork the session's next hook line shows the name it had before and no mail is left addressed to the old identity, when the chain of forks since its identity was last anchored is at most 10 hops long; past 10 hops nothing is adopted and the next hook line shows a fresh name."""
     checked = 0
-    for f in view.of("fork"):
+    for f in view.of(FORK):
         label = f.get("session")
         before = view.name_at(label, f["i"]) if label else None
-        nxt = next((h for h in view.of("hook", session=label) if h["i"] > f["i"] and HOOK_LINE_RE.match(str(h["data"].get("line") or ""))), None)
+        nxt = next((h for h in view.of(HOOK, session=label)
+                    if h["i"] > f["i"] and HOOK_LINE_RE.match(hook_line(h))), None)
+
         if before is None or nxt is None:
             continue
         checked += 1
-        shown = HOOK_LINE_RE.match(nxt["data"]["line"]).group("name")
+        shown = HOOK_LINE_RE.match(data_of(nxt)["line"]).group("name")
         hops = _chain_hops(view, label, nxt)
         if hops > MAX_CONTINUATION_HOPS:
             if shown.lower() == before.lower():
@@ -120,7 +124,7 @@ def p9_continuation(view: RunView) -> Verdict:
             continue
         if shown.lower() != before.lower():
             return verdict(p9_continuation, "fail", f"{label} was {before} before the fork but its next hook line says {shown}", [f, nxt], checked)
-        old = mcp_session_id(f["data"]["old_host_id"]) if f["data"].get("old_host_id") else None
+        old = mcp_session_id(data_of(f)["old_host_id"]) if data_of(f).get("old_host_id") else None
         left = [r for r in view.db["messages"] if old and r["to_session"] == old]
         if left:
             return verdict(p9_continuation, "fail", f"{len(left)} message(s) still addressed to {label}'s pre-fork id {old}",

@@ -11,6 +11,7 @@ from typing import Optional
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Incarnation, RunView
 from simulator.design import SECOND_MS
+from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
 
@@ -25,7 +26,7 @@ def _disturbed(view: RunView, proc: str, t: int) -> bool:
         return True
     if any(a <= t <= b + view.stale_ms + poll for a, b in view.lock_windows()):
         return True
-    return any(e["t"] <= t <= e["t"] + view.stale_ms + poll for e in view.of("store-error", proc=proc))
+    return any(e["t"] <= t <= e["t"] + view.stale_ms + poll for e in view.of(STORE_ERROR, proc=proc))
 
 
 def _cut_polls(view: RunView) -> set[int]:
@@ -34,9 +35,9 @@ def _cut_polls(view: RunView) -> set[int]:
     cuts the last poll its process recorded before it."""
     if "_cut_polls" not in view.__dict__:
         cut, last_poll = set(), {}
-        for e in view.of("poll", "crash"):
-            d = e["data"]
-            if e["kind"] == "poll":
+        for e in view.of(POLL, CRASH):
+            d = data_of(e)
+            if e["kind"] == POLL:
                 last_poll[e.get("proc")] = e["i"]
             elif d.get("when") != "after" and e.get("proc") in last_poll and \
                     (d.get("point") == "heartbeat" or _HEARTBEAT_SQL.match(str(d.get("sql") or ""))):
@@ -51,8 +52,8 @@ def _polls(view: RunView, inc: Incarnation, label: str) -> list[dict]:
     cache = view.__dict__.setdefault("_poll_cache", {})
     key = (id(inc), label)
     if key not in cache:
-        cache[key] = [e for e in view.of("poll", proc=inc.proc) if view.inc_of(e) is inc
-                      and ("hosted" not in e["data"] or label in (e["data"].get("hosted") or ()))
+        cache[key] = [e for e in view.of(POLL, proc=inc.proc) if view.inc_of(e) is inc
+                      and ("hosted" not in data_of(e) or label in (data_of(e).get("hosted") or ()))
                       and e["i"] not in _cut_polls(view)]
     return cache[key]
 
@@ -97,8 +98,8 @@ def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict)
 def p4_liveness(view: RunView) -> Verdict:
     """An opencode session hosted by a live, awake, undisturbed process that has beaten it once never samples stale; one whose host died samples stale from death + 60 s + one poll interval on and not before its last beat + 60 s; one only re-hosted and silent samples stale from its rehost deadline + 60 s + one poll interval on (mcp rows exempt)."""
     checked = 0
-    for s in view.of("sample"):
-        for label, row in (s["data"].get("sessions") or {}).items():
+    for s in view.of(SAMPLE):
+        for label, row in sample_rows(s).items():
             if not row.get("registered") or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS:
                 continue
             live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=hosts_with("polls")) if view.hosting(inc, label, s["t"])]
@@ -139,7 +140,7 @@ def p4_liveness(view: RunView) -> Verdict:
                     return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}, {since_kill} ms after its host "
                                    f"{inc.proc}#{inc.n} died", [inc.exit_event, sample_row(s, label)])
             elif polls and row.get("stale") and s["t"] < polls[-1]["t"] + view.stale_ms - SECOND_MS:
-                if any(e["t"] >= polls[-1]["t"] - view.stale_ms for e in view.of("store-error", proc=inc.proc)) \
+                if any(e["t"] >= polls[-1]["t"] - view.stale_ms for e in view.of(STORE_ERROR, proc=inc.proc)) \
                         or view.asleep(polls[-1]["t"]) or not view.name_at(label, polls[-1]["i"]):
                     continue
                 checked += 1

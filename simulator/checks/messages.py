@@ -9,6 +9,7 @@ from simulator.checks.faults import crash_cut_short
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.design import HELD_REPLY_RE
+from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
 
@@ -36,7 +37,7 @@ def _maybe_swept(view: RunView, label: str, call: Call, pruned: set[str], ever_p
 
 
 def _read_crashes(view: RunView) -> list[dict]:
-    return [c for c in view.of("crash") if c["data"].get("point") == "read-stamp"]
+    return [c for c in view.of(CRASH) if data_of(c).get("point") == "read-stamp"]
 
 
 def acting_identity(view: RunView, call: Call) -> Optional[str]:
@@ -173,11 +174,11 @@ def p8_broadcast(view: RunView) -> Verdict:
     bcasts = [c for c in view.calls_of("broadcast") if c.ok or c.result is None]
     if not bcasts:
         return skipped(p8_broadcast, "no broadcast in the run")
-    samples = view.of("sample")
+    samples = view.of(SAMPLE)
     for c in bcasts:
         mine = [r for r in view.db["messages"] if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
         if c.result is None or not c.ok:
-            crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of("crash"))
+            crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of(CRASH))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
             if c.result is None and crashed and mine and not later:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows", c.witness() + [{"db_row": r} for r in mine[:3]])
@@ -204,7 +205,7 @@ def p8_broadcast(view: RunView) -> Verdict:
         before = [s for s in samples if s["i"] < c.i]
         after = [s for s in samples if s["i"] > c.i]
         if before and after:
-            b, a = before[-1]["data"]["sessions"], after[0]["data"]["sessions"]
+            b, a = sample_rows(before[-1]), sample_rows(after[0])
             for label, row in b.items():
                 if label == c.session or not row.get("registered") or not a.get(label, {}).get("registered"):
                     continue

@@ -34,6 +34,7 @@ from simulator.design import (
     CAP_REFUSAL_RE, HELD_REPLY_RE, HOUR_MS, INBOUND_REFUSAL_RE, MINUTE_MS, NOTICE_RE, REVIEW_REPLY_RE, SECOND_MS,
     STAMP_RESOLUTION_MS,
 )
+from simulator.events import USER_PROMPT
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, options_by_process
@@ -175,7 +176,7 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
         return skipped(q1_sender_cap, "no process runs with a sender cap")
     counts: dict[tuple, list[Call]] = {}
     judged = 0
-    events = sorted([("prompt", e["i"], e) for e in view.of("user-prompt")] + [("send", c.i, c) for c in _sends(view)],
+    events = sorted([("prompt", e["i"], e) for e in view.of(USER_PROMPT)] + [("send", c.i, c) for c in _sends(view)],
                     key=lambda x: x[1])
     for kind, _i, item in events:
         if kind == "prompt":

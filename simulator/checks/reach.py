@@ -15,6 +15,10 @@ from typing import Any, Callable, Optional
 from simulator.checks.view import RunView, brief
 from simulator.checks.wakes import wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
+from simulator.events import (
+    ECHO, FORK, HOOK, POLL, PROCESS_START, SAMPLE, STATUS, STORE_ERROR, STREAM_EVENT, TOOL_CALL, TOOL_RESULT,
+    TURN_START, USER_PROMPT, WAKE, data_of, hook_line, sample_rows, step_of,
+)
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 
@@ -40,12 +44,12 @@ def _reads_between(view: RunView, label: str, a: int, b: int) -> bool:
 @reach("re-nudge", "a second wake for a session whose mail was already woken and not read", rules=("R21", "R23"))
 def _renudge(view: RunView) -> Witness:
     by: dict[str, list[dict]] = {}
-    for w in view.of("wake"):
+    for w in view.of(WAKE):
         by.setdefault(w.get("session"), []).append(w)
     for label, ws in by.items():
         for a, b in zip(ws, ws[1:]):
             fresh = view.new_mail(label, a["i"], b["i"])
-            if not _reads_between(view, label, a["i"], b["i"]) and int(b["data"].get("count") or 0) > fresh:
+            if not _reads_between(view, label, a["i"], b["i"]) and int(data_of(b).get("count") or 0) > fresh:
                 return [a, b]
     return None
 
@@ -69,10 +73,10 @@ def _idle_at(view: RunView, proc: str, label: str, i: int) -> bool:
     """The session's last recorded status in `proc` before position i is idle and not
     compacting (no status event yet: a tab the harness counts idle)."""
     last = None
-    for e in view.of("status", session=label, proc=proc):
+    for e in view.of(STATUS, session=label, proc=proc):
         if e["i"] < i:
             last = e
-    return last is None or (last["data"].get("status") == "idle" and not last["data"].get("compacting"))
+    return last is None or (data_of(last).get("status") == "idle" and not data_of(last).get("compacting"))
 
 
 def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Witness:
@@ -86,10 +90,10 @@ def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Wi
     inc = view.inc_of(window[-1])
     proc = window[-1].get("proc")
     reads = [c.i for c in view.calls_of("read", label, ok=True) if "BEGIN UNTRUSTED" in c.text]
-    for p in view.of("poll", proc=proc):
+    for p in view.of(POLL, proc=proc):
         if p["i"] <= window[-1]["i"] or p["t"] >= held_until:
             continue
-        if view.inc_of(p) is not inc or label not in (p["data"].get("hosted") or []):
+        if view.inc_of(p) is not inc or label not in (data_of(p).get("hosted") or []):
             continue
         since = max([window[-1]["i"]] + [r for r in reads if r < p["i"]])
         if view.new_mail(label, since, p["i"]) and _idle_at(view, proc, label, p["i"]):
@@ -101,7 +105,7 @@ def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Wi
 def _ping_pong(view: RunView) -> Witness:
     sent: dict[tuple, list] = {}
     for c in view.calls_of("send", ok=True):
-        if (c.result or {}).get("data", {}).get("step") is not None:
+        if step_of(c.result or {}) is not None:
             continue  # a scripted step, not an agent's reply
         m = re.match(r"^Message sent to (\S+) \(", c.text)
         to = view.label_for_name(m.group(1)) if m else None
@@ -120,8 +124,9 @@ def _broadcast_skip(view: RunView) -> Witness:
 
 @reach("adoption", "a hook line printed after a session-id fork", rules=("R33",))
 def _adoption(view: RunView) -> Witness:
-    for f in view.of("fork"):
-        h = next((h for h in view.of("hook", session=f.get("session")) if h["i"] > f["i"] and "you are" in str(h["data"].get("line") or "")), None)
+    for f in view.of(FORK):
+        h = next((h for h in view.of(HOOK, session=f.get("session"))
+                  if h["i"] > f["i"] and "you are" in hook_line(h)), None)
         if h:
             return [f, h]
     return None
@@ -129,13 +134,13 @@ def _adoption(view: RunView) -> Witness:
 
 @reach("rehost", "a restarted daemon re-hosted a dead one's sessions", rules=("R15",))
 def _rehost(view: RunView) -> Witness:
-    return next(([e] for e in view.of("process-start") if e["data"].get("rehost_of")), None)
+    return next(([e] for e in view.of(PROCESS_START) if data_of(e).get("rehost_of")), None)
 
 
 @reach("graduation", "a rehosted session showed activity (a turn, a prompt, a tool call)", rules=("R15",))
 def _graduation(view: RunView) -> Witness:
     for inc in view.incs:
-        for e in view.of("tool-call", "user-prompt", "turn-start", proc=inc.proc):
+        for e in view.of(TOOL_CALL, USER_PROMPT, TURN_START, proc=inc.proc):
             if e.get("session") in inc.rehosted and e["i"] > inc.start_i and view.inc_of(e) is inc:
                 return [inc.start_event, e]
     return None
@@ -143,8 +148,8 @@ def _graduation(view: RunView) -> Witness:
 
 @reach("stale", "a sample showing a registered session stale", rules=("R14",))
 def _stale(view: RunView) -> Witness:
-    for s in view.of("sample"):
-        for label, row in (s["data"].get("sessions") or {}).items():
+    for s in view.of(SAMPLE):
+        for label, row in sample_rows(s).items():
             if row.get("registered") and row.get("stale"):
                 return [{**s, "data": {"sessions": {label: row}}}]
     return None
@@ -153,61 +158,64 @@ def _stale(view: RunView) -> Witness:
 @reach("prune", "a session vanished from the directory without leaving", rules=("R26",))
 def _prune(view: RunView) -> Witness:
     for label, prev, s, row in view.vanishings():
-        return [{**prev, "data": {"sessions": {label: prev["data"]["sessions"][label]}}},
+        return [{**prev, "data": {"sessions": {label: sample_rows(prev)[label]}}},
                 {**s, "data": {"sessions": {label: row}}}]
     return None
 
 
 @reach("refusal", "a tool call refused (ok=false)", rules=("R9",))
 def _refusal(view: RunView) -> Witness:
-    return next(([e] for e in view.of("tool-result") if e["data"].get("ok") is False), None)
+    return next(([e] for e in view.of(TOOL_RESULT) if data_of(e).get("ok") is False), None)
 
 
 @reach("echo", "a [chat] echo bubble", rules=("R27",))
 def _echo(view: RunView) -> Witness:
-    return next(([e] for e in view.of("echo")), None)
+    return next(([e] for e in view.of(ECHO)), None)
 
 
 @reach("tombstone-gate", "a registration refused by a leave tombstone", rules=("R7",))
 def _tombstone_gate(view: RunView) -> Witness:
-    for h in view.of("hook"):
-        if "you left the directory" in str(h["data"].get("line") or ""):
+    for h in view.of(HOOK):
+        if "you left the directory" in hook_line(h):
             return [h]
     for leave in view.leaves():
         label = leave.get("session")
         back = next((e["i"] for e in view.explicit_registers(label) if e["i"] > leave["i"]), None)
-        tries = [e for e in view.of("status", "user-prompt", session=label) if e["i"] > leave["i"] and (back is None or e["i"] < back)
-                 and (e["kind"] == "user-prompt" or e["data"].get("status") == "idle")]
+        tries = [e for e in view.of(STATUS, USER_PROMPT, session=label)
+                 if e["i"] > leave["i"] and (back is None or e["i"] < back)
+                 and (e["kind"] == USER_PROMPT or data_of(e).get("status") == "idle")]
         for t in tries:
-            after = next((s for s in view.of("sample") if s["i"] > t["i"]), None)
-            if after and label in after["data"]["sessions"] and not after["data"]["sessions"][label].get("registered"):
-                return [leave, t, {**after, "data": {"sessions": {label: after["data"]["sessions"][label]}}}]
+            after = next((s for s in view.of(SAMPLE) if s["i"] > t["i"]), None)
+            if after and label in sample_rows(after) and not sample_rows(after)[label].get("registered"):
+                return [leave, t, {**after, "data": {"sessions": {label: sample_rows(after)[label]}}}]
     return None
 
 
 @reach("store-busy", "a store failure the poller caught", rules=("R24",))
 def _store_busy(view: RunView) -> Witness:
-    return next(([e] for e in view.of("store-error")), None)
+    return next(([e] for e in view.of(STORE_ERROR)), None)
 
 
 @reach("event-in-wake", "a host event (a session's turn ending, a window change) handed to the runtime inside a wake "
        "prompt call, re-entering the poller while it delivers (events: synchronous)", rules=("R24",))
 def _event_in_wake(view: RunView) -> Witness:
-    return next(([e] for e in view.of("stream-event") if e["data"].get("inside") == "wake"), None)
+    return next(([e] for e in view.of(STREAM_EVENT) if data_of(e).get("inside") == "wake"), None)
 
 
 def _decision(h: dict) -> str:
-    return str(h["data"].get("decision") or "").lower()
+    return str(data_of(h).get("decision") or "").lower()
 
 
 @reach("stop-reminder", "a Claude Code Stop hook blocked the stop with a mail reminder", rules=("R36",))
 def _stop_reminder(view: RunView) -> Witness:
-    return next(([h] for h in view.of("hook") if h["data"].get("hook") == "Stop" and "block" in _decision(h)), None)
+    return next(([h] for h in view.of(HOOK) if data_of(h).get("hook") == "Stop" and "block" in _decision(h)), None)
 
 
 @reach("cursor-followup", "a Cursor stop hook returned a follow-up message", rules=("R36",))
 def _cursor_followup(view: RunView) -> Witness:
-    return next(([h] for h in view.of("hook") if h["data"].get("hook") == "stop" and "followup" in _decision(h).replace("_", "").replace("-", "")), None)
+    return next(([h] for h in view.of(HOOK) if data_of(h).get("hook") == "stop"
+                 and "followup" in _decision(h).replace("_", "").replace("-", "")), None)
+
 
 
 def check_reaches(spec: Scenario, view: RunView) -> list[Verdict]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Callable
 
 from simulator.checks.view import RunView, brief
+from simulator.events import sample_rows
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 
@@ -60,7 +61,7 @@ def skipped(fn: Checker, message: str) -> Verdict:
 def sample_row(sample: dict, label: str) -> dict:
     """The sample reduced to one session, for a short witness."""
     out = dict(sample)
-    out["data"] = {"sessions": {label: sample["data"]["sessions"][label]}}
+    out["data"] = {"sessions": {label: sample_rows(sample)[label]}}
     return out
 
 

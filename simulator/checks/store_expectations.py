@@ -16,14 +16,15 @@ from typing import Any, Callable, Optional
 from simulator.checks.view import RunView
 from simulator.checks.window_expectations import Judgement, bounds_problem
 from simulator.design import NAME_RE
+from simulator.events import EXPECTATION, data_of
 from simulator.scenario.durations import format_duration
 from simulator.scenario.expectation_keys import moments_of
 
 
 def observed(view: RunView, index: int, moment: Optional[int] = None) -> Optional[dict]:
     """The observer's `expectation` event for expectation `index` (and `moment`), if any."""
-    evs = [e for e in view.of("expectation") if e["data"].get("index") == index
-           and (moment is None or e["data"].get("moment") == moment)]
+    evs = [e for e in view.of(EXPECTATION) if data_of(e).get("index") == index
+           and (moment is None or data_of(e).get("moment") == moment)]
     return evs[-1] if evs else None
 
 
@@ -36,7 +37,7 @@ def _detail(view: RunView, index: int, at: Any) -> tuple[Optional[dict], Optiona
     ev = observed(view, index)
     if ev is None:
         return None, f"nothing was observed at {when(at)} (the run ended before it?)", []
-    detail = ev["data"].get("detail") or {}
+    detail = data_of(ev).get("detail") or {}
     if "error" in detail:
         return None, f"the database could not be read at {when(at)}: {detail['error']}", [ev]
     return detail, None, [ev]
@@ -120,7 +121,7 @@ def same_name(view: RunView, arg: dict, index: int) -> Judgement:
     seen = [observed(view, index, moment) for moment in (0, 1)]
     if None in seen:
         return f"{label}'s name was not observed at {when(times[seen.index(None)])} (the run ended before it?)", []
-    names = [e["data"]["detail"].get("name") if e["data"]["detail"].get("registered") else None for e in seen]
+    names = [data_of(e)["detail"].get("name") if data_of(e)["detail"].get("registered") else None for e in seen]
     shown = " and ".join(f"{n or 'not registered'} at {when(t)}" for n, t in zip(names, times, strict=True))
     if None in names:
         return f"{label} was {shown}: no name to compare", seen

@@ -27,6 +27,11 @@ from simulator.design import (
 )
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 from simulator.scenario.labels import LABEL_PLACEHOLDER
+from simulator.events import (
+    FAULT, FORK, HOOK, LEAVE, PHASE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, RUN_START, SAMPLE, SLEEP_END,
+    SLEEP_START, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, TURN_START, USER_PROMPT, data_of, hook_line, sample_rows,
+    step_of,
+)
 from simulator.scenario.model import Scenario
 
 LEAVE_ACTIONS = ("unregister", "delete", "exit")
@@ -44,7 +49,7 @@ def short_tool(tool: Any) -> str:
 def brief(e: dict[str, Any]) -> dict[str, Any]:
     """A witness copy of an event (long texts clipped so a report stays short)."""
     out = dict(e)
-    data = dict(out.get("data") or {})
+    data = dict(data_of(out))
     for key in ("text", "line"):
         if isinstance(data.get(key), str) and len(data[key]) > 300:
             data[key] = data[key][:297] + "..."
@@ -106,11 +111,11 @@ class Call:
 
     @property
     def ok(self) -> bool:
-        return bool(self.result and self.result["data"].get("ok"))
+        return bool(self.result and data_of(self.result).get("ok"))
 
     @property
     def text(self) -> str:
-        return str((self.result or {}).get("data", {}).get("text") or "")
+        return str(data_of(self.result or {}).get("text") or "")
 
     @property
     def t(self) -> int:
@@ -138,7 +143,7 @@ class RunView:
         for e in self.history:
             self.by_kind.setdefault(e["kind"], []).append(e)
         self.t_end = self._t_end()
-        self.drain_t = next((e["t"] for e in self.of("phase") if e["data"].get("phase") == "drain"), None)
+        self.drain_t = next((e["t"] for e in self.of(PHASE) if data_of(e).get("phase") == "drain"), None)
         self.steps = list(getattr(spec, "steps", []) or [])
         self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}
         self.agents = {s.id: s.agent for p in getattr(spec, "processes", []) for s in p.sessions}
@@ -162,7 +167,7 @@ class RunView:
 
     def _t_end(self) -> int:
         for e in self.history:
-            if e["kind"] == "phase" and e["data"].get("phase") == "end":
+            if e["kind"] == PHASE and data_of(e).get("phase") == "end":
                 return e["t"]
         if "duration_ms" in self.run_info:
             return int(self.run_info["duration_ms"]) + int(self.run_info.get("drain_ms", 0))
@@ -178,7 +183,7 @@ class RunView:
         return DEFAULT_POLL_MS
 
     def step_action(self, e: dict) -> Optional[str]:
-        idx = (e.get("data") or {}).get("step")
+        idx = step_of(e)
         if isinstance(idx, int) and 0 <= idx < len(self.steps):
             return self.steps[idx].action
         return None
@@ -188,10 +193,10 @@ class RunView:
     def _index_incarnations(self) -> None:
         self.incs: list[Incarnation] = []
         latest: dict[str, Incarnation] = {}
-        for e in self.of("process-start", "process-exit"):
-            d = e["data"]
+        for e in self.of(PROCESS_START, PROCESS_EXIT):
+            d = data_of(e)
             proc = d.get("target")
-            if e["kind"] == "process-start":
+            if e["kind"] == PROCESS_START:
                 sessions = set((d.get("sessions") or {}).keys())
                 if d.get("resumed"):
                     sessions.add(d["resumed"])
@@ -275,7 +280,7 @@ class RunView:
         key = (id(inc), label)
         if key not in self._activity:
             self._activity[key] = next(
-                (e["t"] for e in self.of("tool-call", "user-prompt", "turn-start", proc=inc.proc)
+                (e["t"] for e in self.of(TOOL_CALL, USER_PROMPT, TURN_START, proc=inc.proc)
                  if e.get("session") == label and inc.start_i < e["i"] and (inc.end_i is None or e["i"] < inc.end_i)),
                 None)
         return self._activity[key]
@@ -283,8 +288,8 @@ class RunView:
     def asleep(self, t: int, slack: int = 0) -> bool:
         """True inside a machine sleep, or within `slack` ms after it ends."""
         start = None
-        for e in self.of("sleep-start", "sleep-end"):
-            if e["kind"] == "sleep-start":
+        for e in self.of(SLEEP_START, SLEEP_END):
+            if e["kind"] == SLEEP_START:
                 start = e["t"]
             elif start is not None:
                 if start <= t <= e["t"] + slack:
@@ -298,11 +303,12 @@ class RunView:
             return self.__dict__["_locks"]
         out: list[tuple[int, int]] = []
         self.__dict__["_locks"] = out
-        for e in self.of("fault"):
-            if e["data"].get("fault") != "lock":
+        for e in self.of(FAULT):
+            if data_of(e).get("fault") != "lock":
                 continue
-            dur = (e["data"].get("args") or {}).get("for") or (e["data"].get("args") or {}).get("duration")
-            idx = e["data"].get("step")
+            args = data_of(e).get("args") or {}
+            dur = args.get("for") or args.get("duration")
+            idx = step_of(e)
             if dur is None and isinstance(idx, int) and idx < len(self.steps) and self.steps[idx].lock:
                 dur = self.steps[idx].lock.duration
             out.append((e["t"], e["t"] + int(dur or 0)))
@@ -315,7 +321,7 @@ class RunView:
         def add(label, sid):
             if label and sid and sid not in self.ids.setdefault(label, []):
                 self.ids[label].append(sid)
-        for e in self.of("process-start"):
+        for e in self.of(PROCESS_START):
             kind = e["data"].get("proc_kind") or self.proc_kind.get(e["data"].get("target"), DEFAULT_HOST)
             for label, sid in (e["data"].get("sessions") or {}).items():
                 add(label, sid if not HOSTS[kind].mcp or str(sid).startswith(CHAT_ID_PREFIXES) else mcp_session_id(sid))
@@ -323,20 +329,20 @@ class RunView:
             for sid in sids:
                 add(label, sid)
         by_name = {str(r["name"]).lower(): r["session_id"] for r in self.db.get("sessions") or ()}
-        for e in self.of("registered"):
-            sid = e["data"].get("session_id")
-            if sid is None and e["data"].get("name"):
+        for e in self.of(REGISTERED):
+            sid = data_of(e).get("session_id")
+            if sid is None and data_of(e).get("name"):
                 # A hookless MCP mint: the harness never learns the fresh id,
                 # but the name it was told leads to the row (if it still exists).
-                sid = by_name.get(str(e["data"]["name"]).lower())
+                sid = by_name.get(str(data_of(e)["name"]).lower())
             add(e.get("session"), sid)
-        for e in self.of("sample"):
-            for label, row in (e["data"].get("sessions") or {}).items():
+        for e in self.of(SAMPLE):
+            for label, row in sample_rows(e).items():
                 add(label, row.get("session_id"))
-        for e in self.of("fork"):
+        for e in self.of(FORK):
             for key in ("old_host_id", "new_host_id"):
-                if e["data"].get(key):
-                    add(e.get("session"), mcp_session_id(e["data"][key]))
+                if data_of(e).get(key):
+                    add(e.get("session"), mcp_session_id(data_of(e)[key]))
         self.label_of = {sid: label for label, sids in self.ids.items() for sid in sids}
 
     def names_of(self, label: str) -> list[str]:
@@ -352,15 +358,15 @@ class RunView:
         if self._obs is not None:
             return self._obs
         out = []
-        for e in self.of("sample", "registered", "hook"):
-            if e["kind"] == "hook":
-                m = HOOK_LINE_RE.match(str(e["data"].get("line") or ""))
+        for e in self.of(SAMPLE, REGISTERED, HOOK):
+            if e["kind"] == HOOK:
+                m = HOOK_LINE_RE.match(hook_line(e))
                 if m:
                     out.append((e, e.get("session"), m.group("name")))
-            elif e["kind"] == "registered":
-                out.append((e, e.get("session"), e["data"].get("name")))
+            elif e["kind"] == REGISTERED:
+                out.append((e, e.get("session"), data_of(e).get("name")))
             else:
-                for label, row in (e["data"].get("sessions") or {}).items():
+                for label, row in sample_rows(e).items():
                     out.append((e, label, row.get("name") if row.get("registered") else None))
         self._obs = out
         return out
@@ -389,9 +395,10 @@ class RunView:
             for sid in sids:
                 if names:
                     out[sid] = names[-1]
-        for e in self.of("registered"):
-            if e["data"].get("session_id") and e["data"].get("name"):
-                out[e["data"]["session_id"]] = e["data"]["name"]
+        for e in self.of(REGISTERED):
+            d = data_of(e)
+            if d.get("session_id") and d.get("name"):
+                out[d["session_id"]] = d["name"]
         for r in self.db["sessions"]:
             out[r["session_id"]] = r["name"]
         return out
@@ -434,10 +441,10 @@ class RunView:
     def _index_calls(self) -> None:
         self.calls: list[Call] = []
         pending: dict[tuple, list[Call]] = {}
-        for e in self.of("tool-call", "tool-result"):
-            key = (e.get("proc"), e.get("session"), short_tool(e["data"].get("tool")))
-            if e["kind"] == "tool-call":
-                c = Call(e.get("proc"), e.get("session"), key[2], dict(e["data"].get("args") or {}), e, None)
+        for e in self.of(TOOL_CALL, TOOL_RESULT):
+            key = (e.get("proc"), e.get("session"), short_tool(data_of(e).get("tool")))
+            if e["kind"] == TOOL_CALL:
+                c = Call(e.get("proc"), e.get("session"), key[2], dict(data_of(e).get("args") or {}), e, None)
                 pending.setdefault(key, []).append(c)
                 self.calls.append(c)
             elif pending.get(key):
@@ -476,9 +483,9 @@ class RunView:
         """Ok leaves: an unregister result, or a delete / exit step (the harness records no
         result for those, so a synthetic `leave` event stands at the end of the step's time)."""
         if self._leaves is None:
-            out = [e for e in self.of("tool-result") if e["data"].get("ok") and
-                   (short_tool(e["data"].get("tool")) in LEAVE_ACTIONS or self.step_action(e) in LEAVE_ACTIONS)]
-            dropped = {e["data"].get("step") for e in self.of("step-dropped")}
+            out = [e for e in self.of(TOOL_RESULT) if data_of(e).get("ok") and
+                   (short_tool(data_of(e).get("tool")) in LEAVE_ACTIONS or self.step_action(e) in LEAVE_ACTIONS)]
+            dropped = {step_of(e) for e in self.of(STEP_DROPPED)}
             for idx, step in enumerate(self.steps):
                 if step.action in ("delete", "exit") and idx not in dropped:
                     who = step.args.session
@@ -487,7 +494,7 @@ class RunView:
                     pos = next((e["i"] for e in self.history if e["t"] >= step.at), len(self.history)) - 0.5
                     if self._registered_before(who, step.at):
                         out.append({"i": pos, "t": step.at, "dispatch": None, "proc": None, "session": who,
-                                    "kind": "leave", "data": {"step": idx, "action": step.action}})
+                                    "kind": LEAVE, "data": {"step": idx, "action": step.action}})
             self._leaves = sorted(out, key=lambda e: e["i"])
         return [e for e in self._leaves if label is None or e.get("session") == label]
 
@@ -496,13 +503,13 @@ class RunView:
         sample `prev` to not registered in `sample` with no leave or fork in between:
         the only way out of the directory that leaves no event is prune (R26)."""
         last: dict[str, dict] = {}
-        for s in self.of("sample"):
-            for label, row in (s["data"].get("sessions") or {}).items():
+        for s in self.of(SAMPLE):
+            for label, row in sample_rows(s).items():
                 if row.get("registered"):
                     last[label] = s
                 elif label in last:
                     prev = last.pop(label)
-                    between = self.leaves(label) + self.of("fork", session=label)
+                    between = self.leaves(label) + self.of(FORK, session=label)
                     if not any(prev["i"] < x["i"] < s["i"] for x in between):
                         yield label, prev, s, row
 
@@ -524,13 +531,13 @@ class RunView:
     def _touches(self, label: str) -> list[tuple[float, int]]:
         """(position, virtual time) of each known touch of `label`'s row, in history order."""
         out = []
-        for e in self.of("poll", "registered", "sample"):
-            if e["kind"] == "sample":
+        for e in self.of(POLL, REGISTERED, SAMPLE):
+            if e["kind"] == SAMPLE:
                 row = (e["data"].get("sessions") or {}).get(label) or {}
                 seen = self.vt(row.get("last_seen")) if row.get("registered") and row.get("last_seen") else None
                 if seen is not None:
                     out.append((e["i"], seen))
-            elif e.get("session") == label or label in (e["data"].get("hosted") or ()):
+            elif e.get("session") == label or label in (data_of(e).get("hosted") or ()):
                 out.append((e["i"], e["t"]))
         return sorted(out)
 
@@ -541,18 +548,19 @@ class RunView:
 
     def explicit_registers(self, label: Optional[str] = None) -> list[dict]:
         out = [c.result for c in self.calls_of("register", label, ok=True)]
-        out += [e for e in self.of("registered", session=label) if e["data"].get("how") == "explicit"]
+        out += [e for e in self.of(REGISTERED, session=label) if data_of(e).get("how") == "explicit"]
         return sorted(out, key=lambda e: e["i"])
 
     # -- time -----------------------------------------------------------------
 
     def _epoch(self) -> Optional[int]:
         """Wall ms of virtual time 0: given, or bounded from samples' last_seen."""
-        for src in (self.run_info, *(e["data"] for e in self.of("run-start"))):
+        for src in (self.run_info, *(data_of(e) for e in self.of(RUN_START))):
+
             if src.get("epoch_ms") is not None:
                 return int(src["epoch_ms"])
         best = None
-        for e in self.of("sample"):
+        for e in self.of(SAMPLE):
             for row in (e["data"].get("sessions") or {}).values():
                 ms = parse_iso_ms(row.get("last_seen"))
                 if ms is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
+from simulator.events import WAKE
 
 
 def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dict] | None:
@@ -21,7 +22,7 @@ def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dic
 def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[tuple, list[dict]]:
     """Wakes grouped by (process label, incarnation number, session label), optionally of `labels` only."""
     out: dict[tuple, list[dict]] = {}
-    for w in view.of("wake"):
+    for w in view.of(WAKE):
         if labels is not None and w.get("session") not in labels:
             continue
         inc = view.inc_of(w)

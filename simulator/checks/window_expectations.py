@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS
+from simulator.events import SAMPLE, STORE_ERROR, sample_rows
 from simulator.scenario.durations import format_duration
 from simulator.scenario.expectation_keys import window_of
 
@@ -111,11 +112,11 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
     """`active` / `stale` at every sample in the window, the texts in every chat_list reply
     of the session in it; a window with no sample (or no reply, for a text) judges nothing: a failure."""
     label, (start, until) = arg["session"], window
-    inside = [s for s in view.of("sample") if start <= s["t"] < until]
+    inside = [s for s in view.of(SAMPLE) if start <= s["t"] < until]
     if (arg.get("active") or arg.get("stale")) and not inside:
         return f"no directory sample between {shown(start)} and {shown(until)} to look in", []
     for sample in inside:
-        rows = sample["data"].get("sessions") or {}
+        rows = sample_rows(sample)
         for section, want_stale in (("active", False), ("stale", True)):
             for other in arg.get(section) or []:
                 row = rows.get(other, {})
@@ -136,7 +137,7 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
 
 def store_errors(view: RunView, span: Span, arg: dict) -> Judgement:
     """Store calls that failed (`store-error` events), of one process or all (R24)."""
-    errors = span.pick(view.of("store-error", proc=arg.get("process")))
+    errors = span.pick(view.of(STORE_ERROR, proc=arg.get("process")))
     want = bounds_problem(arg, len(errors))
     where = f" in {arg['process']}" if "process" in arg else ""
     return (f"{len(errors)} store errors{where} {span}, want {want}" if want else None), errors[:4]

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from simulator.child.hygiene import save_coverage
+from simulator.events import CRASH
 
 # name -> (regex over normalized SQL, default nth)
 NAMED_POINTS: dict[str, tuple[str, int]] = {
@@ -238,7 +239,7 @@ class CrashPoints:
             data["step"] = armed.step
             if armed.when != "before":
                 data["when"] = armed.when
-            self.recorder.emit("crash", session, **data)
+            self.recorder.emit(CRASH, session, **data)
         save_coverage()
         self._kill()
 

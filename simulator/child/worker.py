@@ -37,6 +37,7 @@ from simulator import clock
 from simulator.child import hygiene
 from simulator.child.crash_points import CrashPoints, crash_points
 from simulator.child.window import WindowRunner
+from simulator.events import READY
 from simulator.history import Recorder
 from simulator.protocol import (
     OP_ARM_CRASH, OP_RUN_WINDOW, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame,
@@ -113,8 +114,8 @@ class _CommandServer:
         reply = self.harness.handle(cmd)
         if reply is None:
             reply = Reply(cmd.dispatch)
-        if cmd.op == OP_START and reply.ok and not self.recorder.has_emitted("ready"):
-            self.recorder.emit("ready")
+        if cmd.op == OP_START and reply.ok and not self.recorder.has_emitted(READY):
+            self.recorder.emit(READY)
         return reply
 
     def close(self, cmd: Command) -> Reply:

@@ -37,6 +37,8 @@ class DispatchLog:
         return self.dispatch
 
     def record(self, kind: str, session: Optional[str] = None, /, *, fresh: bool = False, **data: Any) -> None:
+        """Record an orchestrator event (a kind of `simulator.events.ORCHESTRATOR_EVENTS`, its
+        declared fields: the recorder refuses anything else)."""
         if fresh:
             self.next_dispatch()
         self._recorder.current(self.dispatch, self.clock.now)

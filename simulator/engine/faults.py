@@ -39,6 +39,7 @@ from simulator.engine.agenda import Agenda, LockRelease, SleepEnd
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.world import World
+from simulator.events import FAULT, SLEEP_START
 from simulator.protocol import OP_ARM_CRASH, OP_FORK, Reply
 from simulator.scenario.kinds import (
     ARGV_PLACEHOLDER, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
@@ -67,7 +68,7 @@ class FaultEngine(Protocol):
 def apply(engine: FaultEngine, t: int, idx: int, action: str, args: BaseModel) -> None:
     """Record the fault step `idx` (`fault`) in a new dispatch and apply it."""
     d = engine.log.next_dispatch()
-    engine.log.record("fault", fault=action, step=idx, args=args.model_dump(mode="json", by_alias=True))
+    engine.log.record(FAULT, fault=action, step=idx, args=args.model_dump(mode="json", by_alias=True))
     FAULTS[action](engine, t, idx, d, args)
 
 
@@ -91,7 +92,7 @@ def _crash(engine: FaultEngine, t: int, idx: int, d: int, args: CrashArgs) -> No
 def _sleep(engine: FaultEngine, t: int, idx: int, d: int, args: SleepArgs) -> None:
     until = t + args.duration
     engine.sleep_until = until
-    engine.log.record("sleep-start", until=until)
+    engine.log.record(SLEEP_START, until=until)
     engine.fired(idx, {"until": until})
     for live in engine.processes.live.values():
         live.poll_gen += 1  # the timers in the window are lost; the wake restarts them

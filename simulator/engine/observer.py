@@ -18,6 +18,7 @@ from simulator.engine.agenda import Entry, Expect, ExpectFirst
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Live, ProcessCommand
 from simulator.engine.world import World
+from simulator.events import EXPECTATION, SAMPLE
 from simulator.protocol import OP_ACT, Reply, act_args
 from simulator.scenario.expectation_keys import STORE_KINDS, moments_of, window_of
 from simulator.scenario.kinds import SessionArg
@@ -72,7 +73,7 @@ class Observer:
 
     def sample(self, t: int) -> None:
         """Record every session's row as it is now (`sample`), stale or not by the design's rule (R14)."""
-        self.log.record("sample", fresh=True, sessions=self.directory(t))
+        self.log.record(SAMPLE, fresh=True, sessions=self.directory(t))
 
     def directory(self, t: int) -> dict[str, dict[str, Any]]:
         """Every session's row at t (label -> registered, name, last_seen, stale, host_kind, session_id)."""
@@ -160,7 +161,7 @@ class Observer:
         if before_catch_up:
             detail["sessions"] = self.directory(t)
         d = self.log.next_dispatch()
-        self.log.record("expectation", label, index=idx, kind=kind, ok=None, detail=detail,
+        self.log.record(EXPECTATION, label, index=idx, kind=kind, ok=None, detail=detail,
                         **({} if moment is None else {"moment": moment}))
         if kind == "roster" and label and not (asleep or before_catch_up or "between" in arg):
             live = self._host_of(label)

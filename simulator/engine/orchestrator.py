@@ -47,6 +47,10 @@ from simulator.engine.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import ENGINES, Windows
 from simulator.engine.world import World
+from simulator.events import (
+    CRASH, FAULT_FIRED, FAULT_NOT_FIRED, LOCK_RELEASED, PHASE, PROCESS_EXIT, PROCESS_START, RUN_END, RUN_START,
+    SLEEP_END, STEP_DROPPED, STORE_ERROR,
+)
 from simulator.history import merge, read_events
 from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, act_args, recv_msg, send_msg
 from simulator.scenario.durations import format_duration
@@ -198,9 +202,9 @@ class Orchestrator:
         self.world.build()
         self.system.create_database(self.world.db_path)  # schema first, then nothing open before any fork
         self.log.open(self.run_dir)
-        self.log.record("run-start", scenario=self.spec.name, seed=self.seed, dispatch_mode=self.spec.dispatch,
+        self.log.record(RUN_START, scenario=self.spec.name, seed=self.seed, dispatch_mode=self.spec.dispatch,
                         epoch_ms=vclock.START_EPOCH_MS, fresh=True)
-        self.log.record("phase", phase="script")
+        self.log.record(PHASE, phase="script")
         for proc in self.spec.processes:
             if proc.start != "never":
                 self.agenda.push(proc.start, StartProcess(proc.id))
@@ -276,7 +280,7 @@ class Orchestrator:
             case Step(index):
                 self._step(t, index)
             case Phase(name):
-                self.log.record("phase", phase=name, fresh=True)
+                self.log.record(PHASE, phase=name, fresh=True)
             case Sample():
                 self.observer.sample(t)
                 if t + self.sample_interval < self.end_t:
@@ -340,7 +344,7 @@ class Orchestrator:
         return session, self.hosting.get(session)
 
     def _drop(self, idx: int, reason: str) -> None:
-        self.log.record("step-dropped", fresh=True, step=idx, action=self.spec.steps[idx].action, reason=reason)
+        self.log.record(STEP_DROPPED, fresh=True, step=idx, action=self.spec.steps[idx].action, reason=reason)
 
     def _run_batch(self, t: int, entries: list[Entry]) -> None:
         if len(entries) == 1:  # serial dispatch: one command, one wave
@@ -433,7 +437,7 @@ class Orchestrator:
                 data[key] = value
         data.update(launch.record or {})  # the caller's facts for the checkers (a resume's `opens`)
         d = self.log.next_dispatch()
-        self.log.record("process-start", **data)
+        self.log.record(PROCESS_START, **data)
         self.exchange(t, d, [ProcessCommand(live, OP_START, None, {})])
         if live.alive and HOSTS[ctx.kind].polls:
             self.agenda.push(t + ctx.poll_interval_ms, Poll(label, live.incarnation, live.poll_gen))
@@ -442,11 +446,11 @@ class Orchestrator:
     def _died(self, live: Live) -> None:
         """EOF on a pipe: a crash point fired, or the harness died on its own (an engine error)."""
         self.processes.lost(live)
-        crash = [e for e in read_events(self.processes.history_file(live)) if e.get("kind") == "crash"]
+        crash = [e for e in read_events(self.processes.history_file(live)) if e.get("kind") == CRASH]
         if not crash:
             raise SimulationError(f"process {live.label} died unexpectedly (exit code {live.process.exitcode}) "
                                   f"during {self.last_desc}")
-        self.log.record("process-exit", fresh=True, target=live.label, reason="crashed")
+        self.log.record(PROCESS_EXIT, fresh=True, target=live.label, reason="crashed")
         self._crash_fired(live, crash[-1].get("data", {}), exit_recorded=True)
 
     def _crash_fired(self, live: Live, data: dict, *, exit_recorded: bool) -> None:
@@ -480,11 +484,11 @@ class Orchestrator:
         """Fault step `idx` took effect (`fault-fired`)."""
         f = self.faults[idx]
         f.fired, f.detail = True, detail
-        self.log.record("fault-fired", fault=f.fault, step=idx, detail=detail)
+        self.log.record(FAULT_FIRED, fault=f.fault, step=idx, detail=detail)
 
     def _sleep_end(self, t: int, idx: int) -> None:
         self.sleep_until = None
-        self.log.record("sleep-end", fresh=True)
+        self.log.record(SLEEP_END, fresh=True)
         # Every live poller catches up once at the wake, then beats on from there. The catch-up runs
         # here, before anything else due at the wake instant (steps deferred by the sleep or scripted
         # at it): a laptop's timers fire before its user can act (D-sim-19). Serial: one dispatch per
@@ -506,8 +510,8 @@ class Orchestrator:
         errors = []
         for live in self.processes.every:
             errors += [e for e in read_events(self.processes.history_file(live))
-                       if e.get("kind") == "store-error" and e.get("dispatch", 0) >= taken_in]
-        self.log.record("lock-released", fresh=True, step=idx)
+                       if e.get("kind") == STORE_ERROR and e.get("dispatch", 0) >= taken_in]
+        self.log.record(LOCK_RELEASED, fresh=True, step=idx)
         if errors:
             self.fired(idx, {"store_errors": len(errors)})
         elif idx in self.lock_contended:  # a wall-time observation: only when no error says it deterministically
@@ -516,7 +520,7 @@ class Orchestrator:
     # -- the end ------------------------------------------------------------------
 
     def _shutdown(self) -> None:
-        self.log.record("phase", phase="end", fresh=True)
+        self.log.record(PHASE, phase="end", fresh=True)
         self.processes.stop_all(self.log.next_dispatch())
 
     def _finish(self, partial: bool = False) -> list[dict[str, Any]]:
@@ -524,8 +528,8 @@ class Orchestrator:
             return []
         for idx, f in sorted(self.faults.items()):
             if not f.fired:
-                self.log.record("fault-not-fired", fresh=True, fault=f.fault, step=idx)
-        self.log.record("run-end", fresh=True, **({"partial": True} if partial else {}))
+                self.log.record(FAULT_NOT_FIRED, fresh=True, fault=f.fault, step=idx)
+        self.log.record(RUN_END, fresh=True, **({"partial": True} if partial else {}))
         self.log.close()
         if self.windows is not None:
             self.windows.remap_history(self.run_dir)

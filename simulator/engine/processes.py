@@ -30,6 +30,7 @@ from simulator.child.worker import child_main
 from simulator.clock import VirtualClock
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.world import World
+from simulator.events import PROCESS_EXIT
 from simulator.history import process_file
 from simulator.protocol import OP_SAVE_COVERAGE, OP_STOP, Command, HarnessContext, decode, encode
 
@@ -153,7 +154,7 @@ class Processes:
             live.process.join(5.0)
             live.alive = False
             live.conn.close()
-            self.log.record("process-exit", target=live.label, reason=reason)
+            self.log.record(PROCESS_EXIT, target=live.label, reason=reason)
 
     def lost(self, live: Live) -> None:
         """Its pipe hit EOF: the process is gone; reap it."""
@@ -184,7 +185,7 @@ class Processes:
         for live in stopping:
             self._await_stop(live, dispatch)
             self._reap(live, self.stop_grace_s)
-            self.log.record("process-exit", target=live.label, reason="end")
+            self.log.record(PROCESS_EXIT, target=live.label, reason="end")
         for step in list(self.locks):
             self.release_lock(step)
 

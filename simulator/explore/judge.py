@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from simulator.api import run_scenario
+from simulator.events import FAULT, FAULT_FIRED, data_of
 from simulator.result import RunResult, Verdict
 from simulator.scenario.model import PROPERTY_IDS, Scenario
 
@@ -85,7 +86,7 @@ def judged_properties(result: RunResult) -> set[str]:
 
 
 def _faults(history: list[dict[str, Any]], kind: str) -> Counter:
-    return Counter((e.get("data") or {}).get("fault") for e in history if e.get("kind") == kind)
+    return Counter(data_of(e).get("fault") for e in history if e.get("kind") == kind)
 
 
 def run_explored(spec: Scenario, *, seed: Optional[int] = None, work: Optional[Path] = None,
@@ -107,8 +108,8 @@ def run_explored(spec: Scenario, *, seed: Optional[int] = None, work: Optional[P
                           wall_s=time.monotonic() - started, run_dir=run_dir)
         return _keep(outcome, keep)
     outcome = Outcome(seed, findings_of(result), virtual_ms=result.virtual_ms, dispatches=result.dispatches,
-                      wall_s=result.wall_s, faults_fired=_faults(result.history, "fault-fired"),
-                      faults_armed=_faults(result.history, "fault"), judged=judged_properties(result),
+                      wall_s=result.wall_s, faults_fired=_faults(result.history, FAULT_FIRED),
+                      faults_armed=_faults(result.history, FAULT), judged=judged_properties(result),
                       run_dir=run_dir, history=result.history, verdicts=list(result.verdicts))
     return _keep(outcome, keep)
 

@@ -39,6 +39,7 @@ from thatch_core.db import StoreError
 from thatch_core.mcp import mcp_session_id
 
 from simulator.design import CHAT_ID_PREFIXES, MAX_CONTINUATION_HOPS
+from simulator.events import READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.fields import expand_body
@@ -175,7 +176,7 @@ class Harness:
         self.start()
         self.session_followups()
         self.window_followups()
-        self.emit("ready")
+        self.emit(READY)
         return None
 
     def existed_before(self, label: str) -> bool:
@@ -262,12 +263,12 @@ class Harness:
         if not tool.startswith(TOOL_PREFIX):
             tool = TOOL_PREFIX + tool
         args = self.prepare_args(label, tool, dict(args))
-        self.emit("tool-call", label, tool=tool, args=dict(args))
+        self.emit(TOOL_CALL, label, tool=tool, args=dict(args))
         reply = self._call_tool(label, tool, args)
         data = {"tool": tool, "ok": bool(reply.ok), "text": reply.text}
         if step is not None:
             data["step"] = step
-        self.emit("tool-result", label, **data)
+        self.emit(TOOL_RESULT, label, **data)
         return reply
 
     def prepare_args(self, label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -405,12 +406,12 @@ class Harness:
                 clean[key] = self.expand_claim(clean[key])
             elif isinstance(clean.get(key), list):
                 clean[key] = [self.expand_claim(str(v)) for v in clean[key]]
-        self.emit("tool-call", label, tool=action, args=clean)
+        self.emit(TOOL_CALL, label, tool=action, args=clean)
         ok, text = self.cli_text(action, clean)
         data = {"tool": action, "ok": ok, "text": text}
         if self._step is not None:
             data["step"] = self._step
-        self.emit("tool-result", label, **data)
+        self.emit(TOOL_RESULT, label, **data)
         return {"ok": ok, "text": text}
 
     def cli_text(self, action: str, args: dict[str, Any]) -> tuple[bool, str]:
@@ -426,7 +427,7 @@ class Harness:
         if self._last_status.get(label) == now:
             return
         self._last_status[label] = now
-        self.emit("status", label, status=now[0], compacting=now[1])
+        self.emit(STATUS, label, status=now[0], compacting=now[1])
 
     def want_turn(self, label: str, cause: str) -> None:
         """A turn is triggered: start it now, or queue it until the session is idle."""
@@ -444,7 +445,7 @@ class Harness:
         if not was_busy:
             self.emit_status(label)
             self.turn_started(label)
-        self.emit("turn-start", label, cause=cause)
+        self.emit(TURN_START, label, cause=cause)
         self.agents[label].on_turn(cause, self.agent_tools(label))
         end = self.t + self.agents[label].turn_ms
         spec_agent = getattr(self.sessions[label].spec, "agent", None)
@@ -459,7 +460,7 @@ class Harness:
         """End the running turn; start a queued one, or go idle."""
         state = self.turns[label]
         state.end()
-        self.emit("turn-end", label)
+        self.emit(TURN_END, label)
         self.maybe_next_turn(label, from_turn=True)
 
     def maybe_next_turn(self, label: str, *, from_turn: bool = False) -> None:

@@ -34,6 +34,7 @@ from thatch_core.continuation import append_continued_in, transcript_path_for
 from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE
+from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.base import ActionHandler, Harness
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
@@ -138,15 +139,15 @@ class ClaudeCodeHarness(Harness):
         try:
             line = self._in_child(run, label)
         except ChildCrashed:
-            self.emit("hook", label, hook=hook, line=None, decision="crashed")
+            self.emit(HOOK, label, hook=hook, line=None, decision="crashed")
             return None
-        self.emit("hook", label, hook=hook, line=line, decision=None)
+        self.emit(HOOK, label, hook=hook, line=line, decision=None)
         m = HOOK_LINE_RE.match(line or "")
         if m is not None:
             name = m.group("name")
             adopted = label in self.forked
             if adopted or self.names.get(label) != name:
-                self.emit("registered", label, session_id=mcp_session_id(host_id), name=name,
+                self.emit(REGISTERED, label, session_id=mcp_session_id(host_id), name=name,
                           how="adopt" if adopted else "hook")
             self.forked.discard(label)
             self.names[label] = name
@@ -161,10 +162,10 @@ class ClaudeCodeHarness(Harness):
         try:
             out = self._in_child(run, label)
         except ChildCrashed:
-            self.emit("hook", label, hook="Stop", line=None, decision="crashed")
+            self.emit(HOOK, label, hook="Stop", line=None, decision="crashed")
             return None
         decision = (out or {}).get("decision")
-        self.emit("hook", label, hook="Stop", line=(out or {}).get("reason"), decision=decision)
+        self.emit(HOOK, label, hook="Stop", line=(out or {}).get("reason"), decision=decision)
         return out
 
     # -- tools ---------------------------------------------------------------------
@@ -178,7 +179,7 @@ class ClaudeCodeHarness(Harness):
             name = registered_name(text)
             if name and self.names.get(label) != name:
                 self.names[label] = name
-                self.emit("registered", label, session_id=None, name=name, how="explicit")
+                self.emit(REGISTERED, label, session_id=None, name=name, how="explicit")
         return _Reply(ok, text)
 
     def lookup_name(self, session_id: str) -> Optional[str]:
@@ -208,7 +209,7 @@ class ClaudeCodeHarness(Harness):
             "type": "user", "sessionId": self.host_ids[label], "timestamp": clock.iso(),
             "message": {"role": "user", "content": text},
         })
-        self.emit("user-prompt", label, text=text)
+        self.emit(USER_PROMPT, label, text=text)
         if not self.session_started[label]:
             self.session_started[label] = True
             self.hook_line(label, "SessionStart")
@@ -232,7 +233,7 @@ class ClaudeCodeHarness(Harness):
         if out and out.get("decision") == "block":
             # The turn continues with the reminder as its input (R36).
             self.turns[label].end()
-            self.emit("turn-end", label)
+            self.emit(TURN_END, label)
             self.start_turn(label, "reminder", stop_hook_active=True)
             return
         self.finish_turn(label)
@@ -248,7 +249,7 @@ class ClaudeCodeHarness(Harness):
         self.host_ids[label] = new_id
         self.session_started[label] = False   # the continued session starts again (SessionStart)
         self.forked.add(label)
-        self.emit("fork", label, old_host_id=old_id, new_host_id=new_id)
+        self.emit(FORK, label, old_host_id=old_id, new_host_id=new_id)
         return {"old_host_id": old_id, "new_host_id": new_id}
 
     # -- lifecycle -------------------------------------------------------------------

@@ -22,6 +22,7 @@ from thatch_core.config import ConfigSource
 from thatch_core.mcp import McpChatServer, chat_hook_line, cursor_stop_hook, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE
+from simulator.events import HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.base import ActionHandler, Harness
 from simulator.scenario.kinds import CURSOR, PromptArgs, SessionArg, TitleArgs
 from simulator.harness.support import registered_name
@@ -52,18 +53,18 @@ class CursorHarness(Harness):
         # No transcript adoption and no pid anchor on Cursor (D-harness-8).
         line = chat_hook_line(self.store, self.config, host_id, project=self.ctx.project,
                               directory=str(self.ctx.directory), transcript_path=None, ppid=None)
-        self.emit("hook", label, hook=hook, line=line, decision=None)
+        self.emit(HOOK, label, hook=hook, line=line, decision=None)
         m = HOOK_LINE_RE.match(line or "")
         if m is not None and self.names.get(label) != m.group("name"):
             self.names[label] = m.group("name")
-            self.emit("registered", label, session_id=mcp_session_id(host_id), name=m.group("name"), how="hook")
+            self.emit(REGISTERED, label, session_id=mcp_session_id(host_id), name=m.group("name"), how="hook")
         return line
 
     def stop_hook(self, label: str, status: str) -> Optional[str]:
         out = cursor_stop_hook(self.store, self.config, self.sid(label), status=status,
                                loop_count=self.loop_count[label])
         message = (out or {}).get("followup_message")
-        self.emit("hook", label, hook="stop", line=message, decision="followup" if message else None)
+        self.emit(HOOK, label, hook="stop", line=message, decision="followup" if message else None)
         return message
 
     # -- tools -------------------------------------------------------------------
@@ -74,7 +75,7 @@ class CursorHarness(Harness):
             name = registered_name(reply.text)
             if name and self.names.get(label) != name:
                 self.names[label] = name
-                self.emit("registered", label, session_id=None, name=name, how="explicit")
+                self.emit(REGISTERED, label, session_id=None, name=name, how="explicit")
         return reply
 
     # -- actions and turns -------------------------------------------------------
@@ -86,7 +87,7 @@ class CursorHarness(Harness):
     def act_prompt(self, label: Optional[str], args: PromptArgs):
         label = self.acting(label)
         text = args.text or self.faker.sentence(nb_words=6)
-        self.emit("user-prompt", label, text=text)
+        self.emit(USER_PROMPT, label, text=text)
         self.loop_count[label] = 0  # a real prompt ends a follow-up chain
         self.prompt_hook(label)
         self.want_turn(label, "user")
@@ -106,7 +107,7 @@ class CursorHarness(Harness):
         if message:
             # The follow-up is auto-submitted: a new turn the agent reads in.
             self.turns[label].end()
-            self.emit("turn-end", label)
+            self.emit(TURN_END, label)
             self.loop_count[label] += 1
             self.start_turn(label, "followup")
             return

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from simulator.events import STREAM_EVENT
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command, FollowUp
 
 # The host events the stream carries: the follow-ups a harness asks for that
@@ -69,5 +70,5 @@ class HostEventStream:
             f = min(due, key=lambda x: x.at)
             self._pending.remove(f)
             self._delivered.append(f)
-            self._emit("stream-event", f.session, op=f.op, inside=inside, prompted=prompted)
+            self._emit(STREAM_EVENT, f.session, op=f.op, inside=inside, prompted=prompted)
             self._deliver(Command(dispatch, now, f.op, f.session, dict(f.args)))

@@ -36,6 +36,7 @@ from thatch_core.config import ConfigSource
 from thatch_core.runtime import OpencodeRuntime
 
 from simulator.child.crash_points import crash_points
+from simulator.events import ECHO, POLL, REGISTERED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE
 from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
@@ -81,12 +82,12 @@ class FakeOpencodeClient:
         synthetic = any(p.get("synthetic") for p in parts)
         if no_reply:
             if not synthetic:
-                h.emit("echo", label, text=text)
+                h.emit(ECHO, label, text=text)
             h.inbox.append((label, list(parts), None))
             return
         senders, count = parse_nudge(text)
         hosted = h.runtime is not None and session_id in h.runtime.hosted_sessions()
-        h.emit("wake", label, senders=senders, count=count, text=text, hosted=hosted)
+        h.emit(WAKE, label, senders=senders, count=count, text=text, hosted=hosted)
         h.inbox.append((label, list(parts), "wake"))
         crash_points().reached("wake-prompt", "after", session=label)
 
@@ -164,7 +165,7 @@ class OpencodeHarness(Harness):
         (R24); other notes (a failed prompt, an unknown status) are not."""
         m = _LOG_FAILURE.match(message)
         if m is not None:
-            self.emit("store-error", None, where=m.group("where"), error=m.group("error"))
+            self.emit(STORE_ERROR, None, where=m.group("where"), error=m.group("error"))
 
     # -- session helpers ---------------------------------------------------------
 
@@ -195,7 +196,7 @@ class OpencodeHarness(Harness):
             return
         if self.names.get(label) != row.name:
             self.names[label] = row.name
-            self.emit("registered", label, session_id=row.session_id, name=row.name, how=how)
+            self.emit(REGISTERED, label, session_id=row.session_id, name=row.name, how=how)
 
     # -- the event stream (events: synchronous) -------------------------------------
 
@@ -229,7 +230,7 @@ class OpencodeHarness(Harness):
         if self.runtime is None or self.runtime.poller is None:
             return {"poller": False}  # chat disabled at init: the poller never started (R29)
         hosted = sorted(self.label_of(s) or s for s in self.runtime.hosted_sessions())
-        self.emit("poll", None, hosted=hosted)
+        self.emit(POLL, None, hosted=hosted)
         self.runtime.poller.poll()
         return None
 
@@ -285,7 +286,7 @@ class OpencodeHarness(Harness):
         if label in self.closed_sessions:
             raise Refused(f"session {label} was closed")
         text = args.text or self.faker.sentence(nb_words=6)
-        self.emit("user-prompt", label, text=text)
+        self.emit(USER_PROMPT, label, text=text)
         # chat.message fires before the model runs: the session is
         # addressable within its very first turn (R1).
         self.runtime.on_chat_message(self.sid(label), [{"type": "text", "text": text}])
@@ -335,12 +336,12 @@ class OpencodeHarness(Harness):
         run_id = (self.ctx.names_by_label or {}).get(sender) if sender else None
         sender_id = self.chat_id_of(run_id) if run_id else None  # an MCP host's sender is its mcp_ id
         action = "approve" if decision == "approved" else "decline"
-        self.emit("tool-call", label, tool=action, args={"from": sender} if sender else {})
+        self.emit(TOOL_CALL, label, tool=action, args={"from": sender} if sender else {})
         res = self.runtime.review_held(self.sid(label), decision, from_session=sender_id)
         data = {"tool": action, "ok": bool(res.ok), "text": res.text}
         if self._step is not None:
             data["step"] = self._step
-        self.emit("tool-result", label, **data)
+        self.emit(TOOL_RESULT, label, **data)
         return {"ok": bool(res.ok), "text": res.text}
 
     # -- lifecycle ---------------------------------------------------------------

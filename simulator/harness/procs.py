@@ -33,6 +33,7 @@ from multiprocess.connection import Connection
 from simulator import clock
 from simulator.child import hygiene
 from simulator.child.crash_points import crash_points
+from simulator.events import CRASH
 
 _EVENT = "event"
 _RESULT = "result"
@@ -97,7 +98,7 @@ def _relay(conn, recorder, on_crash: Callable[[], None], session: Optional[str] 
             _, kind, ev_session, data = msg
             if recorder is not None:
                 recorder.emit(kind, ev_session or session, **data)
-            if kind == "crash":
+            if kind == CRASH:
                 # The fired point is spent: never let the next child fire it again.
                 crash_points().disarm()
             continue

@@ -23,6 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from simulator.events import data_of
 from simulator.history import encode_event, event_place
 from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
 from simulator.report.svg import C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS, render_timeline
@@ -74,7 +75,7 @@ def _e(s: Any) -> str:
 
 
 def _event_line(e: dict[str, Any], long_run: bool) -> str:
-    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(e.get("data") or {}, 160)
+    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(data_of(e), 160)
     return f"#{e.get('i', '?'):<5} {t:>10}  {event_place(e):<22} {e.get('kind', ''):<15} {data}"
 
 
@@ -134,7 +135,7 @@ def _witness_table(result: RunResult, layout: Layout, match: Callable[[Any], Opt
            '<table class="v"><tr><th>#</th><th>breaks</th><th>time</th><th>where</th><th>kind</th><th>data</th></tr>']
     for n, w in sorted(layout.witness.items(), key=lambda kv: kv[1]):
         e = result.history[n]
-        data = fmt_data(e.get("data") or {})
+        data = fmt_data(data_of(e))
         out.append(f'<tr><td><a class="wl" href="#w{w}">W{w}</a></td>'
                    f'<td>{_e(", ".join(dict.fromkeys(checks.get(n, []))))}</td>'
                    f'<td>{fmt_t(int(e.get("t", 0)), layout.long_run)}</td><td>{_e(event_place(e))}</td>'

@@ -25,6 +25,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from simulator.events import (
+    CRASH, EXPECTATION, FAULT, FAULT_FIRED, FAULT_NOT_FIRED, FORK, LOCK_RELEASED, PHASE, PROCESS_EXIT,
+    PROCESS_START, REGISTERED, RUN_END, RUN_START, SAMPLE, SLEEP_END, SLEEP_START, STEP_DROPPED, STORE_ERROR,
+    TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE, data_of,
+)
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
 
 ORCH = "orchestrator"
@@ -40,16 +45,16 @@ LONG_RUN_MS = 3_600_000  # from an hour of virtual time on, times read h:mm:ss
 # boundaries, tool-calls, hooks, echoes) feed bars and tooltips or are only
 # drawn when a verdict names them as witnesses.
 ROW_KINDS = {
-    "run-start", "run-end", "phase", "process-start", "process-exit", "fault",
-    "fault-fired", "fault-not-fired", "sleep-start", "sleep-end", "expectation",
-    "crash", "store-error", "fork", "wake", "tool-result", "registered", "user-prompt",
-    "step-dropped", "lock-released",
+    RUN_START, RUN_END, PHASE, PROCESS_START, PROCESS_EXIT, FAULT,
+    FAULT_FIRED, FAULT_NOT_FIRED, SLEEP_START, SLEEP_END, EXPECTATION,
+    CRASH, STORE_ERROR, FORK, WAKE, TOOL_RESULT, REGISTERED, USER_PROMPT,
+    STEP_DROPPED, LOCK_RELEASED,
 }
 # Priority when a run has more rows than MAX_ROWS: lower tier survives first.
-TIER0 = {"run-start", "run-end", "phase", "process-start", "process-exit", "fault", "fault-fired",
-         "fault-not-fired", "sleep-start", "sleep-end", "crash", "store-error", "fork", "step-dropped",
-         "lock-released"}
-TIER1 = {"wake", "tool-result", "sample"}
+TIER0 = {RUN_START, RUN_END, PHASE, PROCESS_START, PROCESS_EXIT, FAULT, FAULT_FIRED,
+         FAULT_NOT_FIRED, SLEEP_START, SLEEP_END, CRASH, STORE_ERROR, FORK, STEP_DROPPED,
+         LOCK_RELEASED}
+TIER1 = {WAKE, TOOL_RESULT, SAMPLE}
 MESSAGE_TOOLS = {"thatch_chat_send", "thatch_chat_broadcast"}
 
 
@@ -201,7 +206,7 @@ def session_lane(lanes: dict[LaneKey, Lane], label: str, t: int) -> Optional[Lan
 
 def _fault_target(e: dict[str, Any], procs: set[str], lanes) -> Optional[LaneKey]:
     """The lane a fault event is about, when its payload names a process or a session."""
-    d = e.get("data") or {}
+    d = data_of(e)
     cands = [d.get("target"), d.get("proc")]
     sessions = []
     for sub in (d.get("args"), d.get("detail")):
@@ -245,9 +250,9 @@ class _Census:
 
     def see_lifecycle(self, e: dict[str, Any]) -> None:
         """Processes starting and exiting, and every process or session an event happens in."""
-        proc, ses, t, d = e.get("proc") or ORCH, e.get("session"), int(e.get("t", 0)), e.get("data") or {}
+        proc, ses, t, d = e.get("proc") or ORCH, e.get("session"), int(e.get("t", 0)), data_of(e)
         kind = e.get("kind")
-        if kind == "process-start" and d.get("target"):
+        if kind == PROCESS_START and d.get("target"):
             target = d["target"]
             self.add(target, None, t)
             self.proc_kind[target] = str(d.get("proc_kind", self.proc_kind.get(target, "")))
@@ -257,7 +262,7 @@ class _Census:
             if d.get("resumed"):
                 self.add(target, d["resumed"], t)
             self.alive.setdefault(target, []).append((t, None))
-        elif kind == "process-exit" and d.get("target") in self.alive:
+        elif kind == PROCESS_EXIT and d.get("target") in self.alive:
             spans = self.alive[d["target"]]
             if spans and spans[-1][1] is None:
                 spans[-1] = (spans[-1][0], t)
@@ -268,16 +273,16 @@ class _Census:
 
     def see_identity(self, e: dict[str, Any]) -> None:
         """The names and ids a session is known by (message recipients are resolved through them)."""
-        kind, ses, d = e.get("kind"), e.get("session"), e.get("data") or {}
-        if kind == "registered" and ses:
+        kind, ses, d = e.get("kind"), e.get("session"), data_of(e)
+        if kind == REGISTERED and ses:
             if d.get("name"):
                 self.names[ses] = str(d["name"])
                 self.all_names[str(d["name"]).lower()] = ses
             if d.get("session_id"):
                 self.ids[str(d["session_id"])] = ses
-        elif kind == "fork" and ses and d.get("new_host_id"):
+        elif kind == FORK and ses and d.get("new_host_id"):
             self.ids[str(d["new_host_id"])] = ses
-        elif kind == "sample":
+        elif kind == SAMPLE:
             for label, row in (d.get("sessions") or {}).items():
                 if isinstance(row, dict) and row.get("name"):
                     self.names[label] = str(row["name"])
@@ -341,11 +346,11 @@ def _pick_rows(history: list[dict[str, Any]], witness: dict[int, int], census: _
     step_target: dict[Any, LaneKey] = {}   # fault step -> the lane it hits
     fresh_state: dict[str, str] = {}
     for n, e in enumerate(history):
-        kind, d = e.get("kind"), e.get("data") or {}
+        kind, d = e.get("kind"), data_of(e)
         key = (e.get("proc") or ORCH, e.get("session"))
-        if kind == "tool-call":
+        if kind == TOOL_CALL:
             last_call[key] = d
-        elif kind == "sample":
+        elif kind == SAMPLE:
             registered_now = {k: v for k, v in (d.get("sessions") or {}).items() if isinstance(v, dict)}
             # A sample becomes a row only where a session's freshness changes.
             moved = _freshness_moves(registered_now, fresh_state)
@@ -353,12 +358,12 @@ def _pick_rows(history: list[dict[str, Any]], witness: dict[int, int], census: _
                 picks.changes[n] = moved
         if kind in ROW_KINDS or n in witness or n in picks.changes:
             picks.rows.append(n)
-        if kind == "tool-result" and d.get("ok") and d.get("tool") in MESSAGE_TOOLS:
+        if kind == TOOL_RESULT and d.get("ok") and d.get("tool") in MESSAGE_TOOLS:
             call = last_call.get(key) or {}
             picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
                                                    census.sessions)
             picks.bodies[n] = str((call.get("args") or {}).get("body", ""))
-        elif kind in ("fault", "fault-fired"):
+        elif kind in (FAULT, FAULT_FIRED):
             target = _fault_target(e, proc_set, lanes) or step_target.get(d.get("step"))
             if target is not None:
                 picks.recipients[n] = [target]
@@ -415,7 +420,7 @@ def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[La
     """Recipient session labels of a successful send / broadcast (procs resolved later)."""
     sender = e.get("session")
     args = call.get("args") or {}
-    if e["data"].get("tool") == "thatch_chat_send":
+    if data_of(e).get("tool") == "thatch_chat_send":
         to = str(args.get("to", "") or "")
         label = by_name.get(to.lower()) or ids.get(to) or (to if any(to in s for s in sessions.values()) else None)
         return [("?", label or to)]

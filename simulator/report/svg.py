@@ -18,6 +18,11 @@ import math
 from html import escape
 from typing import Any, Callable, Optional
 
+from simulator.events import (
+    CRASH, ECHO, EXPECTATION, FAULT, FAULT_FIRED, FAULT_NOT_FIRED, FORK, HOOK, LOCK_RELEASED, PHASE, POLL,
+    PROCESS_EXIT, PROCESS_START, REGISTERED, RUN_END, RUN_START, SAMPLE, SLEEP_END, SLEEP_START, STATUS,
+    STEP_DROPPED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_PROMPT, WAKE, data_of, sample_rows,
+)
 from simulator.history import event_place
 from simulator.report.lanes import (LANE_W, LEFT, ORCH, ROW_H, Layout, build_layout, fmt_data, fmt_span, fmt_t,
                                     sample_state)
@@ -47,7 +52,7 @@ def _clip(s: Any, n: int = LABEL_CHARS) -> str:
 
 
 def _title(e: dict[str, Any], long_run: bool) -> str:
-    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(e.get("data") or {}, 400)
+    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(data_of(e), 400)
     return f"<title>#{e.get('i', '?')} t={t} {_x(event_place(e, ORCH))} {_x(e.get('kind'))}\n{_x(data)}</title>"
 
 
@@ -128,7 +133,7 @@ class _Row(_Sheet):
     def __init__(self, layout: Layout, n: int, e: dict[str, Any], y: float) -> None:
         super().__init__()
         self.layout, self.n, self.e, self.y = layout, n, e, y
-        self.d: dict[str, Any] = e.get("data") or {}
+        self.d: dict[str, Any] = data_of(e)
         self.t = int(e.get("t", 0))
         self.at(_lane_x(layout, e))
 
@@ -175,7 +180,7 @@ def _draw_crash(row: _Row) -> None:
 def _draw_fault(row: _Row) -> None:
     """A fault armed or fired: an arrow to the lane it hits, or a bolt where it names none."""
     d, lanes = row.d, row.layout.lanes
-    verb = "armed" if row.e.get("kind") == "fault" else "fired"
+    verb = "armed" if row.e.get("kind") == FAULT else "fired"
     targets = row.layout.recipients.get(row.n) or []
     if not targets or targets[0] not in lanes:
         row.mark("bolt", C_FAULT, f"fault#{d.get('step', '?')} {d.get('fault')} {verb}")
@@ -254,7 +259,7 @@ def _draw_sample(row: _Row) -> None:
         return
     rows = row.d.get("sessions") or {}
     stale = [k for k, v in rows.items() if isinstance(v, dict) and v.get("stale")]
-    row.mark("diamond", "#57606a", "sample" + (f": stale {', '.join(stale)}" if stale else ": all fresh"), "lb muted")
+    row.mark("diamond", "#57606a", SAMPLE + (f": stale {', '.join(stale)}" if stale else ": all fresh"), "lb muted")
 
 
 def _draw_activity(row: _Row) -> None:
@@ -273,7 +278,7 @@ def _draw_run_start(row: _Row) -> None:
 
 
 def _draw_run_end(row: _Row) -> None:
-    row.mark("square", "#24292f", "run-end")
+    row.mark("square", "#24292f", RUN_END)
 
 
 def _draw_phase(row: _Row) -> None:
@@ -329,28 +334,28 @@ def _draw_other(row: _Row) -> None:
 
 
 _DRAWERS: dict[str, Callable[[_Row], None]] = {
-    "process-start": _draw_process_start,
-    "process-exit": _draw_process_exit,
-    "crash": _draw_crash,
-    "fault": _draw_fault,
-    "fault-fired": _draw_fault,
-    "fault-not-fired": _draw_fault_not_fired,
-    "sleep-start": _draw_sleep_start,
-    "sleep-end": _draw_sleep_end,
-    "fork": _draw_fork,
-    "registered": _draw_registered,
-    "user-prompt": _draw_user_prompt,
-    "expectation": _draw_expectation,
-    "step-dropped": _draw_step_dropped,
-    "lock-released": _draw_lock_released,
-    "sample": _draw_sample,
-    **dict.fromkeys(("status", "turn-start", "turn-end", "poll", "hook", "echo", "tool-call"), _draw_activity),
-    "store-error": _draw_store_error,
-    "run-start": _draw_run_start,
-    "run-end": _draw_run_end,
-    "phase": _draw_phase,
-    "wake": _draw_wake,
-    "tool-result": _draw_tool_result,
+    PROCESS_START: _draw_process_start,
+    PROCESS_EXIT: _draw_process_exit,
+    CRASH: _draw_crash,
+    FAULT: _draw_fault,
+    FAULT_FIRED: _draw_fault,
+    FAULT_NOT_FIRED: _draw_fault_not_fired,
+    SLEEP_START: _draw_sleep_start,
+    SLEEP_END: _draw_sleep_end,
+    FORK: _draw_fork,
+    REGISTERED: _draw_registered,
+    USER_PROMPT: _draw_user_prompt,
+    EXPECTATION: _draw_expectation,
+    STEP_DROPPED: _draw_step_dropped,
+    LOCK_RELEASED: _draw_lock_released,
+    SAMPLE: _draw_sample,
+    **dict.fromkeys((STATUS, TURN_START, TURN_END, POLL, HOOK, ECHO, TOOL_CALL), _draw_activity),
+    STORE_ERROR: _draw_store_error,
+    RUN_START: _draw_run_start,
+    RUN_END: _draw_run_end,
+    PHASE: _draw_phase,
+    WAKE: _draw_wake,
+    TOOL_RESULT: _draw_tool_result,
 }
 
 
@@ -366,10 +371,10 @@ def _freshness_bars(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
     segs: dict[str, list[tuple[int, str]]] = {}
     lane_labels = [k for ps in layout.groups for k in ps[1] if k]
     for e in history:
-        if e.get("kind") != "sample":
+        if e.get("kind") != SAMPLE:
             continue
         t = int(e.get("t", 0))
-        rows = (e.get("data") or {}).get("sessions") or {}
+        rows = sample_rows(e)
         for label in dict.fromkeys(lane_labels + list(rows)):
             state = sample_state(rows.get(label))
             seq = segs.setdefault(label, [])
@@ -396,13 +401,13 @@ def _busy_bars(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
     """Busy (or compacting) windows per session lane, from the `status` events."""
     out: list[str] = []
     busy_from: dict[tuple[str, str], int] = {}
-    closing = [{"kind": "status", "t": layout.end_t, "proc": p, "session": s, "data": {"status": "idle"}}
+    closing = [{"kind": STATUS, "t": layout.end_t, "proc": p, "session": s, "data": {"status": "idle"}}
                for (p, s) in list(layout.lanes) if s]
     for e in history + closing:
-        if e.get("kind") != "status" or not e.get("session"):
+        if e.get("kind") != STATUS or not e.get("session"):
             continue
         key = (e.get("proc"), e["session"])
-        busy = (e.get("data") or {}).get("status") == "busy" or (e.get("data") or {}).get("compacting")
+        busy = data_of(e).get("status") == "busy" or data_of(e).get("compacting")
         if busy and key not in busy_from:
             busy_from[key] = int(e.get("t", 0))
         elif not busy and key in busy_from:
@@ -439,9 +444,9 @@ def _sleep_bands(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
     out = []
     start: Optional[int] = None
     for e in history:
-        if e.get("kind") == "sleep-start":
+        if e.get("kind") == SLEEP_START:
             start = int(e.get("t", 0))
-        elif e.get("kind") == "sleep-end" and start is not None:
+        elif e.get("kind") == SLEEP_END and start is not None:
             y0, y1 = layout.y_of_t(start), layout.y_of_t(int(e.get("t", 0))) + ROW_H / 2
             out.append(f'<rect x="{LEFT}" y="{y0:.1f}" width="{layout.width - LEFT}" height="{y1 - y0:.1f}" '
                        f'fill="#dde6f5" opacity="0.75"><title>machine asleep {fmt_span(int(e.get("t", 0)) - start)}'
@@ -498,7 +503,7 @@ def _rows(layout: Layout, rows: list[_Row]) -> list[str]:
             out.append(f'<line x1="{LEFT - 4}" y1="{top:.0f}" x2="{W}" y2="{top:.0f}" class="grid"/>')
             out.append(_text(LEFT - 8, y + 4, fmt_t(row.t, long_run), "tm", "end"))
         prev_t = row.t
-        if e.get("kind") == "phase":
+        if e.get("kind") == PHASE:
             out.append(f'<line x1="{LEFT}" y1="{y}" x2="{W}" y2="{y}" class="phase"/>')
         out.append(f'<g class="ev k-{_x(e.get("kind"))}">{_title(e, long_run)}{"".join(row.pieces)}</g>')
         w = layout.witness.get(row.n)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from simulator.events import data_of
 from simulator.history import event_place
 from simulator.result import RunResult, Verdict
 
@@ -46,7 +47,7 @@ def format_event(event: dict[str, Any]) -> str:
     """One history event as `  +1m30s  h2/bob  wake  senders=[...] count=1`."""
     # "?": a witness that is no history event (a database row) names no process
     who = event_place(event, unknown="?")
-    data = event.get("data") or {}
+    data = data_of(event)
     fields = " ".join(f"{k}={_short(v)}" for k, v in data.items()) if isinstance(data, dict) else _short(data)
     return f"  {format_offset(event.get('t', 0))}  {who}  {event.get('kind', '?')}  {fields}".rstrip()
 

@@ -13,7 +13,7 @@ def test_emit_writes_one_sorted_json_line_per_event(tmp_path):
     rec = Recorder.for_process(tmp_path, "h1", 0)
     rec.current(dispatch=7, t=90_000)
     rec.emit("poll", hosted=["alice"])
-    rec.emit("wake", "bob", senders=["x"], count=1)
+    rec.emit("wake", "bob", senders=["x"], count=1, text="...", hosted=True)
     lines = (tmp_path / "history" / "h1.0.jsonl").read_text().splitlines()
     assert len(lines) == 2
     first = json.loads(lines[0])
@@ -29,8 +29,8 @@ def test_events_written_before_a_sigkill_survive(tmp_path):
     if pid == 0:  # child: record, then die the hard way
         rec = Recorder.for_process(tmp_path, "h1", 0)
         for n in range(50):
-            rec.emit("poll", n=n)
-        rec.emit("crash", point="heartbeat", sql="update ...")
+            rec.emit("poll", hosted=[f"s{n}"])
+        rec.emit("crash", point="heartbeat", sql="update ...", step=None)
         os.kill(os.getpid(), signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
@@ -41,10 +41,10 @@ def test_events_written_before_a_sigkill_survive(tmp_path):
 def test_merge_orders_by_dispatch_then_orchestrator_then_declared_processes(tmp_path):
     orch = Recorder.for_process(tmp_path, "orchestrator")
     h2, h1 = Recorder.for_process(tmp_path, "h2"), Recorder.for_process(tmp_path, "h1")
-    h2.current(2, 30_000); h2.emit("poll")
-    h1.current(2, 30_000); h1.emit("poll"); h1.emit("wake", "a")
-    orch.current(2, 30_000); orch.emit("fault", fault="kill")
-    orch.current(1, 0); orch.emit("run-start")
+    h2.current(2, 30_000); h2.emit("poll", hosted=[])
+    h1.current(2, 30_000); h1.emit("poll", hosted=[]); h1.emit("wake", "a", senders=[], count=0, text="", hosted=True)
+    orch.current(2, 30_000); orch.emit("fault", fault="kill", step=0, args={})
+    orch.current(1, 0); orch.emit("run-start", scenario="s", seed=1, dispatch_mode="serial", epoch_ms=0)
     merged = merge(tmp_path, ["h2", "h1"])
     assert [(e["dispatch"], e["proc"], e["kind"]) for e in merged] == [
         (1, "orchestrator", "run-start"), (2, "orchestrator", "fault"),
@@ -57,8 +57,9 @@ def test_merge_orders_by_dispatch_then_orchestrator_then_declared_processes(tmp_
 
 def test_merge_skips_a_torn_last_line_and_is_byte_stable(tmp_path):
     rec = Recorder.for_process(tmp_path, "h1")
-    rec.emit("poll")
-    with open(tmp_path / "history" / "h1.0.jsonl", "a") as fh:
+    rec.emit("poll", hosted=[])
+    with open(
+tmp_path / "history" / "h1.0.jsonl", "a") as fh:
         fh.write('{"t": 0, "kind": "wa')  # killed mid-write (never by os.write, but be safe)
     first = merge(tmp_path, ["h1"])
     again = (tmp_path / MERGED_NAME).read_bytes()

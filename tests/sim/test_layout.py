@@ -20,8 +20,8 @@ PACKAGES = ("thatch_core", "simulator")
 MAX_FUNCTION_LINES = 60
 
 # Who may import whom inside simulator/, by first component after `simulator.`.
-# The leaf vocabulary (clock, protocol, history, result, design) is open to all.
-LEAVES = {"clock", "protocol", "history", "result", "design"}
+# The leaf vocabulary (clock, protocol, history, events, result, design) is open to all.
+LEAVES = {"clock", "protocol", "history", "events", "result", "design"}
 ALLOWED = {
     "scenario": set(),
     "child": set(),

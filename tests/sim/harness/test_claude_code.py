@@ -19,7 +19,7 @@ import pytest
 from freezegun import freeze_time
 
 from simulator import clock
-from harnesskit import make_ctx, session_info
+from harnesskit import make_ctx, session_info, typed_act
 from simulator.history import read_events
 from simulator.protocol import OP_ACT, OP_FORK, OP_START, OP_STOP, OP_TURN_END, Command
 from simulator.child.worker import child_main
@@ -73,7 +73,7 @@ class Host:
         return reply
 
     def act(self, t: int, action: str, **args):
-        return self.send(OP_ACT, t, action=action, **args)
+        return self.send(OP_ACT, t, **typed_act(action, "alice", **args))
 
     def events(self, kind=None):
         evs = read_events(self.run_dir / "history" / f"{self.label}.0.jsonl")
@@ -219,7 +219,7 @@ def test_a_resumed_conversation_announces_its_mail_at_session_start(host, tmp_pa
         store.send(BOB, name, "while you were away")
     again = host(label="cc2", resumed="alice")
     reply = again.send(OP_START, 60_000, session=None)
-    assert [(f.at, f.args) for f in reply.followups] == [(60_000, {"action": "appear"})]
+    assert [(f.at, f.args) for f in reply.followups] == [(60_000, typed_act("appear", "alice"))]
     again.act(60_000, "appear")
     line = again.hooks("SessionStart")[0]["line"]
     assert line.startswith(f"thatch chat: you are {name} (1 unread)")

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from simulator.harness.opencode import parse_nudge
-from harnesskit import Driver, make_ctx, session_info
+from harnesskit import Driver, make_ctx, session_info, typed_act
 from simulator.protocol import OP_POLL, OP_START, OP_TURN_END
 from thatch_core.db import open_db
 from thatch_core.poller import ChatPoller
@@ -64,7 +64,7 @@ def test_first_prompt_registers_before_the_model_runs(drivers, tmp_path):
     d = drivers([session_info("alice", A), session_info("kid", C, parent="alice", parent_id=A)])
     reply = d.send(OP_START, 0)
     assert [(f.at, f.session, f.args) for f in reply.followups] == [
-        (0, "alice", {"action": "prompt"}), (0, "kid", {"action": "prompt"})]
+        (0, "alice", typed_act("prompt", "alice")), (0, "kid", typed_act("prompt", "kid"))]
     d.run_until(0)
     alice = [e for e in d.events(session="alice") if e["kind"] in ("registered", "turn-start")]
     assert kinds(alice) == ["registered", "turn-start"]
@@ -80,7 +80,7 @@ def test_a_session_joining_on_idle_registers_at_its_first_idle_event(drivers):
     their own chat_register."""
     d = drivers([session_info("tab", A, joins="idle", start="5s"), session_info("quiet", B, joins="explicit")])
     reply = d.send(OP_START, 0)
-    assert [(f.at, f.session, f.args) for f in reply.followups] == [(5_000, "tab", {"action": "appear"})]
+    assert [(f.at, f.session, f.args) for f in reply.followups] == [(5_000, "tab", typed_act("appear", "tab"))]
     d.run_until(10_000)
     assert [(e["session"], e["data"]["how"]) for e in d.events("registered")] == [("tab", "idle")]
     assert d.events("turn-start") == []
@@ -276,10 +276,10 @@ def test_config_step_rewrites_the_file_and_tools_reread_it(drivers, tmp_path):
     """R29, R30: a config step rewrites the process's config file; the tools
     re-read it per call."""
     d = two_sessions(drivers)
-    d.act(31_000, "config", None, enabled=False)
+    d.act(31_000, "config", None, process="h1", enabled=False)
     assert json.loads((tmp_path / "h1" / "config.json").read_text())["chat"]["enabled"] is False
     assert d.act(32_000, "list", "alice").result["text"].startswith("[disabled]")
-    d.act(33_000, "config", None, enabled=True, autoRegister=False)
+    d.act(33_000, "config", None, process="h1", enabled=True, autoRegister=False)
     assert d.act(34_000, "list", "alice").result["ok"]
 
 
