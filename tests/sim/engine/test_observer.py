@@ -6,12 +6,17 @@ Stale = more than 60 s since the last beat; exactly 60 s is fresh; a
 
 from __future__ import annotations
 
+import sqlite3
+from types import SimpleNamespace
+
 import pytest
 from thatch_core.db import open_db
 
 from simulator import clock
 from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine import observer
 from simulator.engine.observer import Observer
+from simulator.engine.processes import ForkGuard
 from simulator.engine.world import World
 from simulator.history import read_events
 from simulator.scenario.model import Scenario
@@ -32,7 +37,7 @@ LAST_SEEN = {
 }
 
 
-def sample(tmp_path, last_seen: dict[str, str]) -> dict:
+def sample(tmp_path, last_seen: dict[str, str], guard: ForkGuard | None = None) -> dict:
     spec = Scenario.model_validate({"name": "obs", "duration": "20m", "processes": [
         {"id": "h1", "sessions": [{"id": label} for label in last_seen]}]})
     world = World(spec, tmp_path, 3)
@@ -44,7 +49,8 @@ def sample(tmp_path, last_seen: dict[str, str]) -> dict:
     conn.close()
     log = DispatchLog(clock.VirtualClock(T))
     log.open(tmp_path)
-    Observer(spec, world, log, exchange=lambda t, d, wave: [], host_of=lambda s: None).sample(T)
+    Observer(spec, world, log, exchange=lambda t, d, wave: [], host_of=lambda s: None,
+             guard=guard or ForkGuard()).sample(T)
     log.close()
     events = read_events(tmp_path / "history" / "orchestrator.0.jsonl")
     return events[-1]["data"]["sessions"]
@@ -63,3 +69,16 @@ def test_stored_timestamps_read_back_in_both_spellings():
     assert clock.parse_iso_ms("2026-01-05T09:00:00Z") == clock.START_EPOCH_MS
     assert clock.parse_iso_ms("2026-01-05 10:00:00+01:00") == clock.START_EPOCH_MS
     assert [clock.parse_iso_ms(v) for v in (None, "", "last tuesday", 17)] == [None, None, None, None]
+
+
+def test_the_observer_holds_the_fork_guard_while_its_connection_is_open(tmp_path, monkeypatch):
+    """The guard `Processes.fork` checks is set for exactly as long as a sample's connection lives."""
+    guard, seen = ForkGuard(), []
+
+    def watched(*args, **kwargs):
+        seen.append(guard.reading)
+        return sqlite3.connect(*args, **kwargs)
+
+    monkeypatch.setattr(observer, "sqlite3", SimpleNamespace(connect=watched, Error=sqlite3.Error))
+    sessions = sample(tmp_path, {"fresh": LAST_SEEN["fresh"]}, guard)
+    assert sessions["fresh"]["registered"] and seen == [True] and guard.reading is False
