@@ -16,7 +16,7 @@ from simulator import clock as vclock
 from simulator import design
 from simulator.engine.agenda import Entry, Expect, ExpectFirst
 from simulator.engine.dispatch_log import DispatchLog
-from simulator.engine.processes import Live, ProcessCommand
+from simulator.engine.processes import ForkGuard, Live, ProcessCommand
 from simulator.engine.world import World
 from simulator.events import EXPECTATION, SAMPLE
 from simulator.protocol import OP_ACT, Reply, act_args
@@ -44,7 +44,7 @@ def observations(spec: Scenario, end_t: int) -> list[tuple[int, Entry]]:
     return out
 
 
-# Sends one wave of commands at (t, dispatch) and returns the replies (the orchestrator's `exchange`).
+# Sends one wave of commands at (t, dispatch) and returns the replies (the dispatcher's `exchange`).
 Exchange = Callable[[int, int, list[ProcessCommand]], list[Optional[Reply]]]
 
 
@@ -52,24 +52,24 @@ class Observer:
     """Samples of the directory and the facts point expectations need."""
 
     def __init__(self, spec: Scenario, world: World, log: DispatchLog, exchange: Exchange,
-                 host_of: Callable[[str], Optional[Live]]) -> None:
+                 host_of: Callable[[str], Optional[Live]], guard: ForkGuard) -> None:
         self.spec = spec
         self.world = world
         self.log = log
         self._exchange = exchange
         self._host_of = host_of
-        self.reading = False   # a connection is open right now (never at a fork)
+        self._guard = guard    # set while a connection is open here (the processes fork only while it is clear)
 
     def _read_db(self, query: str, params: tuple = ()) -> list[tuple]:
         """A short-lived read: opened and closed here, so no connection outlives it into a fork."""
-        self.reading = True
+        self._guard.reading = True
         conn = sqlite3.connect(str(self.world.db_path), timeout=10, isolation_level=None)
         try:
             conn.execute("PRAGMA query_only = 1")
             return conn.execute(query, params).fetchall()
         finally:
             conn.close()
-            self.reading = False
+            self._guard.reading = False
 
     def sample(self, t: int) -> None:
         """Record every session's row as it is now (`sample`), stale or not by the design's rule (R14)."""

@@ -3,14 +3,18 @@
 One `Orchestrator` runs one scenario. Its agenda (agenda.py) is ordered by
 `(t, priority, insertion seq)`: process starts, scripted steps, each opencode
 process's poll timer, follow-ups the harnesses ask for (turn ends, windows),
-samples of the directory, expectation observations, fault bookkeeping. It
-holds its collaborators: `Processes` (forks and reaps the children),
-`Observer` (samples, expectation facts), `DispatchLog` (its own history lane
-and the dispatch counter); fault steps are faults.py.
-Popping an entry moves the virtual clock there and dispatches it: a
-`Command` down the process's pipe, then a blocking wait for its `Reply`
-under the real-time wall guard (this process is never frozen, so
-`conn.poll(timeout)` is safe here; pitfalls: only frozen children must not).
+samples of the directory, expectation observations, fault bookkeeping.
+Popping an entry moves the virtual clock there and runs it; one that becomes
+a command goes to the `Dispatcher` (dispatch.py): a `Command` down the
+process's pipe, then a blocking wait for its `Reply` under the real-time wall
+guard, crash detection, the last command for error messages.
+
+It holds its collaborators, each given only what it uses (D-sim-29):
+`Processes` (forks and reaps the children), `Dispatcher`, `Observer`
+(samples, expectation facts; it sends a roster's `list` through the
+dispatcher's `exchange`), `DispatchLog` (its own history lane and the
+dispatch counter), `Windows` (the windowed engine, through `WindowedRun`
+and the dispatcher); fault steps (faults.py) see it as a `FaultEngine`.
 
 Invariants:
 - no SQLite connection is open in this process at any fork (`Processes.fork`
@@ -28,7 +32,6 @@ Invariants:
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -41,6 +44,7 @@ from simulator.engine.agenda import (
     Agenda, End, Entry, Expect, ExpectFirst, HarnessFollowUp, LockRelease, Phase, Poll, Sample, SleepEnd, StartProcess,
     Step,
 )
+from simulator.engine.dispatch import Dispatcher, SimulationError, SimulationTimeout
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.observer import Observer, observations
 from simulator.engine.preload import preload
@@ -48,12 +52,11 @@ from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import ENGINES, Windows
 from simulator.engine.world import World
 from simulator.events import (
-    CRASH, FAULT_FIRED, FAULT_NOT_FIRED, LOCK_RELEASED, PHASE, PROCESS_EXIT, PROCESS_START, RUN_END, RUN_START,
-    SLEEP_END, STEP_DROPPED, STORE_ERROR,
+    FAULT_FIRED, FAULT_NOT_FIRED, LOCK_RELEASED, PHASE, PROCESS_START, RUN_END, RUN_START, SLEEP_END, STEP_DROPPED,
+    STORE_ERROR,
 )
 from simulator.history import merge, read_events
-from simulator.protocol import OP_ACT, OP_POLL, OP_START, Command, Reply, act_args, recv_msg, send_msg
-from simulator.scenario.durations import format_duration
+from simulator.protocol import OP_ACT, OP_POLL, OP_START, Reply, act_args
 from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, ProcessArg
 from simulator.scenario.model import Scenario
 from simulator.scenario.model import Step as ScenarioStep
@@ -61,14 +64,6 @@ from simulator.scenario.model import Step as ScenarioStep
 STOP_GRACE_S = 2.0
 LOCK_BUSY_TIMEOUT_MS = 20  # short: a writer meeting the held lock fails fast (StoreBusy) instead of stalling the run
 PROGRESS_EVERY = 64        # dispatches between two progress reports
-
-
-class SimulationTimeout(RuntimeError):
-    """The run outlived its wall-clock budget; every child was killed."""
-
-
-class SimulationError(RuntimeError):
-    """A harness failed, or the scenario asks for something the world cannot do."""
 
 
 @dataclass
@@ -103,7 +98,7 @@ class SystemUnderTest:
 
 
 class Orchestrator:
-    """Runs one scenario: the agenda and the clock here; processes, observations and the log as collaborators."""
+    """Runs one scenario (agenda, clock, steps) with processes, dispatch, observer and log as collaborators."""
 
     def __init__(self, spec: Scenario, run_dir: Path, system: SystemUnderTest, *, seed: Optional[int] = None,
                  wall_timeout_s: float = 120.0,
@@ -122,45 +117,32 @@ class Orchestrator:
         self.clock = vclock.VirtualClock()
         self.log = DispatchLog(self.clock)
         self.agenda = Agenda()
-        self.observer = Observer(spec, self.world, self.log, self.exchange, self.running_host)
         self.system = system
         self.processes = Processes(multiprocess.get_context("fork"), self.world, self.log, self.clock,
-                                   make_harness=system.make_harness, stop_grace_s=stop_grace_s, db_open=lambda: self.observer.reading)
-        self.wall_timeout_s = wall_timeout_s
+                                   make_harness=system.make_harness, stop_grace_s=stop_grace_s)
+        self.faults = {i: FaultState(i, s.action, getattr(s.args, "process", None))
+                       for i, s in enumerate(spec.steps) if s.is_fault}
+        self.dispatcher = Dispatcher(self.processes, self.agenda, self.log, self.clock, faults=self.faults,
+                                     fired=self.fired, busy_timeout_ms=self.world.busy_timeout_ms,
+                                     scenario=spec.name, seed=self.seed, wall_timeout_s=wall_timeout_s)
+        self.observer = Observer(spec, self.world, self.log, self.dispatcher.exchange, self.running_host,
+                                 self.processes.guard)
         self.progress = progress
         self.concurrent = spec.dispatch == "concurrent"
         # Concurrent dispatch keeps its waves (its races are the point); windows are a serial engine.
-        self.windows = Windows(self, SimulationError) if self.engine == "windowed" and not self.concurrent else None
+        self.windows = Windows(self, self.dispatcher) if self.engine == "windowed" and not self.concurrent else None
         self.end_t = spec.duration + spec.drain
         self.sample_interval = sample_interval_ms or min((p.poll_interval for p in spec.processes), default=30_000)
         self.hosting: dict[str, str] = {}          # session label -> process label hosting it now
         self.session_dir: dict[str, Path] = {}     # session label -> the directory it lives in
-        self.last_activity: dict[str, int] = {}    # session label -> virtual t of its last command
-        self.faults = {i: FaultState(i, s.action, getattr(s.args, "process", None))
-                       for i, s in enumerate(spec.steps) if s.is_fault}
+        self.last_activity = self.dispatcher.last_activity  # session label -> virtual t of its last command
         self.sleep_until: Optional[int] = None
-        self.lock_contended: set[int] = set()
-        self._last_cmd: Optional[tuple] = None
-        self.last_desc = "none yet"
-        self.deadline = 0.0
         self._progress_at = 0
-
-    @property
-    def last_desc(self) -> str:
-        """The last command sent, for error messages (built only when one is shown)."""
-        if self._last_cmd is None:
-            return self._last_text
-        op, label, session, t = self._last_cmd
-        return f"{op} to {label}" + (f" for {session}" if session else "") + f" at t={t}"
-
-    @last_desc.setter
-    def last_desc(self, text: str) -> None:
-        self._last_text, self._last_cmd = text, None
 
     # -- public -------------------------------------------------------------
 
     def run(self) -> Outcome:
-        self.deadline = time.monotonic() + self.wall_timeout_s
+        self.dispatcher.start_wall_guard()
         error = None
         try:
             try:
@@ -195,6 +177,10 @@ class Orchestrator:
         """The running process hosting `session` now, if any."""
         return self.processes.alive(self.hosting.get(session))
 
+    def exchange(self, t: int, d: int, wave: list[ProcessCommand]) -> list[Optional[Reply]]:
+        """Send one wave of commands and collect the replies (the dispatcher's; a FaultEngine's)."""
+        return self.dispatcher.exchange(t, d, wave)
+
     # -- setup, agenda --------------------------------------------------------
 
     def _setup(self) -> None:
@@ -217,9 +203,10 @@ class Orchestrator:
         self.agenda.push(self.end_t, End())
 
     def _loop(self) -> None:
+        check_wall = self.dispatcher.check_wall
         while self.agenda:
             t, entry = self.agenda.pop()
-            self._check_wall()
+            check_wall()
             if isinstance(entry, End):
                 self.clock.advance_to(t)
                 if self.progress is not None:
@@ -296,14 +283,6 @@ class Orchestrator:
             case _:  # pragma: no cover
                 raise SimulationError(f"unknown agenda entry {entry!r}")
 
-    def _check_wall(self) -> None:
-        if time.monotonic() > self.deadline:
-            now = self.clock.now
-            raise SimulationTimeout(
-                f"scenario {self.spec.name!r} (seed {self.seed}) exceeded its wall-clock budget of "
-                f"{self.wall_timeout_s:g}s at virtual time {format_duration(now)} ({now} ms); "
-                f"last dispatch #{self.log.dispatch}: {self.last_desc}")
-
     # -- commands ---------------------------------------------------------------
 
     def _command_for(self, t: int, entry: Entry) -> Optional[ProcessCommand]:
@@ -350,7 +329,7 @@ class Orchestrator:
         if len(entries) == 1:  # serial dispatch: one command, one wave
             c = self._command_for(t, entries[0])
             if c is not None:
-                self.exchange(t, self.log.next_dispatch(), [c])
+                self.dispatcher.exchange(t, self.log.next_dispatch(), [c])
             return
         cmds = [c for c in (self._command_for(t, e) for e in entries) if c is not None]
         while cmds:
@@ -358,53 +337,8 @@ class Orchestrator:
             for c in cmds:
                 (rest if c.live.label in used else wave).append(c)
                 used.add(c.live.label)
-            self.exchange(t, self.log.next_dispatch(), wave)
+            self.dispatcher.exchange(t, self.log.next_dispatch(), wave)
             cmds = [c for c in rest if c.live.alive]
-
-    def exchange(self, t: int, d: int, wave: list[ProcessCommand]) -> list[Optional[Reply]]:
-        """Send one wave of commands (distinct processes), then collect every reply."""
-        sent = []
-        for live, op, session, args in wave:
-            cmd = Command(d, t, op, session, args)
-            self._last_cmd = (op, live.label, session, t)  # formatted only when an error names it
-            if session:
-                self.last_activity[session] = t
-            try:
-                send_msg(live.conn, cmd)
-            except (OSError, EOFError):
-                pass  # it died; the wait below sees EOF
-            sent.append((live, cmd))
-        replies = []
-        for live, cmd in sent:
-            reply = self._wait(live, cmd)
-            replies.append(reply)
-            if reply is None:
-                continue
-            if reply.fatal:
-                raise SimulationError(reply.error or f"{live.label} failed on {cmd.op}")
-            for crash in reply.crashes:  # a child of the harness hit a crash point; the harness lives on
-                self._crash_fired(live, crash, exit_recorded=False)
-            for fu in reply.followups:
-                self.agenda.push(max(int(fu.at), t), HarnessFollowUp(live.label, live.incarnation, fu))
-        return replies
-
-    def _wait(self, live: Live, cmd: Command) -> Optional[Reply]:
-        started = time.monotonic()
-        while True:
-            self._check_wall()
-            remaining = max(0.0, self.deadline - time.monotonic())
-            if live.ready(min(remaining, 0.5)):
-                try:
-                    reply = recv_msg(live.conn)
-                except (EOFError, OSError):
-                    self._died(live)
-                    return None
-                if reply.dispatch != cmd.dispatch:
-                    continue  # a stale answer left by an aborted wave
-                locks = self.processes.locks
-                if locks and time.monotonic() - started > self.world.busy_timeout_ms / 2000:
-                    self.lock_contended.update(locks)  # a store call had to wait for the holder
-                return reply
 
     # -- processes --------------------------------------------------------------
 
@@ -438,35 +372,10 @@ class Orchestrator:
         data.update(launch.record or {})  # the caller's facts for the checkers (a resume's `opens`)
         d = self.log.next_dispatch()
         self.log.record(PROCESS_START, **data)
-        self.exchange(t, d, [ProcessCommand(live, OP_START, None, {})])
+        self.dispatcher.exchange(t, d, [ProcessCommand(live, OP_START, None, {})])
         if live.alive and HOSTS[ctx.kind].polls:
             self.agenda.push(t + ctx.poll_interval_ms, Poll(label, live.incarnation, live.poll_gen))
         return live
-
-    def _died(self, live: Live) -> None:
-        """EOF on a pipe: a crash point fired, or the harness died on its own (an engine error)."""
-        self.processes.lost(live)
-        crash = [e for e in read_events(self.processes.history_file(live)) if e.get("kind") == CRASH]
-        if not crash:
-            raise SimulationError(f"process {live.label} died unexpectedly (exit code {live.process.exitcode}) "
-                                  f"during {self.last_desc}")
-        self.log.record(PROCESS_EXIT, fresh=True, target=live.label, reason="crashed")
-        self._crash_fired(live, crash[-1].get("data", {}), exit_recorded=True)
-
-    def _crash_fired(self, live: Live, data: dict, *, exit_recorded: bool) -> None:
-        idx = data.get("step")
-        if idx not in self.faults:
-            idx = next((i for i, f in self.faults.items()
-                        if f.fault == "crash" and f.process == live.label and not f.fired), None)
-        if idx is not None and not self.faults[idx].fired:
-            if not exit_recorded:
-                self.log.next_dispatch()
-            detail = {"point": data.get("point"), "sql": data.get("sql")}
-            if data.get("when"):
-                detail["when"] = data["when"]  # a crash after its step (before: the default, unrecorded)
-            if not exit_recorded:
-                detail["child"] = True  # the harness survived: one of its hook/MCP children died
-            self.fired(idx, detail)
 
     # -- steps and faults -------------------------------------------------------
 
@@ -514,7 +423,8 @@ class Orchestrator:
         self.log.record(LOCK_RELEASED, fresh=True, step=idx)
         if errors:
             self.fired(idx, {"store_errors": len(errors)})
-        elif idx in self.lock_contended:  # a wall-time observation: only when no error says it deterministically
+        elif idx in self.dispatcher.lock_contended:
+            # a wall-time observation: only when no error says it deterministically
             self.fired(idx, {"store_errors": 0, "waited": True})
 
     # -- the end ------------------------------------------------------------------

@@ -74,6 +74,14 @@ class Launch:
     record: Optional[dict[str, Any]] = None        # more facts for `process-start` (a resume's `opens`)
 
 
+class ForkGuard:
+    """Set while this process holds a SQLite connection open (the observer's short reads): `Processes`
+    forks only while it is clear (docs/pitfalls.md: a connection open at a fork breaks the children's locks)."""
+
+    def __init__(self) -> None:
+        self.reading = False
+
+
 class ProcessCommand(NamedTuple):
     """A command for one live process, before it gets its dispatch number and time."""
 
@@ -87,14 +95,14 @@ class Processes:
     """Harness processes by label (the live incarnation and every one so far) and lock holders by step."""
 
     def __init__(self, mp: ForkContext, world: World, log: DispatchLog, clock: VirtualClock, *,
-                 make_harness: Callable[..., Any], stop_grace_s: float, db_open: Callable[[], bool]) -> None:
+                 make_harness: Callable[..., Any], stop_grace_s: float) -> None:
         self.mp = mp
         self.make_harness = make_harness      # the fake host a child builds (ctx.overrides may replace it)
         self.world = world
         self.log = log
         self.clock = clock
         self.stop_grace_s = stop_grace_s
-        self._db_open = db_open
+        self.guard = ForkGuard()              # whoever reads the database in this process holds it
         self.live: dict[str, Live] = {}
         self.every: list[Live] = []
         self.locks: dict[int, tuple[LockHolder, int]] = {}   # step -> (holder, dispatch it took the lock in)
@@ -110,7 +118,7 @@ class Processes:
     # -- forks ------------------------------------------------------------------
 
     def fork(self, ctx: HarnessContext) -> Live:
-        assert not self._db_open(), "no SQLite connection may be open in the orchestrator at a fork"
+        assert not self.guard.reading, "no SQLite connection may be open in the orchestrator at a fork"
         parent_end, child_end = self.mp.Pipe()
         others = [lv.conn for lv in self.live.values() if lv.alive] + [h.conn for h, _ in self.locks.values()]
         proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
@@ -133,7 +141,7 @@ class Processes:
 
     def hold_lock(self, step: int, dispatch: int) -> None:
         """Fork a holder that takes the database write lock now (until `release_lock(step)`)."""
-        assert not self._db_open(), "no SQLite connection may be open in the orchestrator at a fork"
+        assert not self.guard.reading, "no SQLite connection may be open in the orchestrator at a fork"
         others = [lv.conn for lv in self.live.values() if lv.alive]
         holder = LockHolder(self.world.db_path, self.mp, close_in_child=others)
         holder.start()

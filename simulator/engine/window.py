@@ -26,13 +26,17 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Mapping, Optional, Protocol
 
 from simulator import clock as vclock
 from simulator import design
 from simulator.child.window import LOCAL_OPS
-from simulator.engine.agenda import PRIORITY, Entry, HarnessFollowUp, Poll, Priority
-from simulator.engine.processes import Live
+from simulator.clock import VirtualClock
+from simulator.engine.agenda import PRIORITY, Agenda, Entry, HarnessFollowUp, Poll, Priority
+from simulator.engine.dispatch import Dispatcher, FaultStatus
+from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine.processes import Live, Processes
+from simulator.engine.world import World
 from simulator.history import process_file
 from simulator.protocol import OP_POLL, OP_RUN_WINDOW, Command, send_msg
 from simulator.scenario.kinds import HOSTS
@@ -62,12 +66,26 @@ class _Share:
     poll_from: Optional[int] = None
 
 
+class WindowedRun(Protocol):
+    """What the windowed engine uses of the run it is part of (the orchestrator)."""
+
+    world: World
+    processes: Processes
+    agenda: Agenda
+    clock: VirtualClock
+    log: DispatchLog
+    sleep_until: Optional[int]
+
+    @property
+    def faults(self) -> Mapping[int, FaultStatus]: ...
+
+
 class Windows:
     """The windowed engine's side of the orchestrator: horizon, shares, numbering."""
 
-    def __init__(self, orch: Any, error: type[Exception]) -> None:
-        self.o = orch          # the Orchestrator (it owns this object)
-        self.error = error     # what a failed harness raises (the orchestrator's SimulationError)
+    def __init__(self, run: WindowedRun, dispatcher: Dispatcher) -> None:
+        self.run = run                 # the orchestrator (it owns this object), seen through WindowedRun
+        self.dispatcher = dispatcher   # sends the windows and collects their replies
         self.remap: dict[tuple[str, int], dict[int, int]] = {}
         self._safety: Optional[_Safety] = None
         self._window_id = 0
@@ -88,16 +106,16 @@ class Windows:
 
     def _joins(self, entry: Entry, safety: _Safety) -> bool:
         label = self._label_of(entry)
-        return label is not None and (label in safety.labels or self.o.processes.alive(label) is None)
+        return label is not None and (label in safety.labels or self.run.processes.alive(label) is None)
 
     def _static_ok(self, label: str) -> bool:
         """An opencode process whose agents never send on their own turns."""
         if label not in self._static:
-            spec = self.o.world.procs[label].spec
+            spec = self.run.world.procs[label].spec
             kinds = {getattr(s.agent, "kind", "reader") for s in spec.sessions}
             # A messaging policy's poll cycle may write another session's row (an expiry notice).
             self._static[label] = (HOSTS[spec.kind].polls and kinds <= LOCAL_AGENTS
-                                   and process_options(self.o.world.spec, spec).is_thatch)
+                                   and process_options(self.run.world.spec, spec).is_thatch)
         return self._static[label]
 
     def _current_safety(self) -> _Safety:
@@ -107,16 +125,16 @@ class Windows:
 
     def _measure(self) -> _Safety:
         """Read the store once: which processes are settled, and when a prune could reach a shared row."""
-        o = self.o
-        armed = {f.process for f in o.faults.values() if f.fault == "crash" and not f.fired}
-        candidates = [lv for label, lv in o.processes.live.items()
+        run = self.run
+        armed = {f.process for f in run.faults.values() if f.fault == "crash" and not f.fired}
+        candidates = [lv for label, lv in run.processes.live.items()
                       if lv.alive and self._static_ok(label) and label not in armed]
         if not candidates:
             return _Safety(frozenset(), _NEVER[0])
-        known, risk = _store_facts(o.world.db_path)
+        known, risk = _store_facts(run.world.db_path)
         labels = frozenset(lv.label for lv in candidates if all(
             info.session_id in known or info.parent_id is not None for info in lv.ctx.sessions.values()))
-        if len(labels) < sum(1 for lv in o.processes.live.values() if lv.alive):
+        if len(labels) < sum(1 for lv in run.processes.live.values() if lv.alive):
             # A process that cannot join may write into a joiner's inbox (a ping-pong reply, a hook's
             # send) at an instant one of the joiner's beats shares; the two engines would order that
             # pair differently and the beat would see different mail. Windows only when all join.
@@ -127,8 +145,8 @@ class Windows:
 
     def try_run(self, t: int, first: Entry) -> bool:
         """Run a window starting with `first` (already popped, due at t); False: run it in lockstep."""
-        o = self.o
-        if o.sleep_until is not None or o.processes.locks or self._label_of(first) is None:
+        run = self.run
+        if run.sleep_until is not None or run.processes.locks or self._label_of(first) is None:
             return False
         safety = self._current_safety()
         if not self._joins(first, safety) or safety.prune_risk_at <= t:
@@ -145,7 +163,7 @@ class Windows:
 
     def _scan(self, shares: dict[str, _Share], safety: _Safety) -> tuple:
         """Take every joining entry before the horizon out of the agenda; returns the horizon (t, priority)."""
-        agenda = self.o.agenda
+        agenda = self.run.agenda
         cap = (safety.prune_risk_at, Priority.OBSERVE_FIRST)
         while True:
             nxt = agenda.peek()
@@ -159,7 +177,7 @@ class Windows:
             self._take(t, entry, shares)
 
     def _take(self, t: int, entry: Entry, shares: dict[str, _Share]) -> None:
-        live = self.o.processes.alive(entry.label)
+        live = self.run.processes.alive(entry.label)
         if live is None or live.incarnation != entry.incarnation:
             return  # an older incarnation's timer: lockstep drops it too
         share = shares.setdefault(entry.label, _Share(live))
@@ -178,21 +196,21 @@ class Windows:
         while (t, Priority.POLL) < until:
             share.entries.append([t, int(Priority.POLL), OP_POLL, None, {}])
             t += live.ctx.poll_interval_ms
-        self.o.agenda.push(t, Poll(live.label, live.incarnation, live.poll_gen))
+        self.run.agenda.push(t, Poll(live.label, live.incarnation, live.poll_gen))
 
     def _exchange(self, t: int, shares: dict[str, _Share], until: tuple) -> None:
         """One OP_RUN_WINDOW per process (all sent, then all collected), then the numbering."""
-        o = self.o
+        run = self.run
         self._window_id += 1
         sent = []
-        for label in o.world.proc_order():
+        for label in run.world.proc_order():
             share = shares.get(label)
             if share is None:
                 continue
             share.entries.sort(key=lambda e: (e[0], e[1]))  # stable: same-time follow-ups keep their order
             cmd = Command(-self._window_id, t, OP_RUN_WINDOW, None, {
                 "entries": share.entries, "until": [until[0], int(until[1])], "followup_priority": int(Priority.FOLLOWUP)})
-            o.last_desc = f"a window of {len(share.entries)} entries to {label} from t={t}"
+            self.dispatcher.last_desc = f"a window of {len(share.entries)} entries to {label} from t={t}"
             try:
                 send_msg(share.live.conn, cmd)
             except (OSError, EOFError):
@@ -204,27 +222,17 @@ class Windows:
         self._number(sorted(ran, key=lambda r: r[:4]))
 
     def _collect(self, live: Live, cmd: Command) -> list:
-        o = self.o
-        reply = o._wait(live, cmd)
-        if reply is None:
-            return []
-        ran = (reply.result or {}).get("ran", [])
-        if reply.fatal:
-            raise self.error(reply.error or f"{live.label} failed in a window")
-        for crash in reply.crashes:
-            o._crash_fired(live, crash, exit_recorded=False)
-        for fu in reply.followups:
-            o.agenda.push(int(fu.at), HarnessFollowUp(live.label, live.incarnation, fu))
-        return ran
+        reply = self.dispatcher.collect(live, cmd, doing="in a window")
+        return [] if reply is None else (reply.result or {}).get("ran", [])
 
     def _number(self, ran: list) -> None:
         """Give every entry that ran its dispatch number, in agenda order across processes."""
-        o = self.o
+        run = self.run
         for t, _prio, _rank, _i, live, provisional, session in ran:
-            o.clock.advance_to(t)
-            self.remap.setdefault((live.label, live.incarnation), {})[provisional] = o.log.next_dispatch()
+            run.clock.advance_to(t)
+            self.remap.setdefault((live.label, live.incarnation), {})[provisional] = run.log.next_dispatch()
             if session:
-                o.last_activity[session] = t
+                self.dispatcher.last_activity[session] = t
 
     # -- the history -------------------------------------------------------------------
 

@@ -6,13 +6,18 @@ Stale = more than 60 s since the last beat; exactly 60 s is fresh; a
 
 from __future__ import annotations
 
+import sqlite3
+from types import SimpleNamespace
+
 import pytest
 from thatch_core.db import open_db
 
 from simulator import clock
 from simulator.checks.view import RunView
 from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine import observer
 from simulator.engine.observer import Observer
+from simulator.engine.processes import ForkGuard
 from simulator.engine.world import World
 from simulator.history import read_events
 from simulator.scenario.model import Scenario
@@ -33,7 +38,7 @@ LAST_SEEN = {
 }
 
 
-def sample_events(tmp_path, last_seen: dict[str, str]) -> list[dict]:
+def sample_events(tmp_path, last_seen: dict[str, str], guard: ForkGuard | None = None) -> list[dict]:
     """The history of one sample at T of sessions whose rows hold these last_seen texts."""
     spec = Scenario.model_validate({"name": "obs", "duration": "20m", "processes": [
         {"id": "h1", "sessions": [{"id": label} for label in last_seen]}]})
@@ -46,13 +51,14 @@ def sample_events(tmp_path, last_seen: dict[str, str]) -> list[dict]:
     conn.close()
     log = DispatchLog(clock.VirtualClock(T))
     log.open(tmp_path)
-    Observer(spec, world, log, exchange=lambda t, d, wave: [], host_of=lambda s: None).sample(T)
+    Observer(spec, world, log, exchange=lambda t, d, wave: [], host_of=lambda s: None,
+             guard=guard or ForkGuard()).sample(T)
     log.close()
     return read_events(tmp_path / "history" / "orchestrator.0.jsonl")
 
 
-def sample(tmp_path, last_seen: dict[str, str]) -> dict:
-    return sample_events(tmp_path, last_seen)[-1]["data"]["sessions"]
+def sample(tmp_path, last_seen: dict[str, str], guard: ForkGuard | None = None) -> dict:
+    return sample_events(tmp_path, last_seen, guard)[-1]["data"]["sessions"]
 
 
 @pytest.mark.rules("R14")
@@ -80,3 +86,16 @@ def test_the_sampler_and_the_judges_date_a_legacy_stamp_alike(tmp_path):
     view = RunView(None, events, None, {"epoch_ms": clock.START_EPOCH_MS})
     assert view.vt(rows["legacy"]["last_seen"]) == T - 30_000
     assert view.vt(rows["garbled"]["last_seen"]) is None
+
+
+def test_the_observer_holds_the_fork_guard_while_its_connection_is_open(tmp_path, monkeypatch):
+    """The guard `Processes.fork` checks is set for exactly as long as a sample's connection lives."""
+    guard, seen = ForkGuard(), []
+
+    def watched(*args, **kwargs):
+        seen.append(guard.reading)
+        return sqlite3.connect(*args, **kwargs)
+
+    monkeypatch.setattr(observer, "sqlite3", SimpleNamespace(connect=watched, Error=sqlite3.Error))
+    sessions = sample(tmp_path, {"fresh": LAST_SEEN["fresh"]}, guard)
+    assert sessions["fresh"]["registered"] and seen == [True] and guard.reading is False
