@@ -44,7 +44,7 @@ from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.fields import expand_body
 from simulator.scenario.kinds import STEPS, CliListArgs, CliTailArgs, ConfigArgs, PromptArgs, ReadArgs, SendArgs
-from simulator.scenario.kinds import HOSTS, BroadcastArgs, SessionArg
+from simulator.scenario.kinds import HOSTS, BroadcastArgs, SessionArg, TitleArgs
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.protocol import (
     OP_ACT, OP_FORK, OP_POLL, OP_START, OP_STOP, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply,
@@ -106,7 +106,8 @@ class Harness:
         return {"send": self.act_send, "broadcast": self.act_broadcast, "read": self.act_read,
                 "register": self.act_register, "unregister": self.act_unregister, "list": self.act_list,
                 "status": self.act_status, "config": self.act_config, "cli_list": self.act_cli_list,
-                "cli_tail": self.act_cli_tail}
+                "cli_tail": self.act_cli_tail, "prompt": self.act_prompt, "appear": self.act_appear,
+                "title": self.act_title}
 
     # -- identity helpers ------------------------------------------------------
 
@@ -199,6 +200,18 @@ class Harness:
                 self.later(at, OP_ACT, label, **act_args("prompt", PromptArgs(session=label)))
             elif joins == "idle":
                 self.appear_later(at, label)
+
+    def act_prompt(self, label: Optional[str], args: PromptArgs) -> Any:
+        """A user message typed into the session (kind-specific: hooks, a chat.message event)."""
+        raise NotImplementedError
+
+    def act_appear(self, label: Optional[str], args: SessionArg) -> Any:
+        """The session shows up without a user message (kind-specific)."""
+        raise NotImplementedError
+
+    def act_title(self, label: Optional[str], args: TitleArgs) -> Any:
+        """The auto-titler sets the session's title (only opencode's chat reads it)."""
+        return {"ok": True}
 
     def appear_later(self, at: int, label: str) -> None:
         """Ask for the session's entrance without a user message (`appear`, kind-specific) at `at`."""

@@ -35,10 +35,10 @@ from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp
 
 from simulator.design import HOOK_LINE_RE
 from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
-from simulator.harness.base import ActionHandler, Harness
+from simulator.harness.base import Harness
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
-from simulator.scenario.kinds import CLAUDE_CODE, PromptArgs, SessionArg, TitleArgs
+from simulator.scenario.kinds import CLAUDE_CODE, PromptArgs, SessionArg
 
 CRASHED_TEXT = "MCP server error: the thatch MCP server process exited unexpectedly."
 
@@ -198,10 +198,6 @@ class ClaudeCodeHarness(Harness):
 
     # -- actions and turns -----------------------------------------------------------
 
-    def action_handlers(self) -> dict[str, ActionHandler]:
-        return {**super().action_handlers(), "prompt": self.act_prompt, "appear": self.act_appear,
-                "title": self.act_title}
-
     def act_prompt(self, label: Optional[str], args: PromptArgs):
         label = self.acting(label)
         text = args.text or self.faker.sentence(nb_words=6)
@@ -224,9 +220,6 @@ class ClaudeCodeHarness(Harness):
             self.session_started[label] = True
             self.hook_line(label, "SessionStart")
         return {"ok": True}
-
-    def act_title(self, label: Optional[str], args: TitleArgs):
-        return {"ok": True}  # Claude Code titles play no part in chat
 
     def turn_ending(self, label: str, args: dict[str, Any]) -> None:
         out = self.stop_hook(label, bool(args.get("stop_hook_active")))

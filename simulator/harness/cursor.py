@@ -23,8 +23,8 @@ from thatch_core.mcp import McpChatServer, chat_hook_line, cursor_stop_hook, mcp
 
 from simulator.design import HOOK_LINE_RE
 from simulator.events import HOOK, REGISTERED, TURN_END, USER_PROMPT
-from simulator.harness.base import ActionHandler, Harness
-from simulator.scenario.kinds import CURSOR, PromptArgs, SessionArg, TitleArgs
+from simulator.harness.base import Harness
+from simulator.scenario.kinds import CURSOR, PromptArgs, SessionArg
 from simulator.harness.support import registered_name
 
 
@@ -80,10 +80,6 @@ class CursorHarness(Harness):
 
     # -- actions and turns -------------------------------------------------------
 
-    def action_handlers(self) -> dict[str, ActionHandler]:
-        return {**super().action_handlers(), "prompt": self.act_prompt, "appear": self.act_appear,
-                "title": self.act_title}
-
     def act_prompt(self, label: Optional[str], args: PromptArgs):
         label = self.acting(label)
         text = args.text or self.faker.sentence(nb_words=6)
@@ -98,9 +94,6 @@ class CursorHarness(Harness):
         label = self.acting(label)
         self.prompt_hook(label, "SessionStart")
         return {"ok": True}
-
-    def act_title(self, label: Optional[str], args: TitleArgs):
-        return {"ok": True}  # Cursor titles play no part in chat
 
     def turn_ending(self, label: str, args: dict[str, Any]) -> None:
         message = self.stop_hook(label, str(args.get("status") or "completed"))

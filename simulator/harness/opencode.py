@@ -277,8 +277,7 @@ class OpencodeHarness(Harness):
     # -- actions -----------------------------------------------------------------
 
     def action_handlers(self) -> dict[str, ActionHandler]:
-        return {**super().action_handlers(), "prompt": self.act_prompt, "appear": self.act_appear,
-                "title": self.act_title, "delete": self.act_delete, "exit": self.act_exit,
+        return {**super().action_handlers(), "delete": self.act_delete, "exit": self.act_exit,
                 "approve": self.act_approve, "decline": self.act_decline}
 
     def act_prompt(self, label: Optional[str], args: PromptArgs):
