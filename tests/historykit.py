@@ -32,7 +32,8 @@ class H:
         self.events: list[dict[str, Any]] = []
 
     def ev(self, t: int, kind: str, proc: str = "orchestrator", session: Optional[str] = None, **data: Any) -> dict:
-        e = {"i": len(self.events), "t": t, "dispatch": len(self.events), "proc": proc, "session": session, "kind": kind, "data": data}
+        e = {"i": len(self.events), "t": t, "dispatch": len(self.events), "proc": proc, "session": session,
+             "kind": kind, "data": data}
         self.events.append(e)
         return e
 
@@ -43,8 +44,10 @@ class H:
             e["i"] = e["dispatch"] = n
         return self.events
 
-    def start(self, t: int, proc: str, sessions: dict[str, str], *, incarnation: int = 0, kind: str = "opencode", **extra: Any) -> dict:
-        return self.ev(t, "process-start", target=proc, proc_kind=kind, incarnation=incarnation, sessions=sessions, **extra)
+    def start(self, t: int, proc: str, sessions: dict[str, str], *, incarnation: int = 0, kind: str = "opencode",
+              **extra: Any) -> dict:
+        return self.ev(t, "process-start", target=proc, proc_kind=kind, incarnation=incarnation, sessions=sessions,
+                       **extra)
 
     def exit(self, t: int, proc: str, reason: str = "end") -> dict:
         return self.ev(t, "process-exit", target=proc, reason=reason)
@@ -56,22 +59,29 @@ class H:
         """The host saw the session go idle / busy / compacting (only changes are recorded)."""
         return self.ev(t, "status", proc, session, status=status, compacting=compacting)
 
-    def wake(self, t: int, proc: str, session: str, *, hosted: bool = True, senders: tuple = (N_ALICE,), count: int = 1) -> dict:
-        return self.ev(t, "wake", proc, session, senders=list(senders), count=count, text="[thatch chat] ...", hosted=hosted)
+    def wake(self, t: int, proc: str, session: str, *, hosted: bool = True, senders: tuple = (N_ALICE,),
+             count: int = 1) -> dict:
+        return self.ev(t, "wake", proc, session, senders=list(senders), count=count, text="[thatch chat] ...",
+                       hosted=hosted)
 
-    def call(self, t: int, proc: str, session: str, tool: str, args: dict, ok: bool, text: str, step: Optional[int] = None) -> tuple[dict, dict]:
+    def call(self, t: int, proc: str, session: str, tool: str, args: dict, ok: bool, text: str,
+             step: Optional[int] = None) -> tuple[dict, dict]:
         c = self.ev(t, "tool-call", proc, session, tool=f"thatch_chat_{tool}", args=args)
         extra = {"step": step} if step is not None else {}
         r = self.ev(t, "tool-result", proc, session, tool=f"thatch_chat_{tool}", ok=ok, text=text, **extra)
         return c, r
 
-    def send(self, t: int, proc: str, session: str, to_name: str, body: str, step: Optional[int] = None) -> tuple[dict, dict]:
-        return self.call(t, proc, session, "send", {"to": to_name, "body": body}, True, f"Message sent to {to_name} (active).", step)
+    def send(self, t: int, proc: str, session: str, to_name: str, body: str,
+             step: Optional[int] = None) -> tuple[dict, dict]:
+        return self.call(t, proc, session, "send", {"to": to_name, "body": body}, True,
+                         f"Message sent to {to_name} (active).", step)
 
-    def read(self, t: int, proc: str, session: str, lines: list[tuple[str, int, str]], args: Optional[dict] = None) -> tuple[dict, dict]:
+    def read(self, t: int, proc: str, session: str, lines: list[tuple[str, int, str]],
+             args: Optional[dict] = None) -> tuple[dict, dict]:
         """lines: (sender name, created virtual t, body); args: the call's arguments (an MCP host's `as`)."""
         body = "\n".join(f"from {n} at {iso(ct)}: {b}" for n, ct, b in lines)
-        text = f"===== BEGIN UNTRUSTED CHAT MESSAGES =====\nwarning\n\n{body}\n===== END UNTRUSTED CHAT MESSAGES =====" if lines else "No unread messages."
+        text = (f"===== BEGIN UNTRUSTED CHAT MESSAGES =====\nwarning\n\n{body}\n===== END UNTRUSTED CHAT MESSAGES ====="
+                if lines else "No unread messages.")
         return self.call(t, proc, session, "read", dict(args or {}), True, text)
 
     def sample(self, t: int, rows: dict[str, tuple]) -> dict:
@@ -98,18 +108,22 @@ def make_spec(*, processes: Optional[list] = None, steps: Optional[list] = None,
     """A minimal valid Scenario: h1 (opencode) hosting alice and bob unless told otherwise."""
     if processes is None:
         processes = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}]
-    return Scenario(name=kw.pop("name", "t"), duration=kw.pop("duration", "1h"), processes=processes, steps=steps or [], **kw)
+    return Scenario(name=kw.pop("name", "t"), duration=kw.pop("duration", "1h"), processes=processes,
+                    steps=steps or [], **kw)
 
 
 def make_db(path, *, sessions: tuple = (), messages: tuple = (), pruned: tuple = ()) -> str:
-    """sessions: (id, name, host_kind, last_seen t); messages: (from, to, body, created t, read t|None, via_broadcast)."""
+    """sessions: (id, name, host_kind, last_seen t);
+    messages: (from, to, body, created t, read t|None, via_broadcast)."""
     conn = open_db(path)
     try:
         for sid, name, kind, seen in sessions:
-            conn.execute("INSERT INTO chat_sessions (session_id, name, host_kind, auto, registered_at, last_seen) VALUES (?, ?, ?, 1, ?, ?)",
+            conn.execute("INSERT INTO chat_sessions (session_id, name, host_kind, auto, registered_at, last_seen) "
+                         "VALUES (?, ?, ?, 1, ?, ?)",
                          (sid, name, kind, iso(0), iso(seen)))
         for frm, to, body, created, read, via in messages:
-            conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at, read_at, via_broadcast) VALUES (?, ?, ?, ?, ?, ?)",
+            conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at, read_at, "
+                         "via_broadcast) VALUES (?, ?, ?, ?, ?, ?)",
                          (frm, to, body, iso(created), iso(read) if read is not None else None, int(via)))
         for sid in pruned:
             conn.execute("INSERT INTO chat_pruned (session_id, pruned_at) VALUES (?, ?)", (sid, iso(0)))

@@ -60,7 +60,8 @@ def _story(h: _Hist, base: int, first: bool, crash: bool) -> tuple[list[dict], i
     if crash:
         h.ev(base + 2000, o, "fault", fault="crash", step=2, args={"process": "h2", "before": "before-delivered-stamp"})
     h.ev(base + 5000, "h2", "status", "bob", status="busy", compacting=False)
-    h.ev(base + 12000, "h1", "tool-call", "alice", tool="thatch_chat_send", args={"to": BOB, "body": "schema v2 is ready"})
+    h.ev(base + 12000, "h1", "tool-call", "alice", tool="thatch_chat_send",
+         args={"to": BOB, "body": "schema v2 is ready"})
     send = h.ev(base + 12000, "h1", "tool-result", "alice", tool="thatch_chat_send", ok=True,
                 text=f"Sent to {BOB} (active).")
     h.ev(base + 25000, "h2", "status", "bob", status="idle", compacting=False)

@@ -145,11 +145,13 @@ def test_a_lock_is_still_a_transient_reply(db_path):
     locker = open_db(db_path)
     locker.execute("BEGIN IMMEDIATE")
     try:
-        reply = ChatTools(store, StaticConfig()).call("thatch_chat_send", {"to": "ses_b", "body": "hi"}, identity="ses_a")
+        reply = ChatTools(store, StaticConfig()).call("thatch_chat_send", {"to": "ses_b", "body": "hi"},
+                                                      identity="ses_a")
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    assert reply.text.startswith("Chat is temporarily unavailable (") and reply.text.endswith("nothing was changed - try again.")
+    assert (reply.text.startswith("Chat is temporarily unavailable (")
+            and reply.text.endswith("nothing was changed - try again."))
     conn.close()
 
 
@@ -157,7 +159,8 @@ def test_an_unforeseen_store_error_is_neither_transient_nor_permanent(db_path):
     conn, store = two_sessions(db_path)
     conn.close()
     reply = ChatTools(store, StaticConfig()).call("thatch_chat_status", {}, identity="ses_a")
-    assert reply.text.startswith("Chat could not complete the call (") and reply.text.endswith("); nothing was changed.")
+    assert (reply.text.startswith("Chat could not complete the call (")
+            and reply.text.endswith("); nothing was changed."))
 
 
 def test_a_value_sqlite_cannot_bind_is_a_store_error_never_a_raw_exception(db_path):

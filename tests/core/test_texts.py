@@ -62,7 +62,8 @@ def test_refusals_name_the_tool_to_call():
     """R9: the store's refusals, word for word."""
     assert ERR_NOT_REGISTERED == "You are not registered - call thatch_chat_register first."
     assert ERR_TOMBSTONED == "This session left the chat directory - call thatch_chat_register to rejoin."
-    assert err_no_recipient("ghost") == 'No registered session named "ghost". Use thatch_chat_list to see who is available.'
+    assert err_no_recipient("ghost") == ('No registered session named "ghost". '
+                                         "Use thatch_chat_list to see who is available.")
 
 
 @pytest.mark.rules("R16", "R34")
@@ -126,4 +127,5 @@ def test_the_hook_line_prints_what_the_seeds_say():
     assert line.endswith("; call thatch_chat_read to read your mail")
     assert hook_line_text("ba-sil-00001", 0) == \
         'thatch chat: you are ba-sil-00001 (0 unread) - pass as: "ba-sil-00001" on the thatch_chat_* tools'
-    assert leave_line_text("mcp_0123456789ab").startswith("thatch chat: you left the directory - call thatch_chat_register")
+    assert leave_line_text("mcp_0123456789ab").startswith(
+        "thatch chat: you left the directory - call thatch_chat_register")

@@ -94,9 +94,11 @@ def test_send_by_name_or_id_states_liveness(tools, store, frozen):
         ("ses_a", "B", "", "Message body cannot be empty."),
         ("ses_a", "B", "x" * 10_001, "Message too long (max 10000 characters)."),
         ("ses_x", "B", "hi", "You are not registered - call thatch_chat_register first."),
-        ("ses_a", "nobody-00009", "hi", 'No registered session named "nobody-00009". Use thatch_chat_list to see who is available.'),
+        ("ses_a", "nobody-00009", "hi",
+         'No registered session named "nobody-00009". Use thatch_chat_list to see who is available.'),
         ("ses_a", "ses_a", "hi", "You cannot message yourself."),
-        ("ses_a", "ses_gone", "hi", 'No registered session named "ses_gone". Use thatch_chat_list to see who is available.'),
+        ("ses_a", "ses_gone", "hi",
+         'No registered session named "ses_gone". Use thatch_chat_list to see who is available.'),
     ],
 )
 def test_send_refusals_use_store_texts(tools, store, who, to, body, error):

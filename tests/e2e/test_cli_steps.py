@@ -28,7 +28,8 @@ def test_tail_argv_repeats_flags_and_turns_durations_into_iso():
     from freezegun import freeze_time
 
     with freeze_time(iso(START_EPOCH_MS + 180_000)):
-        argv = cli_argv("cli_tail", {"grep": ["a", "b"], "who": "bo", "since": "1m", "until": "2026-01-05T09:02:00Z", "limit": 0},
+        argv = cli_argv("cli_tail",
+                        {"grep": ["a", "b"], "who": "bo", "since": "1m", "until": "2026-01-05T09:02:00Z", "limit": 0},
                         "/x.db", t_ms=180_000)
     assert argv == ["tail", "--once", "--db", "/x.db", "--limit", "0", "--grep", "a", "--grep", "b", "--who", "bo",
                     "--since", iso(START_EPOCH_MS + 60_000), "--until", "2026-01-05T09:02:00Z"]

@@ -51,8 +51,10 @@ def test_failing_scenario_leaves_a_report_that_shows_the_failure(pytester, monke
         "tests/failing_scenarios/renudge-never-comes.yaml:25: expect#0 wakes of bob at end: FAIL",
         "  bob got 3 wakes by end, want exactly 1",
         "*+16m  h2/bob  wake*",
-        "rerun: pytest 'tests/failing_scenarios/renudge-never-comes.yaml::renudge-never-comes' --sim-seed 5 -p no:xdist",
-        "FAILED tests/failing_scenarios/renudge-never-comes.yaml::renudge-never-comes - expect#0 *: bob got 3 wakes by end, want exactly 1",
+        ("rerun: pytest 'tests/failing_scenarios/renudge-never-comes.yaml::renudge-never-comes' "
+         "--sim-seed 5 -p no:xdist"),
+        ("FAILED tests/failing_scenarios/renudge-never-comes.yaml::renudge-never-comes - "
+         "expect#0 *: bob got 3 wakes by end, want exactly 1"),
     ])
     again = pytester.runpytest_subprocess(*_rerun_args(result))
     again.assert_outcomes(failed=1)

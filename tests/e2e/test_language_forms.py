@@ -103,7 +103,8 @@ def test_replicated_blocks_run_as_the_processes_and_sessions_they_stand_for(tmp_
     assert result.ok, explain(result)
     starts = [e["data"]["target"] for e in result.history if e["kind"] == "process-start"]
     assert starts == ["lead", "h1", "h2", "h3"]
-    hosted = {e["data"]["target"]: sorted(e["data"]["sessions"]) for e in result.history if e["kind"] == "process-start"}
+    hosted = {e["data"]["target"]: sorted(e["data"]["sessions"])
+              for e in result.history if e["kind"] == "process-start"}
     assert hosted["lead"] == ["alice", "tab1", "tab2"] and hosted["h2"] == ["a2", "b2"]
 
 

@@ -131,7 +131,8 @@ def held_for_review(name: str, *steps: dict, duration: str = "8m"):
 @proves("Q1")
 def test_q1_fails_when_the_sender_cap_is_forgotten(tmp_path):
     """The fourth unprompted reply to the same peer is refused by the cap; a store that forgets the cap accepts it."""
-    good, _ = assert_break("Q1", ping_pong_under_cap(), tmp_path, "with no user prompt since its last 3", store=CaplessStore)
+    good, _ = assert_break("Q1", ping_pong_under_cap(), tmp_path, "with no user prompt since its last 3",
+                           store=CaplessStore)
     assert any(c["data"]["text"].startswith("Not sent: you have sent") for c in good.events("tool-result"))
 
 

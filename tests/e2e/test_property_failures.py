@@ -528,7 +528,8 @@ def test_p3_fails_when_mail_waits_cycles_for_its_wake(tmp_path):
     """P3 at-least-once (R13, R19): bob reads on every wake, so nothing is unread at the
     end either way; a poller that delivers on every third pass only wakes him cycles
     late. Judged per message, the late wake fails; judged at the end, it passed."""
-    spec = two_tabs("p3-late-wake", [send("35s", "alice", "bob", "standup in 5"), send("3m5s", "alice", "bob", "moved to 10")],
+    spec = two_tabs("p3-late-wake",
+                    [send("35s", "alice", "bob", "standup in 5"), send("3m5s", "alice", "bob", "moved to 10")],
                     duration="6m", drain="1m")
     good, bad = assert_break("P3", spec, tmp_path, "no wake came after it", poller=EveryThirdPassPoller)
     assert good.verdict("P3").judged == 2

@@ -199,7 +199,8 @@ def test_lint_reports_an_unforeseen_failure_of_one_file_and_goes_on(tmp_path, mo
 
     monkeypatch.setattr(cli, "load_file", load_file)
     problems = cli.lint_paths([str(tmp_path)])
-    assert problems[0] == f"{tmp_path / 'a.yaml'}:1: cannot be loaded (RecursionError: maximum recursion depth exceeded)"
+    assert problems[0] == (f"{tmp_path / 'a.yaml'}:1: cannot be loaded "
+                           "(RecursionError: maximum recursion depth exceeded)")
     assert not any("b.yaml" in p and "schema comment" not in p for p in problems)
 
 
@@ -228,7 +229,8 @@ def test_collection_turns_an_unforeseen_failure_into_that_files_error(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\nsim_scenario_paths = scenarios\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "--sim-report", "never", "scenarios"],
                           capture_output=True, text=True, timeout=TIMEOUT_S * 2, cwd=tmp_path)
-    assert "scenarios/loader-bug.yaml:1: cannot be loaded (RecursionError: maximum recursion depth exceeded)" in proc.stdout
+    assert ("scenarios/loader-bug.yaml:1: cannot be loaded (RecursionError: maximum recursion depth exceeded)"
+            in proc.stdout)
     assert proc.stdout.splitlines()[-1].startswith("1 passed, 1 error"), proc.stdout[-2000:]
 
 

@@ -44,7 +44,8 @@ def run_dirs(repo: Path) -> list[Path]:
 
 def scaffold(name: str) -> Path:
     assert cli.main(["new", name]) == 0
-    return Path(name) if name.endswith(".yaml") else Path("scenarios") / ((name if "/" in name else f"misc/{name}") + ".yaml")
+    return (Path(name) if name.endswith(".yaml")
+            else Path("scenarios") / ((name if "/" in name else f"misc/{name}") + ".yaml"))
 
 
 def test_new_scaffolds_a_scenario_that_lints_clean(repo, capsys):
@@ -72,13 +73,15 @@ def test_lint_prints_every_error_and_fails(repo, capsys):
     target = repo / "scenarios" / "basic"
     for name in ("typo_key.yaml", "bad_duration.yaml"):
         (target / name).write_text((INVALID / name).read_text())
-    (target / "no-header.yaml").write_text((target / "good-one.yaml").read_text().split("\n", 1)[1].replace("good-one", "no-header"))
+    (target / "no-header.yaml").write_text(
+        (target / "good-one.yaml").read_text().split("\n", 1)[1].replace("good-one", "no-header"))
     (target / "twin.yaml").write_text((target / "good-one.yaml").read_text())
     capsys.readouterr()
     assert cli.main(["lint", "scenarios"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        "scenarios/basic/bad_duration.yaml:3: duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
+        "scenarios/basic/bad_duration.yaml:3: duration: '10 minutes' is not a duration "
+        "— write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
         "scenarios/basic/no-header.yaml:1: missing schema comment — start the file with "
         "`# yaml-language-server: $schema=" + out[1].split("$schema=")[1],
         "scenarios/basic/twin.yaml:7: name: scenario name `good-one` is also used by scenarios/basic/good-one.yaml "
@@ -109,9 +112,11 @@ def _fake_engine(monkeypatch, ok: bool, extra: tuple[Verdict, ...] = ()) -> list
         (Path(run_dir) / "history.jsonl").write_text("{}\n")
         verdicts = [Verdict("P1", "single-deliverer", "pass", rules=("R25",)),
                     Verdict("P5", "no-loss", "pass" if ok else "fail", "a message vanished.", ("R10",),
-                            [{"t": 61_500, "proc": "h1", "session": "alice", "kind": "tool-result", "data": {"tool": "chat_read", "ok": True}}])]
+                            [{"t": 61_500, "proc": "h1", "session": "alice", "kind": "tool-result",
+                              "data": {"tool": "chat_read", "ok": True}}])]
         verdicts += [Verdict(v.check, v.title, v.status, v.message) for v in extra]  # fresh: the CLI places them
-        return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "db", Path(run_dir) / "history.jsonl", [], verdicts, 0.2, 60_000, 9)
+        return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "db", Path(run_dir) / "history.jsonl", [],
+                         verdicts, 0.2, 60_000, 9)
 
     monkeypatch.setattr(cli, "run_scenario", run_scenario)
     return calls
@@ -252,7 +257,8 @@ def test_bench_runs_bench_main_with_its_own_arguments(repo, monkeypatch, capsys)
 
 
 def _sim(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "simulator", *args], cwd=ROOT, capture_output=True, text=True, **kwargs)
+    return subprocess.run([sys.executable, "-m", "simulator", *args], cwd=ROOT, capture_output=True, text=True,
+                          **kwargs)
 
 
 def test_bench_help_is_the_benchs_own():

@@ -57,7 +57,8 @@ def test_children_see_the_orchestrators_virtual_time_frozen(tmp_path):
         # Exactly the dispatch's virtual time: frozen, no tick between commands.
         assert e["data"]["now"] * 1000 == START_EPOCH_MS + e["t"]
     assert [e["t"] for e in polls if e["proc"] == "h2"] == [65_000, 85_000, 105_000]
-    assert [e["t"] for e in polls if e["proc"] == "h1"] == [30_000, 60_000, 90_000, 120_000]  # the end runs after same-time polls
+    # the end runs after same-time polls
+    assert [e["t"] for e in polls if e["proc"] == "h1"] == [30_000, 60_000, 90_000, 120_000]
 
 
 def test_the_orchestrator_itself_is_never_frozen(tmp_path):

@@ -114,7 +114,8 @@ def test_the_hook_line_grammar_reads_the_documented_line():
 @pytest.mark.rules("R7", "R31")
 def test_the_hook_line_grammar_does_not_read_other_lines():
     """R7, R31: the leave line and a mail reminder carry no identity to read back."""
-    assert not design.HOOK_LINE_RE.match('thatch chat: you left the directory - call thatch_chat_register to rejoin (pass as: "mcp_ba7816bf8f01")')
+    assert not design.HOOK_LINE_RE.match(
+        'thatch chat: you left the directory - call thatch_chat_register to rejoin (pass as: "mcp_ba7816bf8f01")')
     assert not design.HOOK_LINE_RE.match("You have 2 unread chat messages from ba-sil-00001.")
     assert not design.HOOK_LINE_RE.match("thatch chat: you are ba-sil-00001 (two unread)")
 

@@ -90,7 +90,8 @@ def _host_kind_literals(path) -> list[tuple[int, str]]:
 def test_no_module_but_the_declaration_and_the_fake_hosts_spells_a_host_kind():
     own = {repo.ROOT / "simulator" / "scenario" / "kinds.py"}
     hosts = repo.ROOT / "simulator" / "harness"
-    found = [f"{path.relative_to(repo.ROOT)}:{line}: {text!r}" for path in sorted((repo.ROOT / "simulator").rglob("*.py"))
+    found = [f"{path.relative_to(repo.ROOT)}:{line}: {text!r}"
+             for path in sorted((repo.ROOT / "simulator").rglob("*.py"))
              if path not in own and hosts not in path.parents for line, text in _host_kind_literals(path)]
     assert found == []
 

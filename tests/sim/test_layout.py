@@ -164,7 +164,8 @@ def test_only_the_harness_imports_thatch_core(graph):
     """R14, R31, R22, R33: the sampler, the checkers, the engine and the rest state the design's
     staleness, ids, caps and hop limit themselves; only the fake hosts call thatch_core."""
     wrong = [f"{m} -> {t}" for m, ts in sorted(graph.items())
-             if m.startswith("simulator") and _area(m) != DRIVES_CORE for t in sorted(ts) if t.startswith("thatch_core")]
+             if m.startswith("simulator") and _area(m) != DRIVES_CORE
+             for t in sorted(ts) if t.startswith("thatch_core")]
     assert wrong == []
 
 
@@ -199,7 +200,8 @@ def test_leaf_modules_import_only_leaves(graph):
 
 
 def test_thatch_core_knows_nothing_of_the_simulator(graph):
-    assert [m for m, ts in graph.items() if m.startswith("thatch_core") and any(t.startswith("simulator") for t in ts)] == []
+    assert [m for m, ts in graph.items()
+            if m.startswith("thatch_core") and any(t.startswith("simulator") for t in ts)] == []
 
 
 def test_no_function_is_longer_than_sixty_lines():

@@ -25,7 +25,8 @@ _DBS = itertools.count()
 def db_with(tmp_path, *messages, sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0))):
     """A fresh database file; messages: (to, created t, read t or None), all from alice, the first
     with the body "hello"."""
-    rows = tuple((ALICE, to, f"hello {k}" if k else "hello", created, read, 0) for k, (to, created, read) in enumerate(messages))
+    rows = tuple((ALICE, to, f"hello {k}" if k else "hello", created, read, 0)
+                 for k, (to, created, read) in enumerate(messages))
     return make_db(tmp_path / f"p3-{next(_DBS)}.db", sessions=sessions, messages=rows)
 
 
@@ -190,7 +191,8 @@ def test_mcp_hosted_recipients_are_never_owed_a_wake(tmp_path):
     h.registered(1_000, "h1", "alice", ALICE, N_ALICE); h.registered(1_000, "c1", "carol", CAROL, N_CAROL)
     h.send(10_000, "h1", "alice", N_CAROL, "hello")
     h.phase(END, "end")
-    db = db_with(tmp_path, (CAROL, 10_000, None), sessions=((ALICE, N_ALICE, "opencode", 0), (CAROL, N_CAROL, "mcp", 0)))
+    db = db_with(tmp_path, (CAROL, 10_000, None),
+                 sessions=((ALICE, N_ALICE, "opencode", 0), (CAROL, N_CAROL, "mcp", 0)))
     v = judge(h, db, spec)
     assert v.status == "skipped" and "MCP hosts get no wakes" in v.message, v.message
 
@@ -203,7 +205,8 @@ def test_the_gate_timeline_names_each_reason(tmp_path):
     h.exit(200_000, "h1", "killed")
     view = RunView(make_spec(), h.done(), db_with(tmp_path), RUN_INFO)
     got = [(s.start, s.reason) for s in Gate(view).timeline("bob")]
-    assert got == [(0, "not registered"), (1_000, ""), (100_000, "busy in h1"), (120_000, ""), (200_000, "no live process hosts it")]
+    assert got == [(0, "not registered"), (1_000, ""), (100_000, "busy in h1"), (120_000, ""),
+                   (200_000, "no live process hosts it")]
 
 
 @pytest.mark.rules("R18", "R19")

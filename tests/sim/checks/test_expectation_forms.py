@@ -86,9 +86,11 @@ def test_per_hour_bounds_every_rolling_hour_of_the_window(db):
     bad = judge([{"wakes": {"session": "bob", "between": [0, "2h"], "per_hour": {"max": 6}}},
                  {"wakes": {"session": "bob", "between": ["1h", "2h"], "max": 6}}], h, db)
     assert statuses(bad) == ["fail", "pass"]
-    assert "bob's wakes: 7 in the hour from 55m," in bad[0].message and "want at most 6 in every rolling hour between 0 and 2h" in bad[0].message
+    assert ("bob's wakes: 7 in the hour from 55m," in bad[0].message
+            and "want at most 6 in every rolling hour between 0 and 2h" in bad[0].message)
     thin = judge([{"wakes": {"session": "bob", "between": [0, "2h"], "per_hour": {"min": 4}}}], h, db)
-    assert statuses(thin) == ["fail"] and "bob's wakes: 3 in the hour just after 58m, want at least 4" in thin[0].message
+    assert (statuses(thin) == ["fail"]
+            and "bob's wakes: 3 in the hour just after 58m, want at least 4" in thin[0].message)
 
 
 @pytest.mark.rules("R9")
@@ -164,9 +166,11 @@ def test_store_kinds_are_judged_from_what_the_observer_read(db):
 def test_registered_row_names_the_id_the_session_holds(db):
     """R33: `row: latest` after a fork means the row moved to the newest id (adoption)."""
     h = H(); base_world(h)
-    observe(h, 5 * MIN, 0, {"registered": True, "name": N_BOB, "unread": 0, "ids": ["mcp_a", "mcp_b"], "rows": ["mcp_b"]})
+    observe(h, 5 * MIN, 0,
+            {"registered": True, "name": N_BOB, "unread": 0, "ids": ["mcp_a", "mcp_b"], "rows": ["mcp_b"]})
     for index in (1, 2, 3):
-        observe(h, 5 * MIN, index, {"registered": True, "name": N_BOB, "unread": 0, "ids": ["mcp_a", "mcp_b"], "rows": ["mcp_b"]})
+        observe(h, 5 * MIN, index,
+                {"registered": True, "name": N_BOB, "unread": 0, "ids": ["mcp_a", "mcp_b"], "rows": ["mcp_b"]})
     vs = judge([{"registered": {"session": "bob", "row": "latest"}, "at": "5m"},
                 {"registered": {"session": "bob", "row": 2}, "at": "5m"},
                 {"registered": {"session": "bob", "row": "first"}, "at": "5m"},
@@ -180,12 +184,14 @@ def test_registered_row_names_the_id_the_session_holds(db):
 def test_same_name_compares_two_observations_not_the_first_name_minted(db):
     """R5, R6: the name at 1h against the name at 3h, whatever bob was called before 1h."""
     h = H(); base_world(h)
-    for index, (first, second) in enumerate([(N_BOB, N_BOB), (N_BOB, "e-cho-00002"), (N_BOB, None), (N_BOB, "E-CHO-00001")]):
+    for index, (first, second) in enumerate([(N_BOB, N_BOB), (N_BOB, "e-cho-00002"), (N_BOB, None),
+                                             (N_BOB, "E-CHO-00001")]):
         observe(h, HOUR, index, {"registered": True, "name": first, "unread": 0}, moment=0)
         observe(h, 3 * HOUR, index, {"registered": second is not None, "name": second, "unread": 0}, moment=1)
     body = {"session": "bob", "at": ["1h", "3h"]}
     vs = judge([{"same_name": body}, {"same_name": body}, {"same_name": body}, {"same_name": body},
-                {"same_name": {**body, "is": False}}, {"same_name": {**body, "at": ["1h", "4h"]}}], h, db, duration="5h")
+                {"same_name": {**body, "is": False}}, {"same_name": {**body, "at": ["1h", "4h"]}}],
+               h, db, duration="5h")
     assert statuses(vs) == ["pass", "fail", "fail", "pass", "fail", "fail"]
     assert vs[1].message == f"bob was {N_BOB} at 1h and e-cho-00002 at 3h, want the same name"
     assert vs[2].message == f"bob was {N_BOB} at 1h and not registered at 3h: no name to compare"
@@ -198,7 +204,8 @@ def test_before_catch_up_sees_the_instant_before_the_wake_work(db):
     (everyone stale) and none of the catch-up's wakes at the same instant."""
     h = H(); base_world(h)
     h.ev(5 * MIN, "sleep-start"); h.ev(125 * MIN, "sleep-end")
-    stale = {"alice": {"registered": True, "name": N_ALICE, "stale": True}, "bob": {"registered": True, "name": N_BOB, "stale": True}}
+    stale = {"alice": {"registered": True, "name": N_ALICE, "stale": True},
+             "bob": {"registered": True, "name": N_BOB, "stale": True}}
     h.sample(4 * MIN, {"alice": (N_ALICE, False, 4 * MIN), "bob": (N_BOB, False, 4 * MIN)})
     observe(h, 125 * MIN, 0, {"sessions": stale})
     observe(h, 125 * MIN, 1, {"sessions": stale})

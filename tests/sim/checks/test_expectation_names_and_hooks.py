@@ -94,10 +94,13 @@ def test_validate_refuses_hooks_the_host_does_not_run():
         "did you mean `Stop`? (a claude-code session runs: SessionStart, UserPromptSubmit, Stop)",
         "<scenario>: expect[6].hook_line.hook: unknown hook `Stop` for `eve`, a session of a cursor process — "
         "did you mean `stop`? (a cursor session runs: SessionStart, UserPromptSubmit, stop)",
-        "<scenario>: expect[7].hook_line.hook: unknown hook `PreToolUse` for `carol`, a session of a claude-code process — "
+        "<scenario>: expect[7].hook_line.hook: unknown hook `PreToolUse` for `carol`, "
+        "a session of a claude-code process — "
         "write one of the hooks a claude-code session runs: SessionStart, UserPromptSubmit, Stop (case-sensitive)",
-        "<scenario>: expect[8].hook_line.session: `alice` is a session of an opencode process, which prints no hook line — "
-        "hook_line checks claude-code or cursor sessions; for an opencode session check `wakes`, `echoes` or `registered` instead",
+        "<scenario>: expect[8].hook_line.session: `alice` is a session of an opencode process, "
+        "which prints no hook line — "
+        "hook_line checks claude-code or cursor sessions; "
+        "for an opencode session check `wakes`, `echoes` or `registered` instead",
     ]
 
 
@@ -114,7 +117,9 @@ def test_python_built_hook_line_with_a_bad_hook_fails_instead_of_passing(tmp_pat
                       {"session": "carol", "hook": "Stop", "absent": True})
     vs = check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))
     assert [v.status for v in vs] == ["fail", "fail", "fail", "fail"]
-    assert vs[0].message.startswith("hook_line.hook: unknown hook `stop` for `carol`") and "did you mean `Stop`?" in vs[0].message
+    assert (vs[0].message.startswith("hook_line.hook: unknown hook `stop` for `carol`")
+            and "did you mean `Stop`?" in vs[0].message)
     assert "unknown hook `Stoop`" in vs[1].message
-    assert vs[2].message.startswith("hook_line.session: `alice` is a session of an opencode process, which prints no hook line")
+    assert vs[2].message.startswith(
+        "hook_line.session: `alice` is a session of an opencode process, which prints no hook line")
     assert "printed a hook line" in vs[3].message  # the right name judges the line

@@ -13,7 +13,8 @@ from simulator.checks.expectations import check_expectations
 
 
 # bob's hook lines come from c1, a Claude Code host: a hook_line expectation needs its session declared there.
-MCP_BOB = [{"id": "h1", "sessions": [{"id": "alice"}]}, {"id": "c1", "kind": "claude-code", "sessions": [{"id": "bob"}]}]
+MCP_BOB = [{"id": "h1", "sessions": [{"id": "alice"}]},
+           {"id": "c1", "kind": "claude-code", "sessions": [{"id": "bob"}]}]
 
 
 def judge(expect, h, db, processes=None):
@@ -33,8 +34,10 @@ def h():
     h.wake(30_000, "h1", "bob")
     h.wake(60_000, "h1", "bob")
     h.sample(90_000, {"alice": (N_ALICE, False, 89_000), "bob": (N_BOB, True, 0)})
-    h.call(100_000, "h1", "alice", "list", {}, True, f"Active (1):\n- {N_ALICE} (you, 0 unread)\n\nStale (1):\n- {N_BOB}")
-    h.ev(110_000, "hook", "c1", "bob", hook="UserPromptSubmit", line=f'thatch chat: you are {N_BOB} (1 unread)', decision=None)
+    h.call(100_000, "h1", "alice", "list", {}, True,
+           f"Active (1):\n- {N_ALICE} (you, 0 unread)\n\nStale (1):\n- {N_BOB}")
+    h.ev(110_000, "hook", "c1", "bob", hook="UserPromptSubmit", line=f'thatch chat: you are {N_BOB} (1 unread)',
+         decision=None)
     h.ev(120_000, "hook", "c1", "bob", hook="Stop", line=f"thatch chat: 1 unread message for {N_BOB}", decision="block")
     return h
 
@@ -42,7 +45,8 @@ def h():
 @pytest.mark.rules("R18", "R22")
 def test_wakes_at_a_time_and_at_end(h, db):
     """R18, R22: wake counts up to a virtual time, inclusive, and at the end."""
-    vs = judge([{"at": "30s", "wakes": {"session": "bob", "count": 1}}, {"wakes": {"session": "bob", "min": 2, "max": 2}},
+    vs = judge([{"at": "30s", "wakes": {"session": "bob", "count": 1}},
+                {"wakes": {"session": "bob", "min": 2, "max": 2}},
                 {"at": "45s", "wakes": {"session": "bob", "count": 2}}], h, db)
     assert [v.status for v in vs] == ["pass", "pass", "fail"]
     assert vs[2].check == "expect#2" and "1 wakes" in vs[2].message and vs[2].witness[0]["kind"] == "wake"
@@ -87,7 +91,8 @@ def test_registered_and_name_kept(h, db, tmp_path):
 def test_unread_at_end_and_at_a_time(h, db):
     """R10, R34: unread count from the final db, and at a virtual time from the stored stamps."""
     vs = judge([{"unread": {"session": "bob", "count": 1}}, {"at": "20s", "unread": {"session": "bob", "count": 1}},
-                {"at": "55s", "unread": {"session": "bob", "count": 1}}, {"unread": {"session": "bob", "max": 0}}], h, db)
+                {"at": "55s", "unread": {"session": "bob", "count": 1}}, {"unread": {"session": "bob", "max": 0}}],
+               h, db)
     assert [v.status for v in vs] == ["pass", "pass", "pass", "fail"]
     assert vs[3].witness and "db_row" in vs[3].witness[0]
 
@@ -96,11 +101,13 @@ def test_unread_at_end_and_at_a_time(h, db):
 def test_step_reply_expectations_are_judged(h, db):
     """R9: a step's `expect:` is checked against its recorded tool-result (`step#<i>`),
     with `{label}` expanded; a step that left no reply fails instead of passing."""
-    h.call(130_000, "h1", "alice", "send", {"to": "x"}, False, 'No registered session named "x". Use chat_list to see who is available.', step=0)
+    h.call(130_000, "h1", "alice", "send", {"to": "x"}, False,
+           'No registered session named "x". Use chat_list to see who is available.', step=0)
     h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=1)
     steps = [
         {"at": "130s", "send": {"from": "alice", "to_raw": "x"}, "expect": {"ok": False, "contains": 'named "x"'}},
-        {"at": "140s", "send": {"from": "alice", "to": "bob"}, "expect": {"ok": True, "equals": "Message sent to {bob} (active)."}},
+        {"at": "140s", "send": {"from": "alice", "to": "bob"},
+         "expect": {"ok": True, "equals": "Message sent to {bob} (active)."}},
         {"at": "141s", "send": {"from": "alice", "to": "bob"}, "expect": {"ok": True, "contains": "{bob}"}},
         {"at": "142s", "send": {"from": "alice", "to": "bob"}},
     ]

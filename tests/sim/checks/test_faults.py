@@ -40,5 +40,6 @@ def test_a_fault_that_never_fired_says_why():
 def test_every_fault_step_gets_a_verdict_even_without_events():
     h = H(); base_world(h)
     vs = fault_verdicts(_spec(), h.done())
-    assert [(v.check, v.status) for v in vs] == [("fault#0", "not-reached"), ("fault#1", "not-reached"), ("fault#2", "not-reached")]
+    assert [(v.check, v.status) for v in vs] == [("fault#0", "not-reached"), ("fault#1", "not-reached"),
+                                                 ("fault#2", "not-reached")]
     assert vs[0].message.endswith("never took effect: the process was not running") and vs[0].witness == []

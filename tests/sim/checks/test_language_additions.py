@@ -22,7 +22,8 @@ def test_hook_line_count_counts_matching_lines(db):
     """R36: hook_line with count/min/max counts the matching printed lines of the named hook."""
     h = H(); base_world(h)
     for t in (10_000, 20_000, 30_000):
-        h.ev(t, "hook", "w1", "bob", hook="stop", line=f"thatch chat: 1 unread message for {N_BOB}", decision="followup")
+        h.ev(t, "hook", "w1", "bob", hook="stop", line=f"thatch chat: 1 unread message for {N_BOB}",
+             decision="followup")
     h.ev(40_000, "hook", "w1", "bob", hook="stop", line=None, decision=None)
     procs = [{"id": "h1", "sessions": [{"id": "alice"}]}, {"id": "w1", "kind": "cursor", "sessions": [{"id": "bob"}]}]
     spec = make_spec(processes=procs, expect=[
@@ -50,16 +51,19 @@ def test_language_accepts_claimed_as_and_aborted_windows():
 @pytest.mark.rules("R32")
 def test_p5_credits_cursor_claimed_as_to_the_claimed_session(tmp_path):
     """R32: on Cursor the server trusts `as`, so a send claiming bob is stored from bob: no loss."""
-    procs = [{"id": "h1", "sessions": [{"id": "alice"}]}, {"id": "w1", "kind": "cursor", "sessions": [{"id": "bob"}, {"id": "eve"}]}]
+    procs = [{"id": "h1", "sessions": [{"id": "alice"}]},
+             {"id": "w1", "kind": "cursor", "sessions": [{"id": "bob"}, {"id": "eve"}]}]
     db = make_db(tmp_path / "c.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "mcp", 0)),
                  messages=((BOB, ALICE, "spoof", 10_000, None, 0),))
     h = H(); base_world(h)
-    h.call(10_000, "w1", "eve", "send", {"to": N_ALICE, "body": "spoof", "as": N_BOB}, True, f"Message sent to {N_ALICE} (active).")
+    h.call(10_000, "w1", "eve", "send", {"to": N_ALICE, "body": "spoof", "as": N_BOB}, True,
+           f"Message sent to {N_ALICE} (active).")
     spec = make_spec(processes=procs)
     assert p5_no_loss(RunView(spec, h.done(), db, RUN_INFO)).status == "pass"
     # The same claim from an opencode session is not trusted: a row from bob is not eve's send.
     h2 = H(); base_world(h2)
-    h2.call(10_000, "h1", "alice", "send", {"to": N_BOB, "body": "x", "as": N_BOB}, True, f"Message sent to {N_BOB} (active).")
+    h2.call(10_000, "h1", "alice", "send", {"to": N_BOB, "body": "x", "as": N_BOB}, True,
+            f"Message sent to {N_BOB} (active).")
     db2 = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
     assert p5_no_loss(RunView(make_spec(), h2.done(), db2, RUN_INFO)).status == "fail"
 

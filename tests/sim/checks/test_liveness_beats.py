@@ -30,7 +30,8 @@ def _rehosted_world(h):
 
 
 def _restart_spec():
-    return make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "start": "never"}],
+    return make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                {"id": "h2", "start": "never"}],
                      steps=[{"at": "1m", "restart": {"process": "h1", "into": "h2", "grace": "5m"}}])
 
 
@@ -61,7 +62,8 @@ def test_p4_takes_the_last_committed_heartbeat_as_the_last_beat(db):
     session's last beat is the one before it, so stale 70 s later is on time."""
     h = H(); base_world(h); _beating(h, 60_000)           # beats at 0.5 s and 30.5 s
     h.poll(60_500, "h1", ["alice", "bob"])
-    h.ev(60_500, "crash", "h1", None, point="heartbeat", sql="update chat_sessions set last_seen = ? where session_id in (?, ?)", step=0)
+    h.ev(60_500, "crash", "h1", None, point="heartbeat",
+         sql="update chat_sessions set last_seen = ? where session_id in (?, ?)", step=0)
     h.exit(60_500, "h1", "crashed")
     h.sample(101_000, {"bob": (N_BOB, True, 30_500)})
     assert judge("P4", h, db).status != "fail"

@@ -18,7 +18,8 @@ import pytest
 import repo
 from simulator import design
 
-JUDGES = sorted((repo.ROOT / "simulator" / "checks").glob("*.py")) + [repo.ROOT / "simulator" / "engine" / "observer.py"]
+JUDGES = (sorted((repo.ROOT / "simulator" / "checks").glob("*.py"))
+          + [repo.ROOT / "simulator" / "engine" / "observer.py"])
 DESIGN_NAMES = {name for name in vars(design) if name.isupper()}
 # Below this an integer is a count, an index or a conversion (ms per second), not a span of the design.
 SPAN_MS = 10_000
@@ -42,13 +43,15 @@ def restated(tree: ast.Module) -> list[str]:
     """Module-level names assigned here that simulator/design.py defines."""
     names = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
         names += [t.id for t in targets if isinstance(t, ast.Name) and t.id in DESIGN_NAMES]
     return names
 
 
 def bare_spans(tree: ast.Module) -> list[int]:
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and type(n.value) is int and n.value >= SPAN_MS]
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and type(n.value) is int and n.value >= SPAN_MS]
 
 
 @pytest.mark.rules("R14", "R18", "R22", "R31", "R33")
@@ -65,7 +68,8 @@ def test_a_judge_takes_its_yardsticks_from_the_design_module(path):
 def test_the_scan_sees_what_it_forbids(tmp_path):
     """The scan itself: a lazy thatch_core import, a restated constant and a bare span are all found."""
     bad = tmp_path / "bad.py"
-    bad.write_text("STALE_MS = 60_000\n\ndef f():\n    from thatch_core.staleness import is_stale\n    return 900_000\n")
+    bad.write_text("STALE_MS = 60_000\n\n"
+                   "def f():\n    from thatch_core.staleness import is_stale\n    return 900_000\n")
     tree = _tree(bad)
     assert core_imports(tree) == ["thatch_core.staleness"]
     assert restated(tree) == ["STALE_MS"]

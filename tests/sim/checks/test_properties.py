@@ -458,7 +458,8 @@ def test_p8_passes_the_right_recipients(tmp_path):
     """R12, R35: one row per live or mcp recipient, none for the sender or stale opencode rows."""
     from simulator.design import mcp_session_id
     carol = mcp_session_id("cc-host-1")
-    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (carol, N_CAROL, "mcp", 0)),
+    db = make_db(tmp_path / "d.db",
+                 sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (carol, N_CAROL, "mcp", 0)),
                  messages=((ALICE, BOB, "all", 40_000, None, 1), (ALICE, carol, "all", 40_000, None, 1)))
     h = H(); _bcast_world(h)
     h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB, N_CAROL], ["ze-phyr-00001"]))
@@ -474,7 +475,8 @@ def test_p8_fails_an_mcp_row_left_out(tmp_path):
     db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
                  messages=((ALICE, BOB, "all", 40_000, None, 1),))
     h = H(); _bcast_world(h)
-    _, res = h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB], [N_CAROL, "ze-phyr-00001"]))
+    _, res = h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True,
+                    _bcast_text([N_BOB], [N_CAROL, "ze-phyr-00001"]))
     h.sample(60_000, {"alice": (N_ALICE, False, 59_000), "bob": (N_BOB, False, 59_000),
                       "carol": (N_CAROL, True, 0, "mcp"), "dave": ("ze-phyr-00001", True, 0)})
     v = judge("P8", h, db)
@@ -539,9 +541,11 @@ def test_p8_fails_a_crashed_broadcast_that_left_rows(tmp_path):
 def _fork_world(h, new_name):
     h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
     h.start(0, "c1", {"carol": "host-old"}, kind="claude-code")
-    h.ev(1_000, "hook", "c1", "carol", hook="SessionStart", line=f'thatch chat: you are {N_CAROL} (0 unread) - pass as: "{N_CAROL}"', decision=None)
+    h.ev(1_000, "hook", "c1", "carol", hook="SessionStart",
+         line=f'thatch chat: you are {N_CAROL} (0 unread) - pass as: "{N_CAROL}"', decision=None)
     f = h.ev(50_000, "fork", "c1", "carol", old_host_id="host-old", new_host_id="host-new")
-    line = h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit", line=f'thatch chat: you are {new_name} (1 unread) - pass as: "{new_name}"', decision=None)
+    line = h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit",
+                line=f'thatch chat: you are {new_name} (1 unread) - pass as: "{new_name}"', decision=None)
     return f, line
 
 
@@ -579,14 +583,16 @@ def test_p9_fails_mail_left_on_the_old_id(tmp_path):
 # --- P10 --------------------------------------------------------------------
 
 def _pp_spec():
-    return make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice", "agent": "ping-pong"}, {"id": "bob", "agent": "ping-pong"}]}],
+    return make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice", "agent": "ping-pong"},
+                                                         {"id": "bob", "agent": "ping-pong"}]}],
                      steps=[{"at": "10s", "send": {"from": "alice", "to": "bob", "body": "ping"}}])
 
 
 @pytest.mark.rules("R22")
 def test_p10_passes_a_bounded_exchange(tmp_path):
     """R22: ping-pong under the cap, messages within the bound."""
-    msgs = tuple((ALICE if k % 2 else BOB, BOB if k % 2 else ALICE, f"m{k}", 10_000 + k * 60_000, None, 0) for k in range(10))
+    msgs = tuple((ALICE if k % 2 else BOB, BOB if k % 2 else ALICE, f"m{k}", 10_000 + k * 60_000, None, 0)
+                 for k in range(10))
     db = make_db(tmp_path / "d.db", messages=msgs)
     h = H(); base_world(h)
     for k in range(6):
@@ -609,7 +615,8 @@ def test_p10_fails_an_uncapped_ping_pong(tmp_path):
 @pytest.mark.rules("R22")
 def test_p10_fails_a_runaway_message_count(tmp_path):
     """R22: more messages between a pair than the caps allow fails."""
-    msgs = tuple((ALICE if k % 2 else BOB, BOB if k % 2 else ALICE, f"m{k}", 10_000 + k * 1000, None, 0) for k in range(40))
+    msgs = tuple((ALICE if k % 2 else BOB, BOB if k % 2 else ALICE, f"m{k}", 10_000 + k * 1000, None, 0)
+                 for k in range(40))
     db = make_db(tmp_path / "d.db", messages=msgs)
     h = H(); base_world(h)
     h.phase(3_600_000, "end")
@@ -632,7 +639,8 @@ def test_check_all_listed_property_with_nothing_to_check_is_not_reached(db):
 
 def test_check_all_reports_every_fault_step(db):
     """A fault that fired passes; one that never took effect is not-reached."""
-    spec = make_spec(steps=[{"at": "1m", "kill": {"process": "h1"}}, {"at": "2m", "crash": {"process": "h1", "before": "delivered-stamp"}}])
+    spec = make_spec(steps=[{"at": "1m", "kill": {"process": "h1"}},
+                            {"at": "2m", "crash": {"process": "h1", "before": "delivered-stamp"}}])
     h = H(); base_world(h)
     h.ev(60_000, "fault", fault="kill", step=0, args={})
     h.ev(60_000, "fault-fired", fault="kill", step=0, detail="SIGKILL")
@@ -695,7 +703,8 @@ def test_p4_does_not_judge_a_sleeping_machine(db):
 @pytest.mark.rules("R15", "R14")
 def test_p4_rehosted_sessions_age_out_after_the_grace(db):
     """R15, R14: a rehosted session is judged live within the grace; silent past it, it may go stale."""
-    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "start": "never"}],
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                {"id": "h2", "start": "never"}],
                      steps=[{"at": "1m", "restart": {"process": "h1", "into": "h2", "grace": "5m"}}])
     h = H(); base_world(h); _beating(h, 60_000)
     h.exit(60_000, "h1", "restart")
@@ -718,7 +727,8 @@ def test_p8_follows_a_hookless_mcp_mint_to_its_rows(tmp_path):
     db = make_db(tmp_path / "d.db", sessions=((BOB, N_BOB, "opencode", 0), (minted, name, "mcp", 0)),
                  messages=((minted, BOB, "joined", 60_000, None, 1),))
     spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "bob"}]},
-                                {"id": "c1", "kind": "claude-code", "sessions": [{"id": "ghost", "joins": "explicit"}]}])
+                                {"id": "c1", "kind": "claude-code",
+                                 "sessions": [{"id": "ghost", "joins": "explicit"}]}])
     h = H(); h.start(0, "h1", {"bob": BOB}); h.start(0, "c1", {"ghost": "host-ghost"}, kind="claude-code")
     h.ev(0, "registered", "h1", "bob", how="first-prompt", name=N_BOB, session_id=BOB)
     h.ev(30_000, "registered", "c1", "ghost", how="explicit", name=name, session_id=None)

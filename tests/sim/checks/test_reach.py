@@ -36,9 +36,11 @@ def _rate_cap(h, yes):
 
 def _ping_pong(h, yes):
     for k in range(2):
-        h.call(60_000 + k * 60_000, "h1", "alice", "send", {"to": N_BOB, "body": f"a{k}"}, True, f"Message sent to {N_BOB} (active).")
+        h.call(60_000 + k * 60_000, "h1", "alice", "send", {"to": N_BOB, "body": f"a{k}"}, True,
+               f"Message sent to {N_BOB} (active).")
         if yes or k == 0:
-            h.call(90_000 + k * 60_000, "h1", "bob", "send", {"to": N_ALICE, "body": f"b{k}"}, True, f"Message sent to {N_ALICE} (active).")
+            h.call(90_000 + k * 60_000, "h1", "bob", "send", {"to": N_ALICE, "body": f"b{k}"}, True,
+                   f"Message sent to {N_ALICE} (active).")
 
 
 def _broadcast_skip(h, yes):
@@ -49,7 +51,8 @@ def _broadcast_skip(h, yes):
 def _adoption(h, yes):
     h.ev(50_000, "fork", "c1", "carol", old_host_id="a", new_host_id="b")
     if yes:
-        h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit", line='thatch chat: you are o-pal-00001 (0 unread) - pass as: "o-pal-00001"', decision=None)
+        h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit",
+             line='thatch chat: you are o-pal-00001 (0 unread) - pass as: "o-pal-00001"', decision=None)
 
 
 def _rehost(h, yes):
@@ -99,7 +102,8 @@ def _stop_reminder(h, yes):
 
 
 def _cursor_followup(h, yes):
-    h.ev(60_000, "hook", "u1", "dora", hook="stop", line="thatch chat: 1 unread" if yes else "", decision="followup" if yes else None)
+    h.ev(60_000, "hook", "u1", "dora", hook="stop", line="thatch chat: 1 unread" if yes else "",
+         decision="followup" if yes else None)
 
 
 def _event_in_wake(h, yes):
@@ -111,7 +115,8 @@ WORLDS = {
     "broadcast-skip": (_broadcast_skip, ("R12",)), "adoption": (_adoption, ("R33",)), "rehost": (_rehost, ("R15",)),
     "graduation": (_graduation, ("R15",)), "stale": (_stale, ("R14",)), "prune": (_prune, ("R26",)),
     "refusal": (_refusal, ("R9",)), "echo": (_echo, ("R27",)), "tombstone-gate": (_tombstone_gate, ("R7",)),
-    "store-busy": (_store_busy, ("R24",)), "stop-reminder": (_stop_reminder, ("R36",)), "cursor-followup": (_cursor_followup, ("R36",)),
+    "store-busy": (_store_busy, ("R24",)), "stop-reminder": (_stop_reminder, ("R36",)),
+    "cursor-followup": (_cursor_followup, ("R36",)),
     "event-in-wake": (_event_in_wake, ("R24",)),
 }
 
@@ -124,7 +129,8 @@ def test_every_claim_has_a_world_here():
 @pytest.mark.rules("R7", "R9", "R12", "R14", "R15", "R21", "R22", "R23", "R24", "R26", "R27", "R33", "R36")
 @pytest.mark.parametrize("claim", sorted(WORLDS))
 def test_claim_reached_with_witness(claim, db):
-    """Reach claims (R7 R9 R12 R14 R15 R21 R22 R23 R24 R26 R27 R33 R36): the situation happened -> pass with a witness."""
+    """Reach claims (R7 R9 R12 R14 R15 R21 R22 R23 R24 R26 R27 R33 R36): the situation happened
+    -> pass with a witness."""
     h = H(); base_world(h)
     WORLDS[claim][0](h, True)
     v = verdict_for(claim, h, db)

@@ -25,7 +25,8 @@ def _cursor_world(tmp_path, second_read_returns_it: bool):
     Both read with `as: <bob's name>` at the same moment: Cursor trusts the claim (R32)."""
     spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}]},
                                 {"id": "w1", "kind": "cursor", "sessions": [{"id": "bob"}, {"id": "carol"}]}])
-    db = make_db(tmp_path / "p5.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB_MCP, N_BOB, "mcp", 0), (CAROL_MCP, N_CAROL, "mcp", 0)),
+    db = make_db(tmp_path / "p5.db",
+                 sessions=((ALICE, N_ALICE, "opencode", 0), (BOB_MCP, N_BOB, "mcp", 0), (CAROL_MCP, N_CAROL, "mcp", 0)),
                  messages=((ALICE, BOB_MCP, "the deploy key", 10_000, 30_000, 0),))
     h = H()
     h.start(0, "h1", {"alice": ALICE}); h.start(0, "w1", {"bob": BOB_MCP, "carol": CAROL_MCP}, kind="cursor")
@@ -33,7 +34,8 @@ def _cursor_world(tmp_path, second_read_returns_it: bool):
     h.registered(1_000, "w1", "bob", BOB_MCP, N_BOB); h.registered(1_000, "w1", "carol", CAROL_MCP, N_CAROL)
     h.send(10_000, "h1", "alice", N_BOB, "the deploy key")
     first = h.read(30_000, "w1", "bob", [(N_ALICE, 10_000, "the deploy key")], {"as": N_BOB})
-    second = h.read(30_000, "w1", "carol", [(N_ALICE, 10_000, "the deploy key")] if second_read_returns_it else [], {"as": N_BOB})
+    second = h.read(30_000, "w1", "carol", [(N_ALICE, 10_000, "the deploy key")] if second_read_returns_it else [],
+                    {"as": N_BOB})
     return spec, db, h, first, second
 
 
@@ -74,7 +76,8 @@ def _chain_world(tmp_path, forks: int, shown: str, *, mail_left_behind: bool = F
     h.start(0, "c1", {"carol": ids[0]}, kind="claude-code")
     _hook(h, 1_000, N_CAROL)
     h.sample(5_000, {"carol": (N_CAROL, False, 1_000, "mcp")})
-    chain = [h.ev(10_000 + k * 1_000, "fork", "c1", "carol", old_host_id=ids[k], new_host_id=ids[k + 1]) for k in range(forks)]
+    chain = [h.ev(10_000 + k * 1_000, "fork", "c1", "carol", old_host_id=ids[k], new_host_id=ids[k + 1])
+             for k in range(forks)]
     h.sample(50_000, {"carol": (N_CAROL, False, 1_000, "mcp")})
     line = _hook(h, 60_000, shown)
     h.sample(70_000, {"carol": (shown, False, 60_000, "mcp")})

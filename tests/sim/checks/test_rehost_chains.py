@@ -94,7 +94,8 @@ def test_p3_owes_no_wake_to_a_returning_tab_until_its_status_is_seen(tmp_path):
             h.status(idle_at, "h2", "bob")
         h.send(660_000, "h2", "alice", N_BOB, "hello")
         h.phase(1_200_000, "end")
-        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "start": "never"}],
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "h2", "start": "never"}],
                          steps=[{"at": "1m", "restart": {"process": "h1", "into": "h2", "grace": "5m"}}])
         v = judge("P3", h, one_message_db(tmp_path / f"back-{idle_at}.db", 660_000), spec)
         assert (v.status == "fail") == owed, (idle_at, v.message)

@@ -93,7 +93,8 @@ def kinds(r, proc="orchestrator"):
 
 
 def test_kill_is_recorded_and_unhosts_the_sessions(tmp_path):
-    r = run_scenario(scenario([{"at": "45s", "kill": {"process": "h2"}}]), run_dir=tmp_path, overrides=TINY, check=False)
+    r = run_scenario(scenario([{"at": "45s", "kill": {"process": "h2"}}]), run_dir=tmp_path, overrides=TINY,
+                     check=False)
     fault = r.history[[e["kind"] for e in r.history].index("fault")]
     assert fault["t"] == 45_000 and fault["data"] == {"fault": "kill", "step": 0, "args": {"process": "h2"}}
     exits = [e["data"] for e in r.events("process-exit")]
@@ -185,7 +186,8 @@ def test_restart_rehosts_the_old_daemons_sessions(tmp_path):
 
 
 def test_fork_sends_a_fresh_host_id_to_the_claude_code_process(tmp_path):
-    r = run_scenario(scenario([{"at": "20s", "fork": {"session": "carol"}}]), run_dir=tmp_path, overrides=TINY, check=False)
+    r = run_scenario(scenario([{"at": "20s", "fork": {"session": "carol"}}]), run_dir=tmp_path, overrides=TINY,
+                     check=False)
     fork = r.events("fork")[0]
     assert fork["proc"] == "cc" and fork["data"]["new_host_id"] != fork["data"]["old_host_id"]
     assert r.events("fault-fired")[0]["data"]["detail"]["new_host_id"] == fork["data"]["new_host_id"]
@@ -281,7 +283,8 @@ def test_a_crash_after_a_statement_comes_once_its_transaction_is_durable(store, 
     cp.disarm()
     assert seen == [{"rows": ["ses_b"], "tombstones": ["ses_a"]}]
     assert cp.recorder.events == [("crash", None, {
-        "point": "unregister", "sql": "delete from chat_sessions where session_id = 'ses_a'", "step": 4, "when": "after"})]
+        "point": "unregister", "sql": "delete from chat_sessions where session_id = 'ses_a'", "step": 4,
+        "when": "after"})]
     cp, seen, _ = _watching(conn, db_path, point="unregister", step=5)
     store.unregister("ses_b")
     assert seen == [{"rows": ["ses_b"], "tombstones": ["ses_a"]}]

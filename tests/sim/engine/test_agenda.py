@@ -6,7 +6,8 @@ import random
 import typing
 
 from simulator.engine.agenda import (
-    PRIORITY, Agenda, End, Entry, Expect, HarnessFollowUp, LockRelease, Phase, Poll, Priority, Sample, SleepEnd, StartProcess, Step,
+    PRIORITY, Agenda, End, Entry, Expect, HarnessFollowUp, LockRelease, Phase, Poll, Priority, Sample, SleepEnd,
+    StartProcess, Step,
 )
 from simulator.protocol import FollowUp
 
@@ -19,7 +20,8 @@ def drain(agenda: Agenda) -> list:
 
 
 def test_same_time_entries_run_in_priority_order_whatever_the_push_order():
-    kinds = [End(), Sample(), Expect(0), Poll("h1", 0, 0), HarnessFollowUp("h1", 0, FollowUp(0, "turn-end", "alice", {})),
+    kinds = [End(), Sample(), Expect(0), Poll("h1", 0, 0),
+             HarnessFollowUp("h1", 0, FollowUp(0, "turn-end", "alice", {})),
              Phase("drain"), Step(0), StartProcess("h1")]
     for seed in range(5):
         shuffled = list(kinds)

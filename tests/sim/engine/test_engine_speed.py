@@ -141,7 +141,8 @@ def test_recorder_encoder_is_json_dumps_with_the_same_options():
     """One prebuilt encoder: byte for byte json.dumps(sort_keys, compact, ensure_ascii=False, default=str)."""
     event = {"t": 1, "dispatch": 2, "proc": "h1", "inc": 0, "session": None, "kind": "wake",
              "data": {"text": "héllo\u2028\"x\"", "n": [1.5, None, True], "z": {"b": 1, "a": Path("/p")}}, "seq": 5}
-    assert encode_event(event) == json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert encode_event(event) == json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                             default=str)
 
 
 @pytest.mark.rules("R15")

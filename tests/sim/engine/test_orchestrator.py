@@ -168,7 +168,8 @@ def test_expectations_are_observed_at_their_time(tmp_path):
     name = r.events("registered", session="alice")[0]["data"]["name"]
     assert seen == [
         (35_000, "bob", {"index": 0, "kind": "unread", "ok": None,
-                         "detail": {"registered": True, "name": r.events("registered", session="bob")[0]["data"]["name"],
+                         "detail": {"registered": True,
+                                    "name": r.events("registered", session="bob")[0]["data"]["name"],
                                     "unread": 1}}),
         (240_000, "alice", {"index": 1, "kind": "registered", "ok": None,
                             "detail": {"registered": True, "name": name, "unread": 0}}),

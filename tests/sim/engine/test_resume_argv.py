@@ -98,16 +98,20 @@ def test_argv_replaces_how_and_listing_names_declared_sessions():
         """) == [
         "w.yaml:12: steps[0].resume.how: `how` and `argv` both given; `argv` is the whole command line "
         "— drop `how` (write the flag in `argv`, e.g. [opencode, -c])",
-        "w.yaml:14: steps[1].resume.listing[1]: undefined session `scoot` — write one of the defined sessions: alice, bob",
+        "w.yaml:14: steps[1].resume.listing[1]: undefined session `scoot` "
+        "— write one of the defined sessions: alice, bob",
     ]
 
 
 def test_check_spec_refuses_a_bad_argv_built_in_python():
     spec = Scenario.model_validate({"name": "api", "duration": "1m",
-                                    "processes": [{"id": "h1", "sessions": [{"id": "bob"}]}, {"id": "h2", "start": "never"}],
-                                    "steps": [{"at": "30s", "resume": {"session": "bob", "process": "h2", "argv": ["opencode", 7]}}]})
+                                    "processes": [{"id": "h1", "sessions": [{"id": "bob"}]},
+                                                  {"id": "h2", "start": "never"}],
+                                    "steps": [{"at": "30s", "resume": {"session": "bob", "process": "h2",
+                                                                       "argv": ["opencode", 7]}}]})
     [error] = check_spec(spec)
-    assert str(error) == "<scenario>: steps[0].resume.argv[1]: 7 is not a string — write each argument as a string (quote numbers)"
+    assert str(error) == ("<scenario>: steps[0].resume.argv[1]: 7 is not a string "
+                          "— write each argument as a string (quote numbers)")
 
 
 # -- the checkers' model of opencode's command line ----------------------------------------
@@ -226,7 +230,8 @@ def scenario(steps) -> Scenario:
         "name": "resume-argv", "duration": "3m", "drain": "1m", "seed": 5,
         "processes": [
             {"id": "h1", "project": "alpha", "sessions": [{"id": "alice"}]},
-            {"id": "h2", "project": "alpha", "sessions": [{"id": "bob"}, {"id": "scout", "parent": "bob", "start": "10s"}]},
+            {"id": "h2", "project": "alpha",
+             "sessions": [{"id": "bob"}, {"id": "scout", "parent": "bob", "start": "10s"}]},
             {"id": "h3", "project": "alpha", "start": "never"},
         ],
         "steps": steps,
@@ -305,7 +310,8 @@ def test_the_session_a_continue_opens_is_a_tab_its_process_can_wake(tmp_path):
             {"id": "h3", "project": "alpha", "start": "never"},
         ],
         "steps": [{"at": "30s", "kill": {"process": "h2"}},
-                  {"at": "50s", "resume": {"session": "alice", "process": "h3", "how": "-c", "listing": ["alice", "bob"]}},
+                  {"at": "50s", "resume": {"session": "alice", "process": "h3", "how": "-c",
+                                           "listing": ["alice", "bob"]}},
                   {"at": "2m", "send": {"from": "carol", "to": "bob", "body": "ping"}}],
     })
     r = run_scenario(spec, run_dir=tmp_path)

@@ -67,7 +67,8 @@ def test_windowed_and_lockstep_judge_every_library_scenario_alike(path, tmp_path
 EXPLORE_SEEDS, EXPLORE_CHUNK = 100, 25
 
 
-@pytest.mark.parametrize("first", range(0, EXPLORE_SEEDS, EXPLORE_CHUNK), ids=lambda s: f"seeds{s}-{s + EXPLORE_CHUNK - 1}")
+@pytest.mark.parametrize("first", range(0, EXPLORE_SEEDS, EXPLORE_CHUNK),
+                         ids=lambda s: f"seeds{s}-{s + EXPLORE_CHUNK - 1}")
 def test_windowed_and_lockstep_judge_generated_worlds_alike(first, tmp_path):
     """Worlds nobody wrote: small `explore` seeds (kills, crashes, resumes, sleeps, locks,
     broadcasts...) judged alike by both engines, under the same normalisation. Serial: a

@@ -68,9 +68,11 @@ def test_every_feature_family_is_drawn_without_asking():
     gens = [generate(s, SMALL) for s in range(150)]
     assert any(g.swarm.on("prune") for g in gens)
     assert any(g.spec.dispatch == "concurrent" for g in gens)
-    jumps = [st.sleep.duration for g in gens for st in g.spec.steps if st.action == "sleep" and st.sleep.duration >= 6 * 86_400_000]
+    jumps = [st.sleep.duration for g in gens for st in g.spec.steps
+             if st.action == "sleep" and st.sleep.duration >= 6 * 86_400_000]
     week = 7 * 86_400_000
-    assert any(d < week for d in jumps) and any(d > week for d in jumps), "prune jumps land on both sides of the 7-day TTLs"
+    assert (any(d < week for d in jumps)
+            and any(d > week for d in jumps)), "prune jumps land on both sides of the 7-day TTLs"
     big = [generate(s) for s in range(150)]
     steps = [st for g in big for st in g.spec.steps]
     assert any(st.action == "resume" and st.resume.how == "-c" for st in steps)

@@ -20,7 +20,8 @@ def test_a_prompt_call_delivers_the_host_events_due_once_and_the_orchestrator_sk
     stream.scheduled(FollowUp(45_000, OP_ACT, "erin", {"action": "prompt"}))
     stream.scheduled(FollowUp(60_000, OP_WINDOW, "bob", {"what": "busy", "on": True}))
     stream.deliver_due(45_000, 15, inside="wake", prompted="bob")
-    assert [(c.dispatch, c.t, c.op, c.session, c.args) for c in ran] == [(15, 45_000, OP_TURN_END, "dave", {"cause": "user"})]
+    assert [(c.dispatch, c.t, c.op, c.session, c.args) for c in ran] == [
+        (15, 45_000, OP_TURN_END, "dave", {"cause": "user"})]
     assert emitted == [("stream-event", "dave", {"op": OP_TURN_END, "inside": "wake", "prompted": "bob"})]
     assert stream.already_delivered(Command(16, 45_000, OP_TURN_END, "dave", {"cause": "user"}))
     assert not stream.already_delivered(Command(17, 45_000, OP_TURN_END, "dave", {"cause": "user"}))

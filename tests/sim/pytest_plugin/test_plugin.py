@@ -75,7 +75,8 @@ def pytest_sim_run_scenario(spec, run_dir, seed, wall_timeout_s):
         Verdict("P3", "at-least-once", "pass" if ok else "fail", "bob had unread mail and no wake came.",
                 ("R18", "R19"), [wake]),
         Verdict("reach:re-nudge", "re-nudge", "pass" if ok else "not-reached"),
-    ] + [Verdict(f"expect#{i}", "wakes of bob at end", "pass" if ok else "fail", "bob got 3 wakes by end, want exactly 1")
+    ] + [Verdict(f"expect#{i}", "wakes of bob at end", "pass" if ok else "fail",
+                 "bob got 3 wakes by end, want exactly 1")
          for i, _ in enumerate(spec.expect)]
     return RunResult(spec.name, seed, Path(run_dir), Path(run_dir) / "thatch.db", history, [wake], verdicts,
                      0.1, 600000, 42)
@@ -196,7 +197,8 @@ def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
         "P3 at-least-once * 2 * 1 * 1 * 0 * 0",
         "reach:re-nudge * 2 * 1 * 0 * 1 * -",
         "*short test summary info*",
-        "FAILED scenarios/basic/fail.yaml::two-tabs-fail - P3 at-least-once: bob had unread mail and no wake came. (+1 more)",
+        ("FAILED scenarios/basic/fail.yaml::two-tabs-fail - "
+         "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"),
     ])
     result.stdout.no_fnmatch_line("P2 *")  # skipped by every run: no all-zero row
     failed_run = next(r for r in sim.runs() if r["name"] == "two-tabs-fail")
@@ -211,8 +213,10 @@ def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
     cases = {case.get("name"): case for case in ET.parse(sim.path / "junit.xml").iter("testcase")}
     props = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
     assert props["two-tabs-fail"]["seed"] == "7"
-    assert props["two-tabs-fail"]["rerun"] == "pytest 'scenarios/basic/fail.yaml::two-tabs-fail' --sim-seed 7 -p no:xdist"
-    assert props["two-tabs"] == {"seed": "7", "rerun": "pytest 'scenarios/basic/good.yaml::two-tabs' --sim-seed 7 -p no:xdist",
+    assert props["two-tabs-fail"]["rerun"] == (
+        "pytest 'scenarios/basic/fail.yaml::two-tabs-fail' --sim-seed 7 -p no:xdist")
+    assert props["two-tabs"] == {"seed": "7",
+                                 "rerun": "pytest 'scenarios/basic/good.yaml::two-tabs' --sim-seed 7 -p no:xdist",
                                  "scenario_file": "scenarios/basic/good.yaml"}  # no verdict blob
     failure = cases["two-tabs-fail"].find("failure")
     assert failure.get("message") == "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"
@@ -254,8 +258,9 @@ def test_a_failure_names_the_file_and_line_of_each_broken_claim(sim):
     ])
     result.stdout.fnmatch_lines(["_* scenario two-tabs-fail _*", "*", "", "P3 at-least-once [[]R18 R19[]]: FAIL"])
     locations = {node: rest for node, *rest in map(json.loads, (sim.path / "locations.jsonl").read_text().splitlines())}
-    assert locations == {"scenarios/basic/fail.yaml::two-tabs-fail": ["scenarios/basic/fail.yaml", 1, "scenario two-tabs-fail"],
-                         "scenarios/basic/listed.yaml::listed-fail": ["scenarios/basic/listed.yaml", 1, "scenario listed-fail"]}
+    assert locations == {
+        "scenarios/basic/fail.yaml::two-tabs-fail": ["scenarios/basic/fail.yaml", 1, "scenario two-tabs-fail"],
+        "scenarios/basic/listed.yaml::listed-fail": ["scenarios/basic/listed.yaml", 1, "scenario listed-fail"]}
     crashes = sim.run("-p", "no:xdist", "--tb=line")
     crashes.stdout.fnmatch_lines([
         "scenarios/basic/fail.yaml:2: P3 at-least-once: bob had unread mail and no wake came. (+1 more)",
@@ -290,13 +295,15 @@ def test_ini_defaults_for_report_report_dir_and_timeout(sim):
 
 def test_malformed_file_is_an_error_for_that_file_alone(sim):
     sim.write("scenarios/basic/good.yaml", "two-tabs")
-    (sim.path / "scenarios" / "basic" / "bad.yaml").write_text(HEADER + "name: broken\nduration: 1x\nprocesses:\n  - id: h1\n")
+    (sim.path / "scenarios" / "basic" / "bad.yaml").write_text(
+        HEADER + "name: broken\nduration: 1x\nprocesses:\n  - id: h1\n")
     result = sim.run("-rE")
     result.assert_outcomes(passed=1, errors=1)
     message = ("scenarios/basic/bad.yaml:3: duration: '1x' is not a duration — write a number with a unit: 500ms, "
                "90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h")
     result.stdout.fnmatch_lines(["*ERROR at setup of invalid scenario file scenarios/basic/bad.yaml*", message])
-    result.stdout.fnmatch_lines(["ERROR scenarios/basic/bad.yaml::load-error - scenarios/basic/bad.yaml:3: duration: *"])
+    result.stdout.fnmatch_lines(
+        ["ERROR scenarios/basic/bad.yaml::load-error - scenarios/basic/bad.yaml:3: duration: *"])
     result.stdout.no_fnmatch_line("*Traceback*")
     assert result.ret == 1
 
@@ -308,7 +315,8 @@ def test_markers_are_registered_once_and_select_scenarios(sim):
     result.assert_outcomes(passed=1, deselected=1)
     assert (sim.path / "reports" / "runs" / "slow-one" / "index.html").exists()
     listed = sim.run("--markers").stdout.lines
-    assert [ln for ln in listed if ln.startswith("@pytest.mark.slow")] == ["@pytest.mark.slow: long-running scenario or test"]
+    assert [ln for ln in listed if ln.startswith("@pytest.mark.slow")] == [
+        "@pytest.mark.slow: long-running scenario or test"]
     assert len([ln for ln in listed if ln.startswith("@pytest.mark.race")]) == 1
 
 
@@ -316,7 +324,8 @@ def test_an_unknown_marker_is_a_load_error_at_its_line_not_a_pytest_warning(sim)
     sim.write("scenarios/basic/typo.yaml", "typo-marker", markers="slwo")
     result = sim.run("-rE")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["scenarios/basic/typo.yaml:4: markers[[]0[]]: unknown marker `slwo` — did you mean `slow`?*"])
+    result.stdout.fnmatch_lines(
+        ["scenarios/basic/typo.yaml:4: markers[[]0[]]: unknown marker `slwo` — did you mean `slow`?*"])
     result.stdout.no_fnmatch_line("*PytestUnknownMarkWarning*")
 
 

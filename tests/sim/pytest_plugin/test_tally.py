@@ -7,8 +7,9 @@ import json
 from simulator.pytest_plugin.tally import PropertyTally, decode_verdicts, encode_verdicts
 from simulator.result import Verdict
 
-RUN = [Verdict("P1", "single", "pass", judged=3), Verdict("P3", "alo", "fail", judged=1), Verdict("P10", "pp", "not-reached"),
-       Verdict("reach:x", "x happens", "pass"), Verdict("expect#0", "wakes", "fail"), Verdict("fault#2", "kill fault", "pass")]
+RUN = [Verdict("P1", "single", "pass", judged=3), Verdict("P3", "alo", "fail", judged=1),
+       Verdict("P10", "pp", "not-reached"), Verdict("reach:x", "x happens", "pass"),
+       Verdict("expect#0", "wakes", "fail"), Verdict("fault#2", "kill fault", "pass")]
 
 
 def test_tally_counts_properties_and_reach_claims_only():
@@ -46,4 +47,5 @@ def test_verdicts_survive_the_trip_as_a_json_friendly_report_attribute():
     encoded = encode_verdicts(RUN)
     assert json.loads(json.dumps(encoded)) == encoded  # what xdist can carry between processes
     decoded = decode_verdicts(encoded)
-    assert sorted((v.check, v.title, v.status, v.judged) for v in decoded) == sorted((v.check, v.title, v.status, v.judged) for v in RUN)
+    assert (sorted((v.check, v.title, v.status, v.judged) for v in decoded)
+            == sorted((v.check, v.title, v.status, v.judged) for v in RUN))

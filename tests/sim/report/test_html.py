@@ -151,13 +151,15 @@ def test_fault_arrow_targets_process_named_by_its_step(tmp_path):
     """A crash's `fault-fired` names no process; the arrow goes where its `fault` step pointed."""
     result = example_result(tmp_path / "run")
     layout = build_layout(result.history, result.verdicts)
-    fired = next(n for n, e in enumerate(result.history) if e["kind"] == "fault-fired" and e["data"]["fault"] == "crash")
+    fired = next(n for n, e in enumerate(result.history)
+                 if e["kind"] == "fault-fired" and e["data"]["fault"] == "crash")
     assert layout.recipients[fired] == [("h2", None)]
 
 
 def test_non_event_witnesses_are_listed(tmp_path):
     result = example_result(tmp_path / "run")
-    result.verdicts.append(Verdict("P5", "no-loss", "fail", "row vanished", witness=[{"db_row": {"id": 7, "body": "hi"}}]))
+    result.verdicts.append(Verdict("P5", "no-loss", "fail", "row vanished",
+                                   witness=[{"db_row": {"id": 7, "body": "hi"}}]))
     html = render_html(result)
     assert "db_row" in html and "row vanished" in html
 

@@ -81,7 +81,8 @@ def test_a_surrogate_escape_is_refused_it_is_no_character():
 
 
 def test_a_control_character_gives_its_line():
-    assert str(error_of(WORLD + "story: a\x00b\n")).startswith("h.yaml:6: YAML syntax: the character U+0000 is not allowed")
+    assert str(error_of(WORLD + "story: a\x00b\n")).startswith(
+        "h.yaml:6: YAML syntax: the character U+0000 is not allowed")
 
 
 def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
@@ -90,7 +91,8 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monke
     monkeypatch.setenv(bounded_yaml.MAX_FILE_BYTES_ENV, "1000")
     with pytest.raises(ScenarioSyntaxError) as info:
         load_file(path, display="big.yaml")
-    assert str(info.value).startswith(f"big.yaml:1: the file is {path.stat().st_size} bytes, over the limit of 1000 bytes — ")
+    assert str(info.value).startswith(
+        f"big.yaml:1: the file is {path.stat().st_size} bytes, over the limit of 1000 bytes — ")
     monkeypatch.setenv(bounded_yaml.MAX_FILE_BYTES_ENV, "10000")
     assert load_file(path).spec.name == "w"
 
@@ -154,9 +156,11 @@ def test_an_unforeseen_failure_is_still_one_error_for_the_file(monkeypatch):
         raise RecursionError("maximum recursion depth exceeded")
     monkeypatch.setattr("simulator.scenario.loader.record_positions", broken)
     err = error_of(WORLD)
-    assert str(err).startswith("h.yaml:1: the loader cannot read this file (RecursionError: maximum recursion depth exceeded)")
+    assert str(err).startswith(
+        "h.yaml:1: the loader cannot read this file (RecursionError: maximum recursion depth exceeded)")
 
 
 def test_a_duration_too_long_for_a_float_is_a_value_error_not_an_overflow():
     err = error_of(WORLD.replace("10m", "9" * 400 + "d"))
-    assert str(err).startswith("h.yaml:2: duration: '9999999999999999999999999999999999999999' is far too long a duration")
+    assert str(err).startswith(
+        "h.yaml:2: duration: '9999999999999999999999999999999999999999' is far too long a duration")

@@ -39,9 +39,11 @@ def refusal(text: str) -> str:
     (("duration: 10m", "duration: 365000d"),
      "b.yaml:2: duration: a duration 365000d is over the limit of 30d — write at most 30d"),
     (("  - id: h1\n", "  - id: h1\n    poll_interval: 0s\n"),
-     "b.yaml:5: processes[0].poll_interval: poll interval 0ms is under the limit of 1s — write 1s or more (the default is 30s)"),
+     "b.yaml:5: processes[0].poll_interval: poll interval 0ms is under the limit of 1s "
+     "— write 1s or more (the default is 30s)"),
     (("  - id: h1\n", "  - id: h1\n    poll_interval: 999ms\n"),
-     "b.yaml:5: processes[0].poll_interval: poll interval 999ms is under the limit of 1s — write 1s or more (the default is 30s)"),
+     "b.yaml:5: processes[0].poll_interval: poll interval 999ms is under the limit of 1s "
+     "— write 1s or more (the default is 30s)"),
     (("      - id: bob\n", "      - id: bob\n        agent: {turn: 99999999999d}\n"),
      "b.yaml:8: processes[0].sessions[1].agent.turn: a turn 99999999999d is over the limit of 1d — write at most 1d"),
     (("      - id: bob\n", "      - id: bob\n        agent: {turn: 0s}\n"),
@@ -59,7 +61,8 @@ def test_a_seed_out_of_range_is_refused(seed, shown):
 
 
 def test_the_limits_themselves_are_accepted():
-    text = WORLD.replace("duration: 10m", "duration: 29d").replace("  - id: h1\n", "  - id: h1\n    poll_interval: 1s\n")
+    text = WORLD.replace("duration: 10m", "duration: 29d").replace("  - id: h1\n",
+                                                                    "  - id: h1\n    poll_interval: 1s\n")
     text = text.replace("      - id: bob\n", "      - id: bob\n        agent: {turn: 1d}\n")
     spec = load(text + "drain: 1d\nseed: 4294967295\n").spec
     assert spec.seed == bounds.MAX_SEED and spec.duration + spec.drain == bounds.MAX_RUN_MS
@@ -96,7 +99,8 @@ def test_a_zero_length_sleep_or_lock_is_refused(fault):
 
 def test_a_repeated_body_that_expands_past_a_million_characters_is_refused():
     text = WORLD + "steps:\n  - at: 1m\n    send: {from: alice, to: bob, body: {repeat: '0123456789', times: 100001}}\n"
-    assert refusal(text) == ("b.yaml:10: steps[0].send.body: the body is 1000010 characters, over the limit of 1000000 — "
+    assert refusal(text) == ("b.yaml:10: steps[0].send.body: the body is 1000010 characters, "
+                             "over the limit of 1000000 — "
                              "the store refuses anything over 10000 characters: a little more shows the refusal")
 
 

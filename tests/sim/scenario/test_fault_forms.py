@@ -43,7 +43,8 @@ def test_the_crash_forms_load_and_dump_as_written():
           - {at: 1m, crash: {process: cu, after: read-stamp}}
         """) == []
     before = CrashArgs.model_validate({"process": "h1", "before": "delivered-stamp"})
-    assert before.model_dump(mode="json", by_alias=True) == {"process": "h1", "before": "delivered-stamp", "sql": None, "nth": 1}
+    assert before.model_dump(mode="json", by_alias=True) == {"process": "h1", "before": "delivered-stamp",
+                                                             "sql": None, "nth": 1}
     assert (before.point, before.timing) == ("delivered-stamp", "before")
     after = CrashArgs.model_validate({"process": "h1", "sql": "commit", "when": "after"})
     assert after.model_dump(mode="json", by_alias=True)["when"] == "after" and after.timing == "after"

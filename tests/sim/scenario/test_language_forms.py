@@ -72,7 +72,8 @@ def test_replicas_write_the_block_out_with_its_number_in_every_text():
     assert [p.id for p in spec.processes] == ["lead", "h1", "h2"]
     assert [(s.id, s.title, s.start) for s in spec.processes[0].sessions] == [
         ("alice", None, 0), ("w1", "worker 1", 60_000), ("w2", "worker 2", 120_000), ("w3", "worker 3", 180_000)]
-    assert [(p.project, [s.id for s in p.sessions]) for p in spec.processes[1:]] == [("p1", ["a1", "b1"]), ("p2", ["a2", "b2"])]
+    assert [(p.project, [s.id for s in p.sessions]) for p in spec.processes[1:]] == [("p1", ["a1", "b1"]),
+                                                                                    ("p2", ["a2", "b2"])]
     assert spec.processes[2].sessions[1].agent.kind == "silent"
     assert all(p.replicas == 1 for p in spec.processes)
 
@@ -88,7 +89,8 @@ def test_an_error_in_a_template_is_reported_once_at_its_line():
     with pytest.raises(ScenarioErrors) as info:
         parse_scenario(text, file="r.yaml")
     assert [e.format() for e in info.value.errors] == [
-        "r.yaml:10: processes[0].sessions[1].start: 90 has no unit — write `90s` or `90ms` (a bare number would silently mean 90 ms)",
+        "r.yaml:10: processes[0].sessions[1].start: 90 has no unit — write `90s` or `90ms` "
+        "(a bare number would silently mean 90 ms)",
         "r.yaml:17: processes[1].sessions[1].agnet: unknown key `agnet` — did you mean `agent`?",
     ]
     text = REPLICATED.replace("to: b2", "to: b3")
@@ -112,7 +114,8 @@ def test_replicas_that_cannot_be_written_out_are_refused():
         """
     assert errors_of("", textwrap.dedent(text)) == [
         "w.yaml:8: processes[0].sessions[0].replicas: a replicated session inside a replicated process — replicas do "
-        "not nest: write the process's sessions out (ids with `{i}`, the process's number), or replicate only the sessions",
+        "not nest: write the process's sessions out (ids with `{i}`, the process's number), "
+        "or replicate only the sessions",
         "w.yaml:9: processes[1]: `{i}` in a block without `replicas` — add `replicas: N` to this block "
         "(copy i gets i for `{i}`), or drop `{i}`",
         "w.yaml:11: processes[2].replicas: True is not a number of copies — write a whole number from 1 to 1000",
@@ -167,7 +170,8 @@ def test_zero_needs_no_unit_and_python_may_pass_milliseconds():
 def test_the_editor_schema_accepts_zero_and_units_only():
     schema = json.loads(schema_text())
     assert {"const": 0} in schema["$defs"]["Step"]["properties"]["at"]["anyOf"]
-    assert "replicas" in schema["$defs"]["Process"]["properties"] and "replicas" in schema["$defs"]["Session"]["properties"]
+    assert ("replicas" in schema["$defs"]["Process"]["properties"]
+            and "replicas" in schema["$defs"]["Session"]["properties"])
     assert "before_catch_up" in schema["$defs"]["Expectation"]["properties"]
     assert schema["properties"]["markers"]["items"]["enum"] == [name for name, _ in KNOWN_MARKERS]
 
@@ -192,7 +196,8 @@ def test_a_placeholder_must_name_a_declared_session_wherever_it_expands():
     assert [line.split(": ", 2)[1] for line in lines] == [
         "steps[0].send.as", "steps[0].expect.matches", "steps[1].cli_tail.who[1]", "steps[2].cli_tail.who",
         "expect[0].hook_line.equals", "expect[1].roster.not_contains"]
-    assert lines[0].endswith("`{dav}` names no declared session, so it would stay literal text — did you mean `{dave}`? "
+    assert lines[0].endswith("`{dav}` names no declared session, so it would stay literal text — "
+                             "did you mean `{dave}`? "
                              "(`{label}` is a declared session's name: {alice}, {bob}, {carol}, {dave})")
     assert lines[4].endswith("`{x}` names no declared session, so it would stay literal text — write a declared "
                              "session's label in braces ({alice}, {bob}, {carol}, {dave}), or drop the braces")
@@ -254,9 +259,11 @@ def test_new_expectation_bodies_say_what_they_judge():
         "expect[0].tombstones: a `tombstones` expectation says no number — add count, min or max (count: 0 for none)",
         "expect[1].counter: a `counter` expectation needs exactly one of `session` and `base` — write "
         "`session: <label>` (the base of its name) or `base: <name base>`, not both",
-        "expect[2].messages.to: undefined session `bobb` — did you mean `bob`? (defined sessions: alice, bob, carol, dave)",
+        "expect[2].messages.to: undefined session `bobb` — did you mean `bob`? "
+        "(defined sessions: alice, bob, carol, dave)",
         "expect[3].store_errors.process: undefined process `h3` — write one of the defined processes: h1, cc, cu, h2",
-        "expect[4].wakes.between: 2h is after the end of the run (65m: duration + drain) — write a window inside the run",
+        "expect[4].wakes.between: 2h is after the end of the run (65m: duration + drain) "
+        "— write a window inside the run",
         "expect[5].unread.between: 30m is not after 1h — write the earlier time first, then a later one",
         "expect[6].at: `at` on a `same_name` expectation that gives its own times (`same_name.at`) — "
         "drop this `at`: `same_name.at` says when it is judged",
@@ -285,4 +292,5 @@ def test_new_expectation_bodies_say_what_they_judge():
 def test_the_old_bodies_keep_their_messages():
     with pytest.raises(BadValueError) as info:
         parse_scenario(WORLD + "expect:\n  - wakes: {session: bob, count: -1}\n", file="w.yaml")
-    assert str(info.value) == "w.yaml:19: expect[0].wakes.count: -1 is not allowed here — write a whole number, 0 or more"
+    assert str(info.value) == ("w.yaml:19: expect[0].wakes.count: -1 is not allowed here "
+                               "— write a whole number, 0 or more")

@@ -29,13 +29,15 @@ CASES = [
      "properties, reaches, legacy, processes, steps, expect, policy"),
     ("typo_key.yaml", 6, UnknownKeyError, "processes[0].sesions: unknown key `sesions` — did you mean `sessions`?"),
     ("bad_duration.yaml", 3, BadValueError,
-     "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h"),
+     "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, "
+     "or units combined largest first: 5m30s, 2h10m, 1d2h"),
     ("undefined_session.yaml", 11, CrossReferenceError,
      "steps[0].send.to: undefined session `carol` — write one of the defined sessions: alice, bob"),
     ("undefined_process.yaml", 11, CrossReferenceError,
      "steps[0].kill.process: undefined process `h2` — write one of the defined processes: h1"),
     ("steps_out_of_order.yaml", 12, CrossReferenceError,
-     "steps[1].at: step at 90s comes before the previous step (2m, line 10) — list steps in time order (equal times are fine)"),
+     "steps[1].at: step at 90s comes before the previous step (2m, line 10) "
+     "— list steps in time order (equal times are fine)"),
     ("two_actions.yaml", 10, BadValueError,
      "steps[0]: a step needs exactly one action or fault key, found 2: send, read — "
      "split it into one step per key (they may share the same `at`)"),
@@ -57,8 +59,8 @@ CASES = [
     ("expect_on_fault.yaml", 11, CrossReferenceError,
      "steps[0].expect: `expect:` on a `kill` fault, which produces no reply to check — use a point expectation under "
      "the top-level `expect:` instead (e.g. `- at: 2m` with `registered: {session: ...}`); only send, broadcast, read, "
-     "register, unregister, list, status, cli_list, cli_tail, approve, decline steps and prompts on claude-code or cursor "
-     "sessions have a reply"),
+     "register, unregister, list, status, cli_list, cli_tail, approve, decline steps and prompts on claude-code "
+     "or cursor sessions have a reply"),
     ("expectation_key_typo.yaml", 10, UnknownKeyError,
      "expect[0].wakes.cuont: unknown key `cuont` in a `wakes` expectation — did you mean `count`?"),
     ("bad_repeat_body.yaml", 11, BadValueError,
@@ -74,7 +76,8 @@ CASES = [
      "steps[0].at: 90 has no unit — write `90s` or `90ms` (a bare number would silently mean 90 ms)"),
     ("resume_claude_code_into_opencode.yaml", 13, CrossReferenceError,
      "steps[0].resume.session: `carol` is a session of c1, a claude-code process, which an opencode process (`h2`) "
-     "cannot resume — resume an opencode session; a claude-code session continues in its own host (its id forks with `fork`)"),
+     "cannot resume — resume an opencode session; "
+     "a claude-code session continues in its own host (its id forks with `fork`)"),
     ("unknown_marker.yaml", 3, BadValueError,
      "markers[1]: unknown marker `flaky` — write one of the known markers: slow, race"),
     ("replica_id_without_index.yaml", 8, BadValueError,
@@ -131,7 +134,9 @@ def test_valid_scenario_loads_with_positions():
 
 def test_leading_document_marker_is_fine_a_second_document_is_not():
     assert parse_scenario("---\n" + VALID).spec.name == "two-tabs"
-    with pytest.raises(ScenarioSyntaxError, match=r"^f\.yaml:15: a second YAML document \(`---`\) in the file — write one scenario per file$"):
+    with pytest.raises(ScenarioSyntaxError,
+                       match=r"^f\.yaml:15: a second YAML document \(`---`\) in the file "
+                             r"— write one scenario per file$"):
         parse_scenario(VALID + "---\nname: other\n", file="f.yaml")
 
 
@@ -146,7 +151,8 @@ def test_duplicate_key_is_refused_not_silently_dropped():
     text = VALID.replace("rules: [R9]\n", "rules: [R9]\nduration: 5m\n")
     with pytest.raises(ScenarioSyntaxError) as info:
         parse_scenario(text, file="d.yaml")
-    assert str(info.value) == "d.yaml:5: duration: duplicate key `duration` (first at line 4) — keep one; YAML would silently drop the first"
+    assert str(info.value) == ("d.yaml:5: duration: duplicate key `duration` (first at line 4) "
+                               "— keep one; YAML would silently drop the first")
 
 
 def test_several_errors_are_reported_together_in_file_order():
@@ -155,7 +161,8 @@ def test_several_errors_are_reported_together_in_file_order():
         parse_scenario(text, file="m.yaml")
     lines = str(info.value).splitlines()
     assert lines == [
-        "m.yaml:4: duration: 'soon' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, or units combined largest first: 5m30s, 2h10m, 1d2h",
+        "m.yaml:4: duration: 'soon' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, "
+        "or units combined largest first: 5m30s, 2h10m, 1d2h",
         "m.yaml:10: processes[0].sessions[1].agent: 'reeder' is not allowed here — did you mean `reader`? "
         "(one of: reader, ping-pong, silent)",
     ]
@@ -165,16 +172,19 @@ def test_several_errors_are_reported_together_in_file_order():
 def test_literal_choice_without_a_close_match_lists_the_choices():
     with pytest.raises(BadValueError) as info:
         parse_scenario(VALID.replace("  - id: h1\n", "  - id: h1\n    kind: vim\n"), file="k.yaml")
-    assert str(info.value) == "k.yaml:7: processes[0].kind: 'vim' is not allowed here — write one of: opencode, claude-code, cursor"
+    assert str(info.value) == ("k.yaml:7: processes[0].kind: 'vim' is not allowed here "
+                               "— write one of: opencode, claude-code, cursor")
 
 
 def test_union_field_gets_one_message():
     with pytest.raises(BadValueError) as info:
         parse_scenario(VALID.replace("rules: [R9]", "properties: some"), file="u.yaml")
-    assert str(info.value) == "u.yaml:3: properties: 'some' is not allowed here — write properties to check: `all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those)"
+    assert str(info.value) == ("u.yaml:3: properties: 'some' is not allowed here — write properties to check: "
+                               "`all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those)")
     with pytest.raises(BadValueError) as info:
         parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P11]"), file="u.yaml")
-    assert str(info.value) == "u.yaml:3: properties[1]: 'P11' is not a property id — write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10"
+    assert str(info.value) == ("u.yaml:3: properties[1]: 'P11' is not a property id "
+                               "— write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10")
 
 
 def test_pattern_and_type_errors_say_what_to_write():
@@ -191,7 +201,8 @@ def test_unknown_key_inside_a_step_suggests_the_action():
 
 
 def test_error_classes_share_one_root_with_one_line_docstrings():
-    classes = [ScenarioSyntaxError, UnknownKeyError, MissingFieldError, BadValueError, CrossReferenceError, ScenarioErrors]
+    classes = [ScenarioSyntaxError, UnknownKeyError, MissingFieldError, BadValueError, CrossReferenceError,
+               ScenarioErrors]
     for cls in classes:
         assert issubclass(cls, ScenarioError)
         assert cls.__doc__ and "\n" not in cls.__doc__.strip()
@@ -204,7 +215,8 @@ def test_format_key_path():
 
 def test_did_you_mean_names_the_closest_choice_or_nothing():
     assert did_you_mean("sesions", ["sessions", "steps"]) == "did you mean `sessions`?"
-    assert did_you_mean("Stp", ["Stop", "stop"], listing="one of: Stop, stop") == "did you mean `Stop`? (one of: Stop, stop)"
+    assert did_you_mean("Stp", ["Stop", "stop"], listing="one of: Stop, stop") == (
+        "did you mean `Stop`? (one of: Stop, stop)")
     # A same-letters match wins over a closer spelling when case does not count.
     assert did_you_mean("STOP", ["Stoo", "stop"], case_insensitive=True) == "did you mean `stop`?"
     assert did_you_mean("zzz", ["sessions", "steps"]) is None
@@ -278,7 +290,8 @@ def test_compound_duration_everywhere_a_duration_is():
 
 
 def test_repeated_body_is_compact_in_the_spec_and_expanded_for_the_tool():
-    text = VALID.replace("send: {from: alice, to: bob}", 'send: {from: alice, to: bob, body: {repeat: "ab", times: 3, prefix: " "}}')
+    text = VALID.replace("send: {from: alice, to: bob}",
+                         'send: {from: alice, to: bob, body: {repeat: "ab", times: 3, prefix: " "}}')
     text += '  - at: 2m\n    broadcast: {from: alice, body: {repeat: "x", times: 10001}}\n'
     spec = parse_scenario(text).spec
     assert isinstance(spec.steps[0].args.body, RepeatedBody)
@@ -293,12 +306,14 @@ def test_repeated_body_is_compact_in_the_spec_and_expanded_for_the_tool():
     ('{repeat: "", times: 3}', "`repeat` is empty — write the text to repeat (at least one character)"),
     ("{repeat: x, times: -1}", "`times: -1` is out of range — write a whole number from 0 to 1000000"),
     ("{repeat: x}", "a repeated body needs `times` — write {repeat: TEXT, times: N} (optional prefix, suffix)"),
-    ("{repaet: x, times: 3}", "unknown key `repaet` in a repeated body — write {repeat: TEXT, times: N} (optional prefix, suffix)"),
+    ("{repaet: x, times: 3}",
+     "unknown key `repaet` in a repeated body — write {repeat: TEXT, times: N} (optional prefix, suffix)"),
     ("7", "7 is not a message body — write a string (quote it) or {repeat: TEXT, times: N} (optional prefix, suffix)"),
 ])
 def test_repeated_body_errors(body, text):
     with pytest.raises(BadValueError) as info:
-        parse_scenario(VALID.replace("send: {from: alice, to: bob}", f"send: {{from: alice, to: bob, body: {body}}}"), file="r.yaml")
+        parse_scenario(VALID.replace("send: {from: alice, to: bob}", f"send: {{from: alice, to: bob, body: {body}}}"),
+                       file="r.yaml")
     assert str(info.value) == f"r.yaml:13: steps[0].send.body: {text}"
 
 

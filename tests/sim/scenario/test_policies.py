@@ -56,7 +56,8 @@ def test_no_policy_is_thatch_everywhere_but_where_a_process_says():
     spec = load(world=WORLD.replace("    policy: {permissions: bypass}\n", ""))
     assert not uses_policies(spec) and spec.policy is None
     spec = load("policy: {base: qoder, sender_cap: off, wake_cap: 6, dialog_expiry: never}\n")
-    assert options_by_process(spec)["h1"].describe() == "inbound=auto, unregistered=hold, exited=refuse, dialog_expiry_ms=never"
+    assert options_by_process(spec)["h1"].describe() == (
+        "inbound=auto, unregistered=hold, exited=refuse, dialog_expiry_ms=never")
 
 
 def test_review_steps_load_and_name_their_sender():

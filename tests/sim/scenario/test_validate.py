@@ -50,21 +50,25 @@ def test_undefined_labels_suggest_the_closest():
         steps:
           - at: 1m
             send: {from: alise, to: bob}
-        """) == ["w.yaml:16: steps[0].send.from: undefined session `alise` — did you mean `alice`? (defined sessions: alice, bob, carol)"]
+        """) == ["w.yaml:16: steps[0].send.from: undefined session `alise` — did you mean `alice`? "
+                 "(defined sessions: alice, bob, carol)"]
 
 
 def test_duplicate_labels():
     world = WORLD.replace("      - id: carol", "      - id: bob").replace("  - id: h2\n", "  - id: h1\n")
     assert errors_of("", world) == [
-        "w.yaml:11: processes[1].sessions[0].id: duplicate session label `bob` (also in process h1) — give every session its own label, across all processes",
-        "w.yaml:12: processes[2].id: duplicate process label `h1` (also processes[0]) — give every process its own label",
+        "w.yaml:11: processes[1].sessions[0].id: duplicate session label `bob` (also in process h1) "
+        "— give every session its own label, across all processes",
+        "w.yaml:12: processes[2].id: duplicate process label `h1` (also processes[0]) "
+        "— give every process its own label",
     ]
 
 
 def test_parent_must_be_in_the_same_process():
     world = WORLD.replace("      - id: carol", "      - id: carol\n      - id: dave\n        parent: alice")
     assert errors_of("", world) == [
-        "w.yaml:13: processes[1].sessions[1].parent: parent `alice` is a session of process h1, not a session of process cc "
+        "w.yaml:13: processes[1].sessions[1].parent: parent `alice` is a session of process h1, "
+        "not a session of process cc "
         "— a parent must be hosted by the same process: write one of carol"
     ]
 
@@ -74,7 +78,8 @@ def test_step_after_duration():
         steps:
           - at: 2h
             read: {session: bob}
-        """) == ["w.yaml:15: steps[0].at: step at 2h is after the scenario's duration (1h) — raise `duration` or move the step earlier"]
+        """) == ["w.yaml:15: steps[0].at: step at 2h is after the scenario's duration (1h) "
+                 "— raise `duration` or move the step earlier"]
 
 
 def test_fork_only_on_claude_code_sessions():
@@ -112,9 +117,12 @@ def test_expectations_name_defined_sessions():
           - roster: {session: alice, stale: [zed]}
           - unread: {count: 0}
         """) == [
-        "w.yaml:15: expect[0].wakes.session: undefined session `bobby` — did you mean `bob`? (defined sessions: alice, bob, carol)",
-        "w.yaml:16: expect[1].roster.stale[0]: undefined session `zed` — write one of the defined sessions: alice, bob, carol",
-        "w.yaml:17: expect[2].unread: the `unread` expectation names no session — add `session: <label>` under `unread`",
+        "w.yaml:15: expect[0].wakes.session: undefined session `bobby` — did you mean `bob`? "
+        "(defined sessions: alice, bob, carol)",
+        "w.yaml:16: expect[1].roster.stale[0]: undefined session `zed` "
+        "— write one of the defined sessions: alice, bob, carol",
+        "w.yaml:17: expect[2].unread: the `unread` expectation names no session "
+        "— add `session: <label>` under `unread`",
     ]
 
 
@@ -122,7 +130,8 @@ def test_check_spec_works_without_a_file():
     spec = Scenario.model_validate({"name": "api", "duration": "1m", "processes": [{"id": "h1"}],
                                     "steps": [{"at": "30s", "kill": {"process": "h9"}}]})
     [error] = check_spec(spec)
-    assert str(error) == "<scenario>: steps[0].kill.process: undefined process `h9` — write one of the defined processes: h1"
+    assert str(error) == ("<scenario>: steps[0].kill.process: undefined process `h9` "
+                          "— write one of the defined processes: h1")
 
 
 def test_cross_check_can_be_skipped():
@@ -130,9 +139,10 @@ def test_cross_check_can_be_skipped():
     assert loaded.spec.steps[0].args.process == "nope"
 
 
-REPLY_HINT = ("use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with `registered: {session: ...}`); "
-              "only send, broadcast, read, register, unregister, list, status, cli_list, cli_tail, approve, decline steps "
-              "and prompts on "
+REPLY_HINT = ("use a point expectation under the top-level `expect:` instead "
+              "(e.g. `- at: 2m` with `registered: {session: ...}`); "
+              "only send, broadcast, read, register, unregister, list, status, cli_list, cli_tail, approve, decline "
+              "steps and prompts on "
               "claude-code or cursor sessions have a reply")
 
 
@@ -156,7 +166,8 @@ def test_expect_only_on_steps_that_leave_a_reply():
         f"w.yaml:17: steps[0].expect: `expect:` on a `config` step, which produces no reply to check — {REPLY_HINT}",
         f"w.yaml:20: steps[1].expect: `expect:` on a `title` step, which produces no reply to check — {REPLY_HINT}",
         f"w.yaml:23: steps[2].expect: `expect:` on a `sleep` fault, which produces no reply to check — {REPLY_HINT}",
-        "w.yaml:26: steps[3].expect: `expect:` on a prompt to `alice`, a session of an opencode process, which prints no "
+        "w.yaml:26: steps[3].expect: `expect:` on a prompt to `alice`, a session of an opencode process, "
+        "which prints no "
         "hook line to check — use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
         "`registered: {session: ...}`), or prompt a claude-code or cursor session",
     ]
@@ -189,7 +200,8 @@ def test_expectation_bodies_take_only_the_keys_they_read():
         "w.yaml:16: expect[1].echoes.count: -1 is not allowed here — write a whole number, 0 or more",
         "w.yaml:16: expect[1].echoes.contains: 5 is not allowed here — write a string (quote it)",
         "w.yaml:17: expect[2].roster.active: 'bob' is not allowed here — write a list of session labels",
-        "w.yaml:18: expect[3].hook_line.color: unknown key `color` in a `hook_line` expectation — a `hook_line` expectation "
+        "w.yaml:18: expect[3].hook_line.color: unknown key `color` in a `hook_line` expectation "
+        "— a `hook_line` expectation "
         "takes: session, hook, contains, not_contains, equals, matches, absent, count, min, max",
         "w.yaml:19: expect[4].registered.is: 'true' is not allowed here — write true or false",
     ]
