@@ -45,7 +45,8 @@ from simulator import Scenario, run_scenario  # noqa: E402
 SESSIONS_PER_PROC = 4
 HOUR = 3_600_000
 # column -> (dispatch mode, engine): the two serial engines are deterministic; concurrent is the race mode
-MODES = {"windowed": ("serial", "windowed"), "lockstep": ("serial", "lockstep"), "concurrent": ("concurrent", "lockstep")}
+MODES = {"windowed": ("serial", "windowed"), "lockstep": ("serial", "lockstep"),
+         "concurrent": ("concurrent", "lockstep")}
 
 
 def build(procs: int, virtual_ms: int, *, mail_every_ms: int = 600_000, seed: int = 1,
@@ -53,7 +54,8 @@ def build(procs: int, virtual_ms: int, *, mail_every_ms: int = 600_000, seed: in
     """`procs` opencode processes x 4 reader sessions; one send every `mail_every_ms`."""
     processes = [{
         "id": f"h{p:02d}", "project": f"proj{p % 4}",
-        "sessions": [{"id": f"s{p:02d}x{k}", "agent": "reader", "title": f"task {p}.{k}"} for k in range(SESSIONS_PER_PROC)],
+        "sessions": [{"id": f"s{p:02d}x{k}", "agent": "reader", "title": f"task {p}.{k}"}
+                     for k in range(SESSIONS_PER_PROC)],
     } for p in range(procs)]
     labels = [s["id"] for p in processes for s in p["sessions"]]
     rng = random.Random(seed)

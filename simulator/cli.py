@@ -264,7 +264,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     target = _scaffold_target(args.name, args.theme)
     name = target.stem
     if not _NAME.match(name):
-        print(f"{name!r} is not a scenario name — write kebab-case: lowercase letters, digits and dashes", file=sys.stderr)
+        print(f"{name!r} is not a scenario name — write kebab-case: lowercase letters, digits and dashes",
+              file=sys.stderr)
         return 2
     if target.exists():
         print(f"{target} already exists — pick another name or edit it", file=sys.stderr)
@@ -283,7 +284,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
         return 0
     if args.check:
         same = SCHEMA_PATH.exists() and SCHEMA_PATH.read_text(encoding="utf-8") == text
-        print(f"{SCHEMA_PATH}: " + ("up to date" if same else "differs from spec.Scenario — run `thatch-sim schema --write`"))
+        print(f"{SCHEMA_PATH}: "
+              + ("up to date" if same else "differs from spec.Scenario — run `thatch-sim schema --write`"))
         return 0 if same else 1
     sys.stdout.write(text)
     return 0
@@ -327,10 +329,12 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the scenario YAML file")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="run with seed N instead of the file's `seed:`")
     p.add_argument("--report", metavar="DIR", help="copy the run directory to DIR and write its HTML report there")
-    p.add_argument("--keep", action="store_true", help="keep the run directory when the run passes (a failing run's is always kept)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the run directory when the run passes (a failing run's is always kept)")
     p.add_argument("--run-dir", metavar="DIR", help="run in DIR (new or empty; kept) instead of a fresh temp directory")
     p.add_argument("--wall-budget", type=float, default=DEFAULT_WALL_BUDGET_S, metavar="S",
-                   help=f"stop the run after S seconds of wall time, exit {EXIT_WALL_BUDGET} (default {DEFAULT_WALL_BUDGET_S:g})")
+                   help=f"stop the run after S seconds of wall time, exit {EXIT_WALL_BUDGET} "
+                        f"(default {DEFAULT_WALL_BUDGET_S:g})")
     p.add_argument("--engine", choices=ENGINES, default=None,
                    help="serial dispatch engine: lockstep (one round trip per agenda entry) or windowed (one per "
                         "window, D-sim-23); default $THATCH_SIM_ENGINE, else lockstep")
@@ -382,9 +386,11 @@ COMMANDS: tuple[Command, ...] = (
             ("thatch-sim new first-send", "thatch-sim new basic/first-send", "thatch-sim new path/to/x.yaml"),
             _new_arguments, cmd_new),
     Command("schema", "print, write or check the scenario JSON Schema",
-            ("thatch-sim schema", "thatch-sim schema --check", "thatch-sim schema --write"), _schema_arguments, cmd_schema),
+            ("thatch-sim schema", "thatch-sim schema --check", "thatch-sim schema --write"),
+            _schema_arguments, cmd_schema),
     Command("matrix", "each design rule with the scenarios and tests that name it",
-            ("thatch-sim matrix", "thatch-sim matrix --check", "thatch-sim matrix --check -v"), _matrix_arguments, cmd_matrix),
+            ("thatch-sim matrix", "thatch-sim matrix --check", "thatch-sim matrix --check -v"),
+            _matrix_arguments, cmd_matrix),
     Command("explore", explore_cli.HELP, explore_cli.EXAMPLES, explore_cli.arguments, explore_cli.run),
     Command("compare", compare.HELP, compare.EXAMPLES, compare.arguments, compare.run),
     Command("bench", "the speed benchmark, bench/bench.py (its arguments follow)",

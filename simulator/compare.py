@@ -130,9 +130,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policies", default=DEFAULT_POLICIES, metavar="SETS",
                    help="comma-separated policy sets: thatch, qoder, SET+OPTION=VALUE (e.g. qoder+wake_cap=6), "
                         f"or a .yaml file with a `policy:` mapping (default {DEFAULT_POLICIES})")
-    p.add_argument("--seed", type=int, default=None, metavar="N", help="run every scenario with seed N instead of its own")
-    p.add_argument("--html", default=str(DEFAULT_HTML), metavar="PATH", help=f"where to write the page (default {DEFAULT_HTML})")
-    p.add_argument("--wall-budget", type=float, default=300.0, metavar="S", help="wall-time budget of each run (default 300)")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="run every scenario with seed N instead of its own")
+    p.add_argument("--html", default=str(DEFAULT_HTML), metavar="PATH",
+                   help=f"where to write the page (default {DEFAULT_HTML})")
+    p.add_argument("--wall-budget", type=float, default=300.0, metavar="S",
+                   help="wall-time budget of each run (default 300)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         except ScenarioError as exc:
             print(str(exc), file=sys.stderr)
             return 2
-    comparisons = [compare_one(file, spec, sets, seed=args.seed, wall_timeout_s=args.wall_budget) for file, spec in loaded]
+    comparisons = [compare_one(file, spec, sets, seed=args.seed, wall_timeout_s=args.wall_budget)
+                   for file, spec in loaded]
     print(text_table(comparisons), end="")
     page = Path(args.html)
     page.parent.mkdir(parents=True, exist_ok=True)

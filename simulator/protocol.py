@@ -35,7 +35,8 @@ OP_POLL = "poll"            # the poll timer fired (opencode)
 OP_ACT = "act"              # an action: args = act_args(kind, its arguments model, step index)
 OP_TURN_END = "turn-end"    # an agent turn scheduled earlier ends: args = {"cause": ...}
 OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {"what": "busy"|"compacting", "on": bool}
-OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index, "when": "before"|"after"}
+OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index,
+                            #         "when": "before"|"after"}
 OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
 OP_STOP = "stop"            # graceful end of the run: flush, close, exit 0
 OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: save coverage data, record nothing
@@ -124,7 +125,8 @@ class HarnessContext:
     # (ids expanded), instead of the one built from `startup`
     argv: Optional[list[str]] = None
     rehost_grace_ms: Optional[int] = None
-    overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)  # "store", "poller", "runtime", "harness" factories (tests)
+    # "store", "poller", "runtime", "harness" factories (tests)
+    overrides: dict[str, Callable[..., Any]] = field(default_factory=dict)
     names_by_label: dict[str, str] = field(default_factory=dict)  # label -> session id for EVERY session in the run
     # restart `into`: labels in `sessions` that were the dead daemon's (open tabs it re-hosts under grace)
     rehosted: list[str] = field(default_factory=list)

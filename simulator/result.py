@@ -54,7 +54,8 @@ class RunResult:
     def verdict(self, check: str) -> Verdict:
         return next(v for v in self.verdicts if v.check == check)
 
-    def events(self, kind: Optional[str] = None, session: Optional[str] = None, proc: Optional[str] = None) -> list[dict[str, Any]]:
+    def events(self, kind: Optional[str] = None, session: Optional[str] = None,
+               proc: Optional[str] = None) -> list[dict[str, Any]]:
         return [
             e for e in self.history
             if (kind is None or e["kind"] == kind)

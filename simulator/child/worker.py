@@ -40,7 +40,8 @@ from simulator.child.window import WindowRunner
 from simulator.events import READY
 from simulator.history import Recorder
 from simulator.protocol import (
-    OP_ARM_CRASH, OP_RUN_WINDOW, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg, send_frame,
+    OP_ARM_CRASH, OP_RUN_WINDOW, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg,
+    send_frame,
 )
 
 

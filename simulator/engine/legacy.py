@@ -59,12 +59,13 @@ def write_legacy_db(world) -> None:
             host = None if row.session is None else world.procs[world.session_proc[row.session]].spec.kind
             kind = DEFAULT_ROW_KIND if host is None else HOSTS[host].row_kind
             seen = START_EPOCH_MS - row.last_seen_ago
-            conn.execute("INSERT INTO chat_sessions (session_id, name, topic, project, host_kind, registered_at, last_seen)"
-                         " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            conn.execute("INSERT INTO chat_sessions (session_id, name, topic, project, host_kind, registered_at, "
+                         "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (sid, row.name, row.topic, row.project, kind, iso(seen - 1000),
                           row.last_seen_raw if row.last_seen_raw is not None else iso(seen)))
             for body in row.mail:
-                conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at) VALUES (?, ?, ?, ?)",
+                conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at)"
+                             " VALUES (?, ?, ?, ?)",
                              (LEGACY_SENDER, sid, body, iso(seen)))
         conn.execute("COMMIT")
     finally:

@@ -97,7 +97,8 @@ class Observer:
         if kind in ("registered", "unread", "same_name") and label in self.world.session_ids:
             ids = self.world.row_ids(label)
             marks = ",".join("?" * len(ids))
-            rows = self._read_db(f"SELECT session_id, name FROM chat_sessions WHERE session_id IN ({marks})", tuple(ids))
+            rows = self._read_db(f"SELECT session_id, name FROM chat_sessions WHERE session_id IN ({marks})",
+                                 tuple(ids))
             unread = self._read_db(
                 f"SELECT COUNT(*) FROM chat_messages WHERE read_at IS NULL AND to_session IN ({marks})", tuple(ids))
             detail = {"registered": bool(rows), "name": rows[0][1] if rows else None, "unread": unread[0][0]}
@@ -118,7 +119,8 @@ class Observer:
         """A name base's counters, a session's tombstones, or the count of matching message rows."""
         if kind == "counter":
             ids = self._ids(arg.get("session"))
-            names = self._read_db(f"SELECT name FROM chat_sessions WHERE session_id IN ({','.join('?' * len(ids))})", ids)
+            names = self._read_db(
+                f"SELECT name FROM chat_sessions WHERE session_id IN ({','.join('?' * len(ids))})", ids)
             counters = self._read_db("SELECT base, counter FROM chat_name_counters ORDER BY base")
             return {"name": names[0][0] if names else None, "counters": dict(counters)}
         if kind == "tombstones":

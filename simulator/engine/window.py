@@ -209,7 +209,8 @@ class Windows:
                 continue
             share.entries.sort(key=lambda e: (e[0], e[1]))  # stable: same-time follow-ups keep their order
             cmd = Command(-self._window_id, t, OP_RUN_WINDOW, None, {
-                "entries": share.entries, "until": [until[0], int(until[1])], "followup_priority": int(Priority.FOLLOWUP)})
+                "entries": share.entries, "until": [until[0], int(until[1])],
+                "followup_priority": int(Priority.FOLLOWUP)})
             self.dispatcher.last_desc = f"a window of {len(share.entries)} entries to {label} from t={t}"
             try:
                 send_msg(share.live.conn, cmd)

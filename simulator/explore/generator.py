@@ -122,7 +122,8 @@ class _Draw:
         projects = [self._word() for _ in range(self.rng.randint(1, 3))] + [None]
         for i in range(self._count()):
             kind = self.rng.choice(kinds)
-            self.processes.append(self._process(f"{HOSTS[kind].explore_prefix}{i + 1}", kind, self.rng.choice(projects)))
+            self.processes.append(self._process(f"{HOSTS[kind].explore_prefix}{i + 1}", kind,
+                                                self.rng.choice(projects)))
         if sum(len(p["sessions"]) for p in self.processes) < 2:  # someone to write to
             label = f"{HOSTS[DEFAULT_HOST].explore_prefix}{len(self.processes) + 1}"
             self.processes.append(self._process(label, DEFAULT_HOST, projects[0]))

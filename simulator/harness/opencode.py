@@ -44,7 +44,8 @@ from simulator.scenario.kinds import OPENCODE, PromptArgs, ReviewArgs, SessionAr
 
 _NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
-_LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: (?P<error>(?:Store|OperationalError|DatabaseError).*)$", re.S)
+_LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: "
+                          r"(?P<error>(?:Store|OperationalError|DatabaseError).*)$", re.S)
 
 
 def parse_nudge(text: str) -> tuple[list[str], int]:

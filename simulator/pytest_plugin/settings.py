@@ -41,13 +41,17 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--sim-repeat", type=int, default=1, metavar="K",
                     help="run each scenario K times with seeds N, N+1, ... (items named name[seedN])")
     group.addoption("--sim-report", choices=REPORT_MODES, default=None,
-                    help=f"when to keep a run with its HTML report in the report dir (ini sim_report; default {DEFAULT_REPORT})")
+                    help="when to keep a run with its HTML report in the report dir "
+                         f"(ini sim_report; default {DEFAULT_REPORT})")
     group.addoption("--sim-report-dir", default=None, metavar="DIR",
-                    help="where kept runs go, one directory per scenario (ini sim_report_dir; default reports/runs under the rootdir)")
+                    help="where kept runs go, one directory per scenario "
+                         "(ini sim_report_dir; default reports/runs under the rootdir)")
     group.addoption("--sim-timeout", type=float, default=None, metavar="S",
-                    help=f"wall-clock budget of one scenario run in seconds (ini sim_timeout; default {DEFAULT_TIMEOUT_S:g})")
+                    help="wall-clock budget of one scenario run in seconds "
+                         f"(ini sim_timeout; default {DEFAULT_TIMEOUT_S:g})")
     parser.addini("sim_scenario_paths", type="linelist", default=[],
-                  help="globs or directories (relative to the rootdir) whose YAML files are scenarios even without the schema comment")
+                  help="globs or directories (relative to the rootdir) whose "
+                       "YAML files are scenarios even without the schema comment")
     parser.addini("sim_report", default="", help=f"default of --sim-report: {' | '.join(REPORT_MODES)}")
     parser.addini("sim_report_dir", default="", help="default of --sim-report-dir, relative to the ini file")
     parser.addini("sim_timeout", default="", help="default of --sim-timeout, in seconds")

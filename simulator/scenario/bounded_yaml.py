@@ -44,7 +44,8 @@ _SPLIT = "a scenario is far smaller (at most 100 processes and 2000 steps): spli
 
 
 def max_file_bytes() -> int:
-    """The size limit of a scenario file: `THATCH_SIM_MAX_SCENARIO_BYTES`, or 1 MB when unset or not a positive integer."""
+    """The size limit of a scenario file: `THATCH_SIM_MAX_SCENARIO_BYTES`, or 1 MB when unset
+    or not a positive integer."""
     raw = os.environ.get(MAX_FILE_BYTES_ENV, "").strip()
     return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_FILE_BYTES
 
@@ -64,7 +65,8 @@ def read_scenario_text(path: Path | str, *, file: str, max_bytes: Optional[int] 
         with path.open("rb") as handle:
             raw = handle.read(limit + 1)
     except (OSError, ValueError) as exc:  # ValueError: a path holding a NUL byte
-        raise ScenarioSyntaxError(f"cannot read the file ({exc})", file=file, hint="give a readable UTF-8 .yaml file") from None
+        raise ScenarioSyntaxError(f"cannot read the file ({exc})", file=file,
+                                  hint="give a readable UTF-8 .yaml file") from None
     if len(raw) > limit:  # grew since the stat
         raise ScenarioSyntaxError(f"the file is over the limit of {limit} bytes", file=file, line=1, hint=_SPLIT)
     try:
@@ -85,7 +87,8 @@ def _check_encodable(node: yaml.ScalarNode, file: str) -> None:
         node.value.encode("utf-8")
     except UnicodeEncodeError as exc:
         escape = node.value[exc.start].encode("unicode_escape").decode("ascii")
-        raise _refusal(f"the text holds {escape}, half of a surrogate pair, which is no character", node.start_mark, file,
+        raise _refusal(f"the text holds {escape}, half of a surrogate pair, which is no character",
+                       node.start_mark, file,
                        "write the character itself, or one \\U escape for it (\\U0001F600)") from None
 
 
@@ -211,7 +214,8 @@ def compose_documents(text: str, file: str) -> tuple[Any, list[yaml.Node]]:
         line = text[:exc.position].count("\n") + 1 if isinstance(exc.position, int) else 1
         char = exc.character if isinstance(exc.character, str) else chr(exc.character)
         raise ScenarioSyntaxError(f"YAML syntax: the character U+{ord(char):04X} is not allowed in YAML", file=file,
-                                  line=line, hint="remove it, or write it as an escape in a double-quoted string (\"\\t\")") from None
+                                  line=line, hint="remove it, or write it as an escape in a double-quoted string "
+                                                  "(\"\\t\")") from None
     except yaml.YAMLError as exc:
         raise ScenarioSyntaxError(f"YAML syntax: {exc}", file=file, line=1, hint="fix the YAML") from None
     return loader, docs

@@ -52,7 +52,8 @@ def _over(path: KeyPath, what: str, ms: int, limit: int) -> Problem:
 def _positive(path: KeyPath, what: str, ms: int, limit: int, example: str) -> Iterator[Problem]:
     """A length that must be more than zero and at most `limit`."""
     if ms <= 0:
-        yield path, f"{what} of 0 means nothing here", f"write a length above 0, at most {format_duration(limit)} (e.g. {example})"
+        yield (path, f"{what} of 0 means nothing here",
+               f"write a length above 0, at most {format_duration(limit)} (e.g. {example})")
     elif ms > limit:
         yield _over(path, what, ms, limit)
 
@@ -78,7 +79,8 @@ def _scenario_problems(spec: Scenario) -> Iterator[Problem]:
     sessions = [s for p in spec.processes for s in p.sessions]
     yield from _count(("processes",), sessions, "sessions", MAX_SESSIONS, "in all processes together")
     yield from _count(("steps",), spec.steps, "steps", MAX_STEPS, "split the story into several scenarios")
-    yield from _count(("expect",), spec.expect, "expectations", MAX_EXPECTATIONS, "split the story into several scenarios")
+    yield from _count(("expect",), spec.expect, "expectations", MAX_EXPECTATIONS,
+                      "split the story into several scenarios")
     yield from _count(("legacy",), spec.legacy, "legacy rows", MAX_LEGACY_ROWS, "a few rows show a migration")
 
 
@@ -86,8 +88,10 @@ def _process_problems(spec: Scenario) -> Iterator[Problem]:
     for i, proc in enumerate(spec.processes):
         base: KeyPath = ("processes", i)
         if proc.poll_interval < MIN_POLL_MS:
-            yield (base + ("poll_interval",), f"poll interval {format_duration(proc.poll_interval)} is under the limit of "
-                   f"{format_duration(MIN_POLL_MS)}", f"write {format_duration(MIN_POLL_MS)} or more (the default is 30s)")
+            yield (base + ("poll_interval",),
+                   f"poll interval {format_duration(proc.poll_interval)} is under the limit of "
+                   f"{format_duration(MIN_POLL_MS)}",
+                   f"write {format_duration(MIN_POLL_MS)} or more (the default is 30s)")
         elif proc.poll_interval > MAX_SPAN_MS:
             yield _over(base + ("poll_interval",), "poll interval", proc.poll_interval, MAX_SPAN_MS)
         if isinstance(proc.start, int) and proc.start > MAX_SPAN_MS:
@@ -127,7 +131,8 @@ def _step_problems(spec: Scenario) -> Iterator[Problem]:
                    "the store refuses anything over 10000 characters: a little more shows the refusal")
         stale = getattr(args, "stale", None) if step.action == "cli_list" else None
         if isinstance(stale, float) and not math.isfinite(stale):
-            yield path + ("stale",), f"stale {stale} is not a number of days", "write a number of days, or `all` to show every row"
+            yield (path + ("stale",), f"stale {stale} is not a number of days",
+                   "write a number of days, or `all` to show every row")
 
 
 def _other_problems(spec: Scenario) -> Iterator[Problem]:

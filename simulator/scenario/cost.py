@@ -42,7 +42,8 @@ class CostEstimate:
 
 
 def _lifetimes(spec: Scenario, run_ms: int) -> dict[str, tuple[int, int]]:
-    """process label -> (start, end) of its life in virtual time, from its `start` and the steps that start or end it."""
+    """process label -> (start, end) of its life in virtual time, from its `start` and the
+    steps that start or end it."""
     life = {p.id: (p.start if isinstance(p.start, int) else None, run_ms) for p in spec.processes}
     for step in spec.steps:
         args = step.args
@@ -88,17 +89,20 @@ def cost_warnings(spec: Scenario, *, available_mb: Optional[int] = None,
     cost = estimate_cost(spec)
     out = []
     if available_mb is not None and cost.memory_mb > available_mb:
-        out.append(f"a run needs about {cost.memory_mb} MB ({cost.os_processes} OS processes of ~{MB_PER_OS_PROCESS} MB), "
+        out.append(f"a run needs about {cost.memory_mb} MB "
+                   f"({cost.os_processes} OS processes of ~{MB_PER_OS_PROCESS} MB), "
                    f"more than the {available_mb} MB this machine has available — use fewer processes")
     if cost.wall_s > wall_budget_s:
-        out.append(f"a run makes about {cost.dispatches} dispatches (~{cost.wall_s:.0f} s at ~{US_PER_DISPATCH} us each), "
+        out.append(f"a run makes about {cost.dispatches} dispatches "
+                   f"(~{cost.wall_s:.0f} s at ~{US_PER_DISPATCH} us each), "
                    f"over the {wall_budget_s:.0f} s wall-clock budget of a run — shorten duration or drain, raise "
                    "poll_interval, or give the run a larger budget (--sim-timeout)")
     return out
 
 
 def warn_if_costly(loaded: LoadedScenario, stream: Optional[TextIO] = None) -> None:
-    """Print `FILE:LINE: warning: ...` (to stderr by default) for each way a run of `loaded` would exceed this machine."""
+    """Print `FILE:LINE: warning: ...` (to stderr by default) for each way a run of `loaded`
+    would exceed this machine."""
     line = loaded.positions.line_of(("processes",))[0]
     for text in cost_warnings(loaded.spec, available_mb=available_memory_mb()):
         print(f"{loaded.file}:{line}: warning: {text}", file=stream or sys.stderr)

@@ -30,7 +30,8 @@ EXPECTATION_KEYS: dict[str, dict[str, str]] = {
     "wakes": {"session": "label", **_BOUNDS, **_TEXT, **_WINDOW, "per_hour": "per_hour"},
     "echoes": {"session": "label", **_BOUNDS, **_TEXT, **_WINDOW},
     "roster": {"session": "label", **_TEXT, "active": "labels", "stale": "labels", **_WINDOW},
-    "hook_line": {"session": "label", "hook": "text", **_TEXT, "equals": "text", "matches": "text", "absent": "bool", **_BOUNDS},
+    "hook_line": {"session": "label", "hook": "text", **_TEXT, "equals": "text", "matches": "text", "absent": "bool",
+                  **_BOUNDS},
     "registered": {"session": "label", "is": "bool", "name_kept": "bool", "row": "row"},
     "unread": {"session": "label", **_BOUNDS, **_WINDOW},
     "same_name": {"session": "label", "at": "moments", "is": "bool"},
@@ -135,7 +136,8 @@ def _per_hour_problems(key: str, value: Any) -> list[Problem]:
     out: list[Problem] = []
     for k, v in value.items():
         if k not in _BOUNDS:
-            out.append(((key, k), f"unknown key `{k}` in `per_hour`", did_you_mean(str(k), list(_BOUNDS)) or "write count, min or max"))
+            out.append(((key, k), f"unknown key `{k}` in `per_hour`",
+                        did_you_mean(str(k), list(_BOUNDS)) or "write count, min or max"))
         elif not _is_count(v):
             out.append(((key, k), f"{v!r} is not allowed here", f"write {TYPE_HINT['count']}"))
     return out
@@ -172,8 +174,9 @@ def _combination_problems(kind: str, body: dict) -> list[Problem]:
             return [(("per_hour",), "`per_hour` without `between`",
                      "add `between: [from, until]`: the stretch whose every rolling hour is judged")]
         if window[1] - window[0] < HOUR_MS:
-            return [(("between",), f"the window {format_duration(window[0]) if window[0] else 0} .. {format_duration(window[1])} is "
-                     "shorter than an hour, so it holds no rolling hour", "make it at least 1h long")]
+            return [(("between",), f"the window {format_duration(window[0]) if window[0] else 0} .. "
+                     f"{format_duration(window[1])} is shorter than an hour, so it holds no rolling hour",
+                     "make it at least 1h long")]
     return []
 
 
@@ -228,25 +231,29 @@ KIND_DESCRIPTIONS: dict[str, str] = {
     "wakes": ("Wake prompts a session received by then: {session, count | min | max, contains | not_contains}; "
               f"contains / not_contains look in the text of the last wake. {_WINDOWED}; with it, "
               "`per_hour: {count | min | max}` bounds every rolling hour inside the window."),
-    "echoes": ("The `[chat]` echo bubbles in a session's transcript by then: {session, count | min | max, contains | not_contains}; "
-               "contains selects the echoes whose text contains it (at least one, or count | min | max of them), "
-               f"not_contains: no echo contains it. {_WINDOWED}."),
+    "echoes": ("The `[chat]` echo bubbles in a session's transcript by then: {session, count | min | max, contains | "
+               "not_contains}; contains selects the echoes whose text contains it (at least one, or count | min | "
+               f"max of them), not_contains: no echo contains it. {_WINDOWED}."),
     "roster": ("chat_list as seen by a session: {session, active: [labels], stale: [labels], contains | not_contains}; "
                "with `between: [from, until]` it holds at every sample and in every chat_list reply of the window."),
-    "hook_line": ("The last hook line a Claude Code/Cursor session printed: {session, hook: the host's hook name, exactly "
-                  "(claude-code: SessionStart, UserPromptSubmit, Stop; cursor: SessionStart, UserPromptSubmit, stop; default: the identity hooks), "
-                  "contains | not_contains | equals | matches | absent: true}; with count | min | max it counts the printed lines that match instead."),
-    "registered": ("Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a fresh name), "
-                   "row: first | latest | N (the session id it is registered under: its original one, its newest after forks, its Nth)}."),
-    "unread": ("Unread mail count: {session, count | min | max}; with `between: [from, until]` the bound holds at every "
-               "instant of the window."),
+    "hook_line": ("The last hook line a Claude Code/Cursor session printed: {session, hook: the host's hook name, "
+                  "exactly (claude-code: SessionStart, UserPromptSubmit, Stop; cursor: SessionStart, UserPromptSubmit, "
+                  "stop; default: the identity hooks), contains | not_contains | equals | matches | absent: true}; "
+                  "with count | min | max it counts the printed lines that match instead."),
+    "registered": ("Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a "
+                   "fresh name), row: first | latest | N (the session id it is registered under: its original one, its "
+                   "newest after forks, its Nth)}."),
+    "unread": ("Unread mail count: {session, count | min | max}; with `between: [from, until]` the bound holds at "
+               "every instant of the window."),
     "same_name": ("A session's name at two times: {session, at: [earlier, later], is: true (default: the same name, "
                   "registered at both) | false (not the same name)}."),
-    "counter": ("A name base's counter in the directory: {session (the base of its name by then) | base, count | min | max}."),
+    "counter": ("A name base's counter in the directory: "
+                "{session (the base of its name by then) | base, count | min | max}."),
     "tombstones": "Leave tombstones held against a session's ids: {session, count | min | max}.",
     "messages": ("Stored messages: {from, to, via_broadcast: true|false, read: true|false, count | min | max}; "
                  "each given key filters the rows."),
-    "store_errors": (f"Store calls that failed (store-error events) by then: {{process, count | min | max}}; {_WINDOWED}."),
+    "store_errors": ("Store calls that failed (store-error events) by then: {process, count | min | max}; "
+                     f"{_WINDOWED}."),
 }
 
 __all__ = [

@@ -91,14 +91,16 @@ def _body(value: Any) -> Any:
     try:
         return RepeatedBody.model_validate(value)
     except ValidationError as exc:
-        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]  # a typo first: it explains the rest
+        # a typo first: it explains the rest
+        err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
         key = ".".join(str(k) for k in err["loc"])
         if err["type"] == "extra_forbidden":
             raise ValueError(f"unknown key `{key}` in a repeated body — write {_REPEAT_FORM}") from None
         if err["type"] == "missing":
             raise ValueError(f"a repeated body needs `{key}` — write {_REPEAT_FORM}") from None
         if key == "times" and err["type"] in ("greater_than_equal", "less_than_equal"):
-            raise ValueError(f"`times: {err.get('input')!r}` is out of range — write a whole number from 0 to {MAX_REPEAT}") from None
+            raise ValueError(f"`times: {err.get('input')!r}` is out of range — "
+                             f"write a whole number from 0 to {MAX_REPEAT}") from None
         if key == "repeat" and err["type"] == "string_too_short":
             raise ValueError("`repeat` is empty — write the text to repeat (at least one character)") from None
         raise ValueError(f"`{key}: {err.get('input')!r}` is not allowed — write {_REPEAT_FORM}: "

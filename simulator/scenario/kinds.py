@@ -138,7 +138,8 @@ CRASH_POINTS: dict[str, CrashPointKind] = {c.key: c for c in (
 )}
 CrashPoint = Literal[tuple(CRASH_POINTS)]  # type: ignore[valid-type]
 # Host steps are the fake host's own: the host kinds that take them (the ones with a wake prompt of their own).
-HOST_CRASH_POINTS: dict[str, tuple[str, ...]] = {c.key: hosts_with("polls") for c in CRASH_POINTS.values() if c.host_step}
+HOST_CRASH_POINTS: dict[str, tuple[str, ...]] = {c.key: hosts_with("polls")
+                                                 for c in CRASH_POINTS.values() if c.host_step}
 _NAMED_STEPS_HELP = "; ".join(f"{c.key} = {c.help}" for c in CRASH_POINTS.values()) + "."
 
 # ---------------------------------------------------------------------------
@@ -149,9 +150,13 @@ _NAMED_STEPS_HELP = "; ".join(f"{c.key} = {c.help}" for c in CRASH_POINTS.values
 class SendArgs(EitherOr):
     sender: str = Field(..., alias="from", description="Label of the sending session.")
     to: Optional[str] = Field(None, description="Label of the recipient session.")
-    to_raw: Optional[str] = Field(None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
+    to_raw: Optional[str] = Field(
+        None, description="A literal recipient string passed as-is (to test unknown names); use instead of `to`.")
     body: StepBody = Field(None, description=BODY_HELP)
-    claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed (a spoofing attempt); `{label}` expands to that session's name at the step's time.")
+    claimed_as: Optional[str] = Field(
+        None, alias="as", description="MCP hosts only: the `as` the model passes instead of the "
+                                      "name its hook printed (a spoofing attempt); `{label}` "
+                                      "expands to that session's name at the step's time.")
 
     either_or = ("to", "to_raw", "a send needs exactly one recipient — "
                  "write `to: <session label>` or `to_raw: <literal string>`, not both")
@@ -167,7 +172,10 @@ class SessionArg(Strict):
 
 
 class ReadArgs(SessionArg):
-    claimed_as: Optional[str] = Field(None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook printed; Cursor trusts it (R32), so the read drains that session's inbox. `{label}` expands to that session's name at the step's time.")
+    claimed_as: Optional[str] = Field(
+        None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook "
+                                      "printed; Cursor trusts it (R32), so the read drains that session's "
+                                      "inbox. `{label}` expands to that session's name at the step's time.")
 
 
 class PromptArgs(Strict):
@@ -190,7 +198,9 @@ class ReviewArgs(Strict):
     """The user of a session reviews its oldest held message (Qoder's `/peers approve` / `/peers deny`)."""
 
     session: str = Field(..., description="Label of the session whose user reviews a held message.")
-    sender: Optional[str] = Field(None, alias="from", description="Label of the sender whose held message to review (default: the oldest held message).")
+    sender: Optional[str] = Field(
+        None, alias="from",
+        description="Label of the sender whose held message to review (default: the oldest held message).")
 
 
 class ProcessArg(Strict):
@@ -207,11 +217,20 @@ class CrashArgs(Strict):
     """Where a process dies: just before or just after a named step, or an SQL statement."""
 
     process: str = Field(..., description="Label of the process that dies at the crash point.")
-    before: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just before it (a statement never runs; the wake prompt never reaches the session). " + _NAMED_STEPS_HELP)
-    after: Optional[CrashPoint] = Field(None, description="A named step: the process is SIGKILLed just after it (a statement's transaction has committed and is durable; the wake prompt has reached the session and the poller has not stamped it). " + _NAMED_STEPS_HELP)
+    before: Optional[CrashPoint] = Field(
+        None, description="A named step: the process is SIGKILLed just before it (a "
+                          "statement never runs; the wake prompt never reaches the session). " + _NAMED_STEPS_HELP)
+    after: Optional[CrashPoint] = Field(
+        None, description="A named step: the process is SIGKILLed just after it (a "
+                          "statement's transaction has committed and is durable; the wake "
+                          "prompt has reached the session and the poller has not stamped it). " + _NAMED_STEPS_HELP)
     sql: Optional[str] = Field(None, description="Instead of a named step: a substring of the SQL statement to die at.")
-    when: Optional[CrashWhen] = Field(None, description="With `sql` only: die just `before` the statement runs (default), or just `after` its transaction commits.")
-    nth: int = Field(1, ge=1, description="Die at the nth occurrence of the step (the nth matching statement) after the point is armed.")
+    when: Optional[CrashWhen] = Field(
+        None, description="With `sql` only: die just `before` the statement runs "
+                          "(default), or just `after` its transaction commits.")
+    nth: int = Field(
+        1, ge=1,
+        description="Die at the nth occurrence of the step (the nth matching statement) after the point is armed.")
 
     @model_validator(mode="after")
     def _one_point(self) -> "CrashArgs":
@@ -255,9 +274,13 @@ _ARGV_SCHEMA = {"type": "array", "minItems": 1, "items": {"type": "string"}}
 
 
 class ResumeArgs(Strict):
-    session: str = Field(..., description="Label of the session being resumed: the new process serves it (later steps for it go there) and `{id}` in `argv` is its id.")
+    session: str = Field(
+        ..., description="Label of the session being resumed: the new process serves it "
+                         "(later steps for it go there) and `{id}` in `argv` is its id.")
     process: str = Field(..., description="Label of the new process (declared with `start: never`) that resumes it.")
-    how: Literal["-s", "-c"] = Field("-s", description="-s <id> (the id on the command line) or -c (newest top-level session of the directory listing).")
+    how: Literal["-s", "-c"] = Field(
+        "-s",
+        description="-s <id> (the id on the command line) or -c (newest top-level session of the directory listing).")
     # Checked in validate.py (a list of strings, at least one; `{id}` the only
     # placeholder; not together with `how`) so each problem gets file:line and a fix.
     argv: Annotated[Optional[Any], WithJsonSchema(_ARGV_SCHEMA)] = Field(
@@ -266,40 +289,54 @@ class ResumeArgs(Strict):
                           "the resumed session's id. E.g. [opencode, \"--session={id}\"], [opencode, --continue], "
                           "[opencode, run, -s] (a flag without its value), [opencode, -s, \"{id}\", -c] (-s wins).")
     listing: Optional[list[str]] = Field(
-        None, description="The sessions opencode lists for the directory (what -c picks the newest top-level one from), "
-                          "as labels; default: every session that lived in the resumed session's directory. "
+        None, description="The sessions opencode lists for the directory (what -c picks the newest top-level one "
+                          "from), as labels; default: every session that lived in the resumed session's directory. "
                           "[] = an empty directory; [a-child] = only a sub-agent child, so -c continues nothing.")
 
 
 class RestartArgs(Strict):
     process: str = Field(..., description="Label of the opencode daemon that dies.")
-    into: str = Field(..., description="Label of the new daemon (declared with `start: never`) that re-hosts its open tabs.")
-    grace: Optional[DurationMs] = Field(None, description=f"Override of the rehost grace ({DURATION_HELP}); default 24h.")
+    into: str = Field(
+        ..., description="Label of the new daemon (declared with `start: never`) that re-hosts its open tabs.")
+    grace: Optional[DurationMs] = Field(
+        None, description=f"Override of the rehost grace ({DURATION_HELP}); default 24h.")
 
 
 class ForkArgs(Strict):
-    session: str = Field(..., description="Label of the Claude Code session whose session id forks (a continued-in record lands in the old transcript).")
+    session: str = Field(
+        ..., description="Label of the Claude Code session whose session id forks "
+                         "(a continued-in record lands in the old transcript).")
 
 
 class LockArgs(Strict):
-    duration: DurationMs = Field(..., alias="for", description=f"How long (virtual) another writer holds the database write lock ({DURATION_HELP}).")
+    duration: DurationMs = Field(
+        ..., alias="for",
+        description=f"How long (virtual) another writer holds the database write lock ({DURATION_HELP}).")
 
 
 class CliListArgs(Strict):
     """`thatch chat list --db <run db> [--stale N|all]`, run through the real CLI entry point."""
 
     stale: Optional[Union[Literal["all"], Annotated[float, Field(ge=0)]]] = Field(
-        None, description="--stale: hide stale rows last seen more than N days ago (default 1), or `all` to show every row.")
+        None, description="--stale: hide stale rows last seen more than N days ago (default 1), "
+                          "or `all` to show every row.")
 
 
 class CliTailArgs(Strict):
     """`thatch chat tail --once --db <run db> [filters]`, run through the real CLI entry point."""
 
-    limit: Optional[int] = Field(None, ge=0, description="--limit: how many of the last matching messages the backlog shows (default 20; 0 = none).")
-    grep: Optional[Union[str, list[str]]] = Field(None, description="--grep: body regex (a list repeats the flag: any matches).")
-    who: Optional[Union[str, list[str]]] = Field(None, description="--who: participant name substring, case-insensitive (a list repeats the flag); `{label}` expands to that session's name.")
-    since: Optional[str] = Field(None, description="--since: ISO time, inclusive; a duration like `5m` means the scenario start + 5m.")
-    until: Optional[str] = Field(None, description="--until: ISO time, exclusive; a duration like `5m` means the scenario start + 5m.")
+    limit: Optional[int] = Field(
+        None, ge=0,
+        description="--limit: how many of the last matching messages the backlog shows (default 20; 0 = none).")
+    grep: Optional[Union[str, list[str]]] = Field(
+        None, description="--grep: body regex (a list repeats the flag: any matches).")
+    who: Optional[Union[str, list[str]]] = Field(
+        None, description="--who: participant name substring, case-insensitive (a list "
+                          "repeats the flag); `{label}` expands to that session's name.")
+    since: Optional[str] = Field(
+        None, description="--since: ISO time, inclusive; a duration like `5m` means the scenario start + 5m.")
+    until: Optional[str] = Field(
+        None, description="--until: ISO time, exclusive; a duration like `5m` means the scenario start + 5m.")
 
 
 # ---------------------------------------------------------------------------

@@ -88,8 +88,8 @@ def parse_scenario(text: str, *, file: str = "<scenario>", cross_check: bool = T
     except ScenarioError:
         raise
     except Exception as exc:  # noqa: BLE001 - the promise above; the type names the failure
-        raise ScenarioSyntaxError(f"the loader cannot read this file ({type(exc).__name__}: {str(exc)[:200]})", file=file,
-                                  line=1, hint="simplify the file; please report this input") from None
+        raise ScenarioSyntaxError(f"the loader cannot read this file ({type(exc).__name__}: {str(exc)[:200]})",
+                                  file=file, line=1, hint="simplify the file; please report this input") from None
 
 
 def _parse(text: str, file: str, cross_check: bool) -> LoadedScenario:
@@ -103,7 +103,8 @@ def _parse(text: str, file: str, cross_check: bool) -> LoadedScenario:
     raise_errors(errors)
     data = construct(loader, root, file)
     if not isinstance(data, dict):
-        raise ScenarioSyntaxError(f"the file holds a {type(data).__name__}, not a scenario", file=file, line=node_mark(root)[0],
+        raise ScenarioSyntaxError(f"the file holds a {type(data).__name__}, not a scenario", file=file,
+                                  line=node_mark(root)[0],
                                   hint="write a mapping with name, duration, processes and steps")
     expansion = replicas.expand(data)  # `replicas: N` blocks written out; errors name the template
     raise_errors(replicas.problems_as_errors(expansion.problems, file, pos.line_of))
@@ -123,7 +124,8 @@ def _compose(text: str, file: str) -> tuple[Any, yaml.Node]:
     loader, docs = compose_documents(text, file)
     if not docs:
         raise ScenarioSyntaxError("the file holds no scenario", file=file, line=1,
-                                  hint="write name, duration, processes and steps (`python -m simulator new NAME` scaffolds one)")
+                                  hint="write name, duration, processes and steps "
+                                       "(`python -m simulator new NAME` scaffolds one)")
     if len(docs) > 1:
         raise ScenarioSyntaxError("a second YAML document (`---`) in the file", file=file, line=node_mark(docs[1])[0],
                                   hint="write one scenario per file")
@@ -292,7 +294,8 @@ def convert_errors(exc: ValidationError, data: dict, pos: Positions, file: str) 
                 _, info = _resolve(path)
                 desc = (info.description or "").rstrip(".") if info is not None else "see the schema"
                 out[path] = BadValueError(f"{err.get('input')!r} is not allowed here", file=file,
-                                          line=pos.line_of(path)[0], key_path=path, hint=f"write {desc[0].lower() + desc[1:]}")
+                                          line=pos.line_of(path)[0], key_path=path,
+                                          hint=f"write {desc[0].lower() + desc[1:]}")
             continue
         out[path] = _one_error(err, path, file, pos)
     # A misspelt required key is one mistake: its "did you mean" says it, so drop the "missing" it causes.
@@ -315,5 +318,6 @@ def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioE
         _, info = _resolve(path)
         desc = (info.description or "").rstrip(".") if info is not None else ""
         return MissingFieldError(f"missing required field `{key}`", file=file, line=pos.line_of(path[:-1])[0],
-                                 key_path=path, hint=f"add `{key}:`, {desc[0].lower() + desc[1:]}" if desc else f"add `{key}:`")
+                                 key_path=path,
+                                 hint=f"add `{key}:`, {desc[0].lower() + desc[1:]}" if desc else f"add `{key}:`")
     return _value_error(err, path, file, pos)

@@ -37,8 +37,8 @@ from simulator.scenario.replicas import MAX_REPLICAS
 
 AgentKind = Literal["reader", "ping-pong", "silent"]
 
-REPLICAS_DESC = ("Copies of this block, written out at load: copy i (1 .. N) has `{i}` replaced by i in every text of it "
-                 "(ids: `w{i}` gives w1, w2, ...; projects, titles).")
+REPLICAS_DESC = ("Copies of this block, written out at load: copy i (1 .. N) has `{i}` replaced by i in every text "
+                 "of it (ids: `w{i}` gives w1, w2, ...; projects, titles).")
 # A process or session label as the file may write it: in a replicated block it holds `{i}`.
 BlockLabel = Annotated[str, WithJsonSchema({"type": "string", "pattern": BLOCK_LABEL_PATTERN})]
 
@@ -52,19 +52,27 @@ class Window(Strict):
     @model_validator(mode="after")
     def _ordered(self) -> "Window":
         if self.until <= self.start:
-            raise ValueError(f"a window's `until` must be after its `from` — write an `until` later than {format_duration(self.start)}")
+            raise ValueError("a window's `until` must be after its `from` — write an `until` later than "
+                             f"{format_duration(self.start)}")
         return self
 
 
 class Agent(Strict):
     """How the session's model behaves when a turn starts (a wake prompt or a user message)."""
 
-    kind: AgentKind = Field("reader", description="reader: reads its inbox on every wake; ping-pong: reads and replies to every sender; silent: never reads (so it is re-nudged).")
+    kind: AgentKind = Field(
+        "reader", description="reader: reads its inbox on every wake; ping-pong: reads and "
+                              "replies to every sender; silent: never reads (so it is re-nudged).")
     turn: DurationMs = Field(20_000, description=f"How long one model turn lasts in virtual time ({DURATION_HELP}).")
-    busy: list[Window] = Field(default_factory=list, description="Windows when the session is busy with other work (no wake can land).")
-    compacting: list[Window] = Field(default_factory=list, description="Windows when the session is compacting its context (no wake can land).")
-    reply_limit: Optional[int] = Field(None, ge=0, description="ping-pong only: stop replying after this many replies (default: never stops).")
-    aborted: list[Window] = Field(default_factory=list, description="Windows in which a turn that ends is aborted by the user (Cursor's stop hook sees status aborted: no follow-up).")
+    busy: list[Window] = Field(
+        default_factory=list, description="Windows when the session is busy with other work (no wake can land).")
+    compacting: list[Window] = Field(
+        default_factory=list, description="Windows when the session is compacting its context (no wake can land).")
+    reply_limit: Optional[int] = Field(
+        None, ge=0, description="ping-pong only: stop replying after this many replies (default: never stops).")
+    aborted: list[Window] = Field(
+        default_factory=list, description="Windows in which a turn that ends is aborted by the user "
+                                          "(Cursor's stop hook sees status aborted: no follow-up).")
 
 
 def _bare_agent_schema(schema: dict[str, Any]) -> None:
@@ -80,11 +88,19 @@ class Session(Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
                               json_schema_extra=lambda schema, cls: _bare_agent_schema(schema))
 
-    id: BlockLabel = Field(..., pattern=LABEL_PATTERN, description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
-    agent: Agent = Field(default_factory=Agent, description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
-    title: Optional[str] = Field(None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
-    parent: Optional[str] = Field(None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
-    joins: Literal["first-prompt", "idle", "explicit", "never"] = Field("first-prompt", description="How the session enters the directory: its first user message (default), the first idle event only, an explicit chat_register step, or never.")
+    id: BlockLabel = Field(
+        ..., pattern=LABEL_PATTERN,
+        description="The author's label for this session (alice, reviewer, bob2). Steps refer to it.")
+    agent: Agent = Field(
+        default_factory=Agent,
+        description="The scripted model behaviour; a bare kind (`reader`, `ping-pong`, `silent`) is accepted.")
+    title: Optional[str] = Field(
+        None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
+    parent: Optional[str] = Field(
+        None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
+    joins: Literal["first-prompt", "idle", "explicit", "never"] = Field(
+        "first-prompt", description="How the session enters the directory: its first user message (default), "
+                                    "the first idle event only, an explicit chat_register step, or never.")
     start: DurationMs = Field(0, description=f"Virtual time of the session's first user message ({DURATION_HELP}).")
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description=REPLICAS_DESC)
 
@@ -100,7 +116,8 @@ class ChatConfigSpec(Strict):
     """The process's thatch config file (`chat.enabled`, `chat.autoRegister`)."""
 
     enabled: bool = Field(True, description="chat.enabled: false makes every tool refuse and the poller never start.")
-    auto_register: bool = Field(True, alias="autoRegister", description="chat.autoRegister: false stops automatic joining.")
+    auto_register: bool = Field(
+        True, alias="autoRegister", description="chat.autoRegister: false stops automatic joining.")
 
 
 ProcessKind = Literal[tuple(HOSTS)]  # type: ignore[valid-type]
@@ -119,17 +136,27 @@ HOST_EVENTS_DESC = ("opencode only. queued (default): the server hands its event
 class Process(Strict):
     """One fake harness: an OS process forked by the orchestrator."""
 
-    id: BlockLabel = Field(..., pattern=LABEL_PATTERN, description="The author's label for this process (h1, laptop-tab).")
+    id: BlockLabel = Field(
+        ..., pattern=LABEL_PATTERN, description="The author's label for this process (h1, laptop-tab).")
     kind: ProcessKind = Field(DEFAULT_HOST, description=PROCESS_KIND_DESC)
-    project: Optional[str] = Field(None, description="The project the harness serves (its directory's name); omitted = no project.")
-    checkout: Literal["root", "worktree", "none"] = Field("root", description="The checkout kind of the serving directory: a .git dir (root), a .git file (linked worktree), or none.")
-    start: Annotated[Union[Literal["never"], int], BeforeValidator(never_or_duration), WithJsonSchema(duration_json_schema("never"))] = Field(0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a resume or restart step.")
+    project: Optional[str] = Field(
+        None, description="The project the harness serves (its directory's name); omitted = no project.")
+    checkout: Literal["root", "worktree", "none"] = Field(
+        "root", description="The checkout kind of the serving directory: a .git "
+                            "dir (root), a .git file (linked worktree), or none.")
+    start: Annotated[Union[Literal["never"], int], BeforeValidator(never_or_duration),
+                     WithJsonSchema(duration_json_schema("never"))] = Field(
+        0, description=f"When the process starts ({DURATION_HELP}), or `never`: started later by a "
+                       "resume or restart step.")
     config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
     poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
     events: HostEvents = Field("queued", description=HOST_EVENTS_DESC)
     sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")
-    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description=REPLICAS_DESC + " A replicated process's sessions are copied with it (their ids need `{i}` too).")
-    policy: PolicyField = Field(None, description=POLICY_DESC + " Laid over the scenario's `policy:`; opencode processes only.")
+    replicas: int = Field(
+        1, ge=1, le=MAX_REPLICAS,
+        description=REPLICAS_DESC + " A replicated process's sessions are copied with it (their ids need `{i}` too).")
+    policy: PolicyField = Field(
+        None, description=POLICY_DESC + " Laid over the scenario's `policy:`; opencode processes only.")
 
 
 # ---------------------------------------------------------------------------
@@ -141,7 +168,9 @@ REPLY_TEXT_KEYS = ("equals", "contains", "not_contains", "matches")
 
 
 class ReplyExpectation(Strict):
-    """What the tool reply (or hook line) of this step must look like. `{label}` expands to that session's assigned name."""
+    # Implicitly joined, so the schema's description (this docstring) stays one line.
+    ("What the tool reply (or hook line) of this step must look like. "
+     "`{label}` expands to that session's assigned name.")
 
     ok: Optional[bool] = Field(None, description="Whether the call must succeed (false = a refusal).")
     equals: Optional[str] = Field(None, description="The exact reply text.")
@@ -216,8 +245,12 @@ def _body_type(kind: str) -> Any:
 class Expectation(Strict):
     """A point expectation checked against the history (and database) at a virtual time."""
 
-    at: Annotated[Union[Literal["end"], int], BeforeValidator(end_or_duration), WithJsonSchema(duration_json_schema("end"))] = Field("end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
-    before_catch_up: bool = Field(False, description="At the instant a machine sleep ends (`at` = the sleep's end): observe before the pollers' catch-up beats, so the state the sleep left (everyone stale) is seen.")
+    at: Annotated[Union[Literal["end"], int], BeforeValidator(end_or_duration),
+                  WithJsonSchema(duration_json_schema("end"))] = Field(
+        "end", description=f"When to check ({DURATION_HELP}), or `end` after the drain.")
+    before_catch_up: bool = Field(
+        False, description="At the instant a machine sleep ends (`at` = the sleep's end): observe before the "
+                           "pollers' catch-up beats, so the state the sleep left (everyone stale) is seen.")
     wakes: _body_type("wakes") = Field(None, description=KIND_DESCRIPTIONS["wakes"])
     echoes: _body_type("echoes") = Field(None, description=KIND_DESCRIPTIONS["echoes"])
     roster: _body_type("roster") = Field(None, description=KIND_DESCRIPTIONS["roster"])
@@ -270,7 +303,8 @@ def _known_marker(marker: str) -> str:
     return marker
 
 
-MarkerName = Annotated[str, AfterValidator(_known_marker), WithJsonSchema({"enum": [name for name, _ in KNOWN_MARKERS]})]
+MarkerName = Annotated[str, AfterValidator(_known_marker),
+                       WithJsonSchema({"enum": [name for name, _ in KNOWN_MARKERS]})]
 
 
 def _rule_id(rule: str) -> str:
@@ -299,13 +333,23 @@ class AllExcept(Strict):
 class LegacyRow(Strict):
     """A 002-era directory row (a claimed name) in the database the run starts from."""
 
-    name: str = Field(..., min_length=1, description="The claimed name, as the 002-era code stored it (case kept; names differing only in case may both exist).")
-    session: Optional[str] = Field(None, description="Label of the declared session this row belongs to (its pre-upgrade row: same session id); omitted = an orphan row no process hosts.")
+    name: str = Field(
+        ..., min_length=1, description="The claimed name, as the 002-era code stored it (case "
+                                       "kept; names differing only in case may both exist).")
+    session: Optional[str] = Field(
+        None, description="Label of the declared session this row belongs to (its pre-upgrade "
+                          "row: same session id); omitted = an orphan row no process hosts.")
     topic: Optional[str] = Field(None, description="The topic the model set in 002-era code.")
     project: Optional[str] = Field(None, description="The row's project.")
-    last_seen_ago: DurationMs = Field(0, description=f"How long before the scenario start the row was last seen ({DURATION_HELP}); registered one second earlier.")
-    last_seen_raw: Optional[str] = Field(None, description="Instead of last_seen_ago: the literal last_seen text of a hand-edited row (e.g. an unreadable one).")
-    mail: list[str] = Field(default_factory=list, description="Bodies of unread messages waiting for this row, from a 002-era sender long gone.")
+    last_seen_ago: DurationMs = Field(
+        0, description="How long before the scenario start the row was last "
+                       f"seen ({DURATION_HELP}); registered one second earlier.")
+    last_seen_raw: Optional[str] = Field(
+        None, description="Instead of last_seen_ago: the literal last_seen "
+                          "text of a hand-edited row (e.g. an unreadable one).")
+    mail: list[str] = Field(
+        default_factory=list,
+        description="Bodies of unread messages waiting for this row, from a 002-era sender long gone.")
 
 
 def _replicated(proc: BaseModel) -> bool:
@@ -316,18 +360,29 @@ def _replicated(proc: BaseModel) -> bool:
 class Scenario(Strict):
     """A whole scenario: the world, the timeline, and what must hold."""
 
-    name: str = Field(..., pattern=r"^[a-z0-9][a-z0-9-]*$", description="Kebab-case scenario name; the pytest node id uses it.")
+    name: str = Field(
+        ..., pattern=r"^[a-z0-9][a-z0-9-]*$", description="Kebab-case scenario name; the pytest node id uses it.")
     story: str = Field("", description="The story the scenario tells, in a sentence or two.")
     rules: list[RuleId] = Field(default_factory=list, description="The design rules it covers (R1-R36).")
     seed: int = Field(0, description="Seed of the one random generator (names, ids, faker bodies, dispatch order).")
-    markers: list[MarkerName] = Field(default_factory=list, description="pytest markers: " + ", ".join(f"{n} ({h})" for n, h in KNOWN_MARKERS) + ".")
+    markers: list[MarkerName] = Field(
+        default_factory=list, description="pytest markers: " + ", ".join(f"{n} ({h})" for n, h in KNOWN_MARKERS) + ".")
     duration: DurationMs = Field(..., description=f"Length of the scripted phase ({DURATION_HELP}).")
-    drain: DurationMs = Field(300_000, description=f"Fault-free quiet phase after the script; progress is judged at its end ({DURATION_HELP}).")
-    dispatch: Literal["serial", "concurrent"] = Field("serial", description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
+    drain: DurationMs = Field(
+        300_000,
+        description=f"Fault-free quiet phase after the script; progress is judged at its end ({DURATION_HELP}).")
+    dispatch: Literal["serial", "concurrent"] = Field(
+        "serial",
+        description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
     properties: Union[Literal["all"], list[PropertyId], AllExcept] = Field(
         "all", description="Properties to check: `all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those).")
-    reaches: list[Reach] = Field(default_factory=list, description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
-    legacy: list[LegacyRow] = Field(default_factory=list, description="002-era rows: the run starts from a 002-era schema database holding them (no auto/worktree, case-sensitive names, no via_broadcast, counters, tombstones or host pids), which the first process's open_db migrates.")
+    reaches: list[Reach] = Field(
+        default_factory=list,
+        description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
+    legacy: list[LegacyRow] = Field(
+        default_factory=list, description="002-era rows: the run starts from a 002-era schema database holding them "
+                                          "(no auto/worktree, case-sensitive names, no via_broadcast, counters, "
+                                          "tombstones or host pids), which the first process's open_db migrates.")
     processes: list[Process] = Field(..., min_length=1, description="The harness processes.")
     steps: list[Step] = Field(default_factory=list, description="The timeline, in time order.")
     expect: list[Expectation] = Field(default_factory=list, description="Point expectations.")

@@ -103,7 +103,8 @@ def _cap(value: Any) -> Any:
 
 _CAP_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["off", False]}]}
 Cap = Annotated[Union[Annotated[int, Field(ge=1)], Literal["off"]], BeforeValidator(_cap), WithJsonSchema(_CAP_SCHEMA)]
-Expiry = Annotated[Union[Literal["never"], int], BeforeValidator(_expiry), WithJsonSchema(duration_json_schema("never"))]
+Expiry = Annotated[Union[Literal["never"], int], BeforeValidator(_expiry),
+                   WithJsonSchema(duration_json_schema("never"))]
 
 
 class PolicySpec(BaseModel):
@@ -111,16 +112,38 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base: Optional[PolicyName] = Field(None, description="The named set the options are laid over: thatch (its design, R1-R36) or qoder (seed 003's). Omitted: the scenario's policy (for a process) or thatch (at the top).")
-    sender_cap: Optional[Cap] = Field(None, description="After this many messages to the same session with no message from the sender's user in between, further sends to it are refused until the user writes again; `off` = no cap (thatch).")
-    inbound: Optional[Literal["accept", "hold", "refuse", "auto"]] = Field(None, description="What the session does with incoming messages: accept (deliver into its next turn; thatch), hold (park for its user's approval, without a prompt), refuse (decline everything and tell the sender), auto (unset: hold with a prompt when `permissions: bypass`, else accept).")
-    repository_inbound: Optional[Literal["hold", "refuse", "none"]] = Field(None, description="A repository's checked-in setting: it may only tighten (accept -> hold -> refuse); a hold it causes prompts. `none` = no repository setting.")
-    permissions: Optional[Literal["ask", "bypass"]] = Field(None, description="The host session's permission mode, the input of `inbound: auto`: bypass (skips permission checks: mail is held) or ask.")
-    interactive: Optional[bool] = Field(None, description="false: nobody reviews anything (a non-interactive run): a message a prompt would have held is refused instead, so the sender is told at once.")
-    unregistered: Optional[Literal["refuse", "hold"]] = Field(None, description="A sender with no directory row: refused (thatch, R8) or held for the recipient's approval (with a prompt).")
-    exited: Optional[Literal["note", "refuse"]] = Field(None, description="A send to a peer that exited (a stale opencode harness, or a session id that left): stored with a liveness note (thatch, R9) or refused with a reply that says it exited.")
-    dialog_expiry: Optional[Expiry] = Field(None, description=f"How long an approval prompt waits before the held message is dropped and its sender told it expired ({DURATION_HELP}), or `never`. Default 5m.")
-    wake_cap: Optional[Cap] = Field(None, description="thatch's receiver-side cap on wake prompts per recipient per rolling hour (6, R22); `off` = none.")
+    base: Optional[PolicyName] = Field(
+        None, description="The named set the options are laid over: thatch (its design, R1-R36) or qoder (seed "
+                          "003's). Omitted: the scenario's policy (for a process) or thatch (at the top).")
+    sender_cap: Optional[Cap] = Field(
+        None, description="After this many messages to the same session with no message "
+                          "from the sender's user in between, further sends to it are "
+                          "refused until the user writes again; `off` = no cap (thatch).")
+    inbound: Optional[Literal["accept", "hold", "refuse", "auto"]] = Field(
+        None, description="What the session does with incoming messages: accept (deliver into its next turn; thatch), "
+                          "hold (park for its user's approval, without a prompt), refuse (decline everything and tell "
+                          "the sender), auto (unset: hold with a prompt when `permissions: bypass`, else accept).")
+    repository_inbound: Optional[Literal["hold", "refuse", "none"]] = Field(
+        None, description="A repository's checked-in setting: it may only tighten (accept -> hold "
+                          "-> refuse); a hold it causes prompts. `none` = no repository setting.")
+    permissions: Optional[Literal["ask", "bypass"]] = Field(
+        None, description="The host session's permission mode, the input of `inbound: "
+                          "auto`: bypass (skips permission checks: mail is held) or ask.")
+    interactive: Optional[bool] = Field(
+        None, description="false: nobody reviews anything (a non-interactive run): a message a "
+                          "prompt would have held is refused instead, so the sender is told at once.")
+    unregistered: Optional[Literal["refuse", "hold"]] = Field(
+        None, description="A sender with no directory row: refused (thatch, R8) "
+                          "or held for the recipient's approval (with a prompt).")
+    exited: Optional[Literal["note", "refuse"]] = Field(
+        None, description="A send to a peer that exited (a stale opencode harness, or a session id that left): "
+                          "stored with a liveness note (thatch, R9) or refused with a reply that says it exited.")
+    dialog_expiry: Optional[Expiry] = Field(
+        None, description="How long an approval prompt waits before the held message is dropped and "
+                          f"its sender told it expired ({DURATION_HELP}), or `never`. Default 5m.")
+    wake_cap: Optional[Cap] = Field(
+        None,
+        description="thatch's receiver-side cap on wake prompts per recipient per rolling hour (6, R22); `off` = none.")
 
     def options_over(self, below: PolicyOptions) -> PolicyOptions:
         """These options laid over `below` (or over the named `base`)."""
@@ -192,7 +215,8 @@ def policy_problems(spec: Any) -> Iterator[tuple[tuple, str, str]]:
     for i, step in enumerate(getattr(spec, "steps", [])):
         if step.action in REVIEW_ACTIONS and kinds.get(step.args.session, DEFAULT_HOST) not in POLICY_HOSTS:
             yield (("steps", i, step.action, "session"), f"`{step.action}` in `{step.args.session}`, a session of a "
-                   f"{kinds[step.args.session]} process", f"held messages are reviewed in an {_POLICY_HOSTS_TEXT} session: "
+                   f"{kinds[step.args.session]} process",
+                   f"held messages are reviewed in an {_POLICY_HOSTS_TEXT} session: "
                    f"name a session of an {_POLICY_HOSTS_TEXT} process")
 
 
@@ -219,7 +243,8 @@ def parse_policy_set(text: str) -> tuple[str, PolicyOptions]:
     for change in changes:
         key, sep, value = change.partition("=")
         if not sep:
-            raise PolicySetError(f"`{change}` in `{text}` is not an option change — write OPTION=VALUE, e.g. wake_cap=6")
+            raise PolicySetError(f"`{change}` in `{text}` is not an option change — "
+                                 "write OPTION=VALUE, e.g. wake_cap=6")
         raw[key.strip()] = yaml.safe_load(value)
     return text, _spec_of(raw, text).options_over(THATCH)
 

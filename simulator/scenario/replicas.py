@@ -62,7 +62,8 @@ def expand(data: Any) -> Expansion:
     return out
 
 
-def _sessions(sessions: list[Any], proc_template: KeyPath, proc_path: KeyPath, proc_copy: int, out: Expansion) -> list[Any]:
+def _sessions(sessions: list[Any], proc_template: KeyPath, proc_path: KeyPath, proc_copy: int,
+              out: Expansion) -> list[Any]:
     """A process's sessions written out; `proc_copy` > 0 inside a replicated process (no nesting then)."""
     written: list[Any] = []
     for j, sess in enumerate(sessions):
@@ -87,7 +88,8 @@ def _copies(block: Any, template: KeyPath, problems: list[Problem]) -> list[tupl
     if "replicas" not in block:
         if _mentions_index(block):
             problems.append((template, f"`{REPLICA_INDEX}` in a block without `replicas`",
-                             f"add `replicas: N` to this block (copy i gets i for `{REPLICA_INDEX}`), or drop `{REPLICA_INDEX}`"))
+                             f"add `replicas: N` to this block (copy i gets i for `{REPLICA_INDEX}`), "
+                             f"or drop `{REPLICA_INDEX}`"))
         return [(0, block)]
     count = block["replicas"]
     body = {k: v for k, v in block.items() if k != "replicas"}
@@ -104,9 +106,11 @@ def _unlabelled_copies(body: dict, template: KeyPath, count: int) -> list[Proble
         return []
     ids = [((), body.get("id"))] + [(("sessions", j), s.get("id")) for j, s in enumerate(body.get("sessions") or [])
                                     if isinstance(s, dict)]
-    return [(template + where + ("id",), f"`replicas: {count}` copies the id `{label}`, which has no `{REPLICA_INDEX}`, "
-             "so every copy would get the same label", f"write `{REPLICA_INDEX}` in it (e.g. {label}{REPLICA_INDEX}: "
-             f"{label}1, {label}2, ...)") for where, label in ids if isinstance(label, str) and REPLICA_INDEX not in label]
+    return [(template + where + ("id",),
+             f"`replicas: {count}` copies the id `{label}`, which has no `{REPLICA_INDEX}`, "
+             "so every copy would get the same label",
+             f"write `{REPLICA_INDEX}` in it (e.g. {label}{REPLICA_INDEX}: {label}1, {label}2, ...)")
+            for where, label in ids if isinstance(label, str) and REPLICA_INDEX not in label]
 
 
 def _substitute(value: Any, number: str) -> Any:

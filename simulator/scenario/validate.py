@@ -63,7 +63,8 @@ class _Checker:
 
     def _suggest(self, label: str, defined: list[str], what: str) -> str:
         listing = ", ".join(defined) if defined else "none yet: declare one under processes"
-        return did_you_mean(label, defined, listing=f"defined {what}: {listing}") or f"write one of the defined {what}: {listing}"
+        return (did_you_mean(label, defined, listing=f"defined {what}: {listing}")
+                or f"write one of the defined {what}: {listing}")
 
     def session_ref(self, path: KeyPath, label: Any) -> None:
         if isinstance(label, str) and label not in self.session_proc:
@@ -94,7 +95,8 @@ class _Checker:
         seen_sess: dict[str, str] = {}
         for i, proc in enumerate(self.spec.processes):
             if proc.id in seen_proc:
-                self.error(("processes", i, "id"), f"duplicate process label `{proc.id}` (also processes[{seen_proc[proc.id]}])",
+                self.error(("processes", i, "id"),
+                           f"duplicate process label `{proc.id}` (also processes[{seen_proc[proc.id]}])",
                            "give every process its own label")
             seen_proc.setdefault(proc.id, i)
             for j, sess in enumerate(proc.sessions):
@@ -109,11 +111,14 @@ class _Checker:
                     continue
                 path = ("processes", i, "sessions", j, "parent")
                 if sess.parent == sess.id:
-                    self.error(path, f"session `{sess.id}` is its own parent", "name another session of the same process")
+                    self.error(path, f"session `{sess.id}` is its own parent",
+                               "name another session of the same process")
                 elif sess.parent not in own:
-                    where = f"a session of process {self.session_proc[sess.parent]}" if sess.parent in self.session_proc else "undefined"
+                    where = (f"a session of process {self.session_proc[sess.parent]}"
+                             if sess.parent in self.session_proc else "undefined")
                     self.error(path, f"parent `{sess.parent}` is {where}, not a session of process {proc.id}",
-                               f"a parent must be hosted by the same process: write one of {', '.join(o for o in own if o != sess.id) or '(none: add it)'}")
+                               "a parent must be hosted by the same process: write one of "
+                               f"{', '.join(o for o in own if o != sess.id) or '(none: add it)'}")
 
     # -- steps ---------------------------------------------------------------
 
@@ -125,15 +130,19 @@ class _Checker:
             if prev_at is not None and step.at < prev_at:
                 prev_line = self.positions.line_of(("steps", i - 1, "at"))[0] if self.positions else None
                 at_prev = f"{format_duration(prev_at)}" + (f", line {prev_line}" if prev_line else "")
-                self.error(base + ("at",), f"step at {format_duration(step.at)} comes before the previous step ({at_prev})",
+                self.error(base + ("at",),
+                           f"step at {format_duration(step.at)} comes before the previous step ({at_prev})",
                            "list steps in time order (equal times are fine)")
             prev_at = step.at if prev_at is None else max(prev_at, step.at)
             if step.at > self.spec.duration:
-                self.error(base + ("at",), f"step at {format_duration(step.at)} is after the scenario's duration ({format_duration(self.spec.duration)})",
+                self.error(base + ("at",),
+                           f"step at {format_duration(step.at)} is after the scenario's duration "
+                           f"({format_duration(self.spec.duration)})",
                            "raise `duration` or move the step earlier")
             if step.name is not None:
                 if step.name in names:
-                    self.error(base + ("name",), f"duplicate step name `{step.name}` (also steps[{names[step.name]}])", "give every named step its own name")
+                    self.error(base + ("name",), f"duplicate step name `{step.name}` (also steps[{names[step.name]}])",
+                               "give every named step its own name")
                 names.setdefault(step.name, i)
             self.step_refs(base, step)
             if step.expect is not None:
@@ -168,7 +177,8 @@ class _Checker:
     def host_limits(self, path: KeyPath, step: Step, fields: dict[str, Any]) -> None:
         """A fault that needs a host trait (simulator/scenario/kinds.py) names a host that has it."""
         action, needs = step.action, step.kind.needs
-        if action == "restart" and fields["process"] in self.procs and not step.kind.accepts(self.procs[fields["process"]].kind):
+        if (action == "restart" and fields["process"] in self.procs
+                and not step.kind.accepts(self.procs[fields["process"]].kind)):
             kind = self.procs[fields["process"]].kind
             self.error(path + ("process",), f"restart of `{fields['process']}`, a {kind} process",
                        f"restart models the {_kinds_text(needs)} daemon: name an {_kinds_text(needs)} process "
@@ -177,7 +187,8 @@ class _Checker:
             kind = self.procs[self.session_proc[fields["session"]]].kind
             if not step.kind.accepts(kind):
                 self.error(path + ("session",), f"fork of `{fields['session']}`, a session of a {kind} process",
-                           f"fork models a Claude Code session-id fork: name a session of a {_kinds_text(needs)} process")
+                           "fork models a Claude Code session-id fork: "
+                           f"name a session of a {_kinds_text(needs)} process")
         if action == "crash" and fields["process"] in self.procs:
             kind = self.procs[fields["process"]].kind
             if not step.kind.accepts(kind):
@@ -192,7 +203,8 @@ class _Checker:
         home = self.procs.get(self.session_proc.get(session, ""))
         if home is None or HOSTS[home.kind].resumes:
             return
-        how = "its id forks with `fork`" if HOSTS[home.kind].forks else "its conversation stays in its workspace process"
+        how = ("its id forks with `fork`" if HOSTS[home.kind].forks
+               else "its conversation stays in its workspace process")
         resumers = _kinds_text("resumes")
         self.error(path + ("session",), f"`{session}` is a session of {home.id}, a {home.kind} process, "
                    f"which an {resumers} process (`{process}`) cannot resume",
@@ -222,14 +234,17 @@ class _Checker:
             if isinstance(item, dict) and len(item) == 1 and next(iter(item.values())) is None:
                 # YAML read an unquoted `{id}` as a mapping.
                 key = next(iter(item))
-                self.error(where, f"`{{{key}}}` unquoted is a YAML mapping, not text", f'quote it: "{{{key}}}"', BadValueError)
+                self.error(where, f"`{{{key}}}` unquoted is a YAML mapping, not text", f'quote it: "{{{key}}}"',
+                           BadValueError)
             elif not isinstance(item, str):
-                self.error(where, f"{item!r} is not a string", "write each argument as a string (quote numbers)", BadValueError)
+                self.error(where, f"{item!r} is not a string", "write each argument as a string (quote numbers)",
+                           BadValueError)
             else:
                 for word in re.findall(r"\{[^{}]*\}", item):
                     if word != ARGV_PLACEHOLDER:
                         self.error(where, f"unknown placeholder `{word}` in `{item}`",
-                                   f"`{ARGV_PLACEHOLDER}` (the resumed session's id) is the only placeholder", BadValueError)
+                                   f"`{ARGV_PLACEHOLDER}` (the resumed session's id) is the only placeholder",
+                                   BadValueError)
 
     def step_expect(self, base: KeyPath, step: Step) -> None:
         """A step `expect:` needs a reply to judge: a tool result, or the hook
@@ -258,7 +273,8 @@ class _Checker:
         if proc is None:
             return  # already reported as undefined
         if proc.start != "never":
-            self.error(path, f"{action} target `{label}` is not declared `start: never` (it starts at {format_duration(proc.start) if proc.start else '0s'})",
+            self.error(path, f"{action} target `{label}` is not declared `start: never` "
+                             f"(it starts at {format_duration(proc.start) if proc.start else '0s'})",
                        f"add `start: never` to process {label}: the {action} step is what starts it")
         elif action != "start" and not STEPS[action].accepts(proc.kind):
             starts = _kinds_text(STEPS[action].needs)
@@ -275,12 +291,14 @@ class _Checker:
             # The bodies are free-form dicts in the model: their keys and value types are checked here.
             bad = expectation_body_problems(kind, body, units_required=self.units_required)
             for sub, problem, hint in bad:
-                self.error(path + sub, problem, hint, UnknownKeyError if problem.startswith("unknown key") else BadValueError)
+                self.error(path + sub, problem, hint,
+                           UnknownKeyError if problem.startswith("unknown key") else BadValueError)
             if not isinstance(body, dict):
                 continue
             missing = [key for key in REQUIRED_KEYS.get(kind, ()) if key not in body]
             for key in missing:
-                what, value = ("names no session", "<label>") if key == "session" else (f"has no `{key}`", "[<time>, <time>]")
+                what, value = (("names no session", "<label>") if key == "session"
+                               else (f"has no `{key}`", "[<time>, <time>]"))
                 self.error(path, f"the `{kind}` expectation {what}", f"add `{key}: {value}` under `{kind}`")
             self.expectation_refs(path, kind, body)
             if not bad and not missing:
@@ -310,11 +328,15 @@ class _Checker:
         if own is not None and "at" in exp.model_fields_set:
             self.error(path + ("at",), f"`at` on a `{kind}` expectation that gives its own times (`{kind}.{own}`)",
                        f"drop this `at`: `{kind}.{own}` says when it is judged")
-        times = list(window_of(body) or ()) + [t for t in (moments_of(body) if kind == "same_name" else []) if t != "end"]
+        times = list(window_of(body) or ()) + [t for t in (moments_of(body) if kind == "same_name" else [])
+                                               if t != "end"]
         for t in times:
             if t > end:
-                self.error(path + (kind, own), f"{format_duration(t)} is after the end of the run ({format_duration(end)}: duration + drain)",
-                           "write times inside the run, or `end`" if kind == "same_name" else "write a window inside the run")
+                self.error(path + (kind, own),
+                           f"{format_duration(t)} is after the end of the run "
+                           f"({format_duration(end)}: duration + drain)",
+                           "write times inside the run, or `end`" if kind == "same_name"
+                           else "write a window inside the run")
                 break
         if exp.before_catch_up:
             self.before_catch_up(path, exp, own)
@@ -323,12 +345,15 @@ class _Checker:
         """`before_catch_up` is an observation at the instant a sleep ends; anywhere else it means nothing."""
         wakes = {s.at + s.sleep.duration: s for s in self.spec.steps if s.action == "sleep"}
         if own is not None or exp.at == "end":
-            self.error(path + ("before_catch_up",), f"`before_catch_up` on an expectation {'with `' + own + '`' if own else 'at `end`'}",
+            self.error(path + ("before_catch_up",),
+                       f"`before_catch_up` on an expectation {'with `' + own + '`' if own else 'at `end`'}",
                        "put it on an expectation whose `at` is the instant a sleep ends")
         elif exp.at not in wakes:
-            ends = ", ".join(f"the sleep at {format_duration(s.at)} for {format_duration(s.sleep.duration)} ends at {format_duration(t)}"
+            ends = ", ".join(f"the sleep at {format_duration(s.at)} for {format_duration(s.sleep.duration)} "
+                             f"ends at {format_duration(t)}"
                              for t, s in sorted(wakes.items()))
-            self.error(path + ("before_catch_up",), f"`before_catch_up` at {format_duration(exp.at)}, when no sleep ends",
+            self.error(path + ("before_catch_up",),
+                       f"`before_catch_up` at {format_duration(exp.at)}, when no sleep ends",
                        f"set `at` to a sleep's end ({ends})" if ends else "add a `sleep` step, and set `at` to its end")
 
     def properties(self) -> None:
