@@ -107,43 +107,45 @@ Expiry = Annotated[Union[Literal["never"], int], BeforeValidator(_expiry),
                    WithJsonSchema(duration_json_schema("never"))]
 
 
+def _help(text: str) -> str:
+    """A field description written as a wrapped paragraph: its words joined by single spaces."""
+    return " ".join(text.split())
+
+
 class PolicySpec(BaseModel):
     """Messaging-policy options; every option left out keeps the value of the set below it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    base: Optional[PolicyName] = Field(
-        None, description="The named set the options are laid over: thatch (its design, R1-R36) or qoder (seed "
-                          "003's). Omitted: the scenario's policy (for a process) or thatch (at the top).")
-    sender_cap: Optional[Cap] = Field(
-        None, description="After this many messages to the same session with no message "
-                          "from the sender's user in between, further sends to it are "
-                          "refused until the user writes again; `off` = no cap (thatch).")
-    inbound: Optional[Literal["accept", "hold", "refuse", "auto"]] = Field(
-        None, description="What the session does with incoming messages: accept (deliver into its next turn; thatch), "
-                          "hold (park for its user's approval, without a prompt), refuse (decline everything and tell "
-                          "the sender), auto (unset: hold with a prompt when `permissions: bypass`, else accept).")
-    repository_inbound: Optional[Literal["hold", "refuse", "none"]] = Field(
-        None, description="A repository's checked-in setting: it may only tighten (accept -> hold "
-                          "-> refuse); a hold it causes prompts. `none` = no repository setting.")
-    permissions: Optional[Literal["ask", "bypass"]] = Field(
-        None, description="The host session's permission mode, the input of `inbound: "
-                          "auto`: bypass (skips permission checks: mail is held) or ask.")
-    interactive: Optional[bool] = Field(
-        None, description="false: nobody reviews anything (a non-interactive run): a message a "
-                          "prompt would have held is refused instead, so the sender is told at once.")
-    unregistered: Optional[Literal["refuse", "hold"]] = Field(
-        None, description="A sender with no directory row: refused (thatch, R8) "
-                          "or held for the recipient's approval (with a prompt).")
-    exited: Optional[Literal["note", "refuse"]] = Field(
-        None, description="A send to a peer that exited (a stale opencode harness, or a session id that left): "
-                          "stored with a liveness note (thatch, R9) or refused with a reply that says it exited.")
-    dialog_expiry: Optional[Expiry] = Field(
-        None, description="How long an approval prompt waits before the held message is dropped and "
-                          f"its sender told it expired ({DURATION_HELP}), or `never`. Default 5m.")
-    wake_cap: Optional[Cap] = Field(
-        None,
-        description="thatch's receiver-side cap on wake prompts per recipient per rolling hour (6, R22); `off` = none.")
+    base: Optional[PolicyName] = Field(None, description=_help("""
+        The named set the options are laid over: thatch (its design, R1-R36) or qoder (seed 003's). Omitted: the
+        scenario's policy (for a process) or thatch (at the top)."""))
+    sender_cap: Optional[Cap] = Field(None, description=_help("""
+        After this many messages to the same session with no message from the sender's user in between, further sends to
+        it are refused until the user writes again; `off` = no cap (thatch)."""))
+    inbound: Optional[Literal["accept", "hold", "refuse", "auto"]] = Field(None, description=_help("""
+        What the session does with incoming messages: accept (deliver into its next turn; thatch), hold (park for its
+        user's approval, without a prompt), refuse (decline everything and tell the sender), auto (unset: hold with a
+        prompt when `permissions: bypass`, else accept)."""))
+    repository_inbound: Optional[Literal["hold", "refuse", "none"]] = Field(None, description=_help("""
+        A repository's checked-in setting: it may only tighten (accept -> hold -> refuse); a hold it causes prompts.
+        `none` = no repository setting."""))
+    permissions: Optional[Literal["ask", "bypass"]] = Field(None, description=_help("""
+        The host session's permission mode, the input of `inbound: auto`: bypass (skips permission checks: mail is held)
+        or ask."""))
+    interactive: Optional[bool] = Field(None, description=_help("""
+        false: nobody reviews anything (a non-interactive run): a message a prompt would have held is refused instead,
+        so the sender is told at once."""))
+    unregistered: Optional[Literal["refuse", "hold"]] = Field(None, description=_help("""
+        A sender with no directory row: refused (thatch, R8) or held for the recipient's approval (with a prompt)."""))
+    exited: Optional[Literal["note", "refuse"]] = Field(None, description=_help("""
+        A send to a peer that exited (a stale opencode harness, or a session id that left): stored with a liveness note
+        (thatch, R9) or refused with a reply that says it exited."""))
+    dialog_expiry: Optional[Expiry] = Field(None, description=_help(f"""
+        How long an approval prompt waits before the held message is dropped and its sender told it expired
+        ({DURATION_HELP}), or `never`. Default 5m."""))
+    wake_cap: Optional[Cap] = Field(None, description=_help("""
+        thatch's receiver-side cap on wake prompts per recipient per rolling hour (6, R22); `off` = none."""))
 
     def options_over(self, below: PolicyOptions) -> PolicyOptions:
         """These options laid over `below` (or over the named `base`)."""
