@@ -153,7 +153,8 @@ class Gate:
                 out.append(Stretch(start, end, reason, host))
         return out
 
-    def _why_not(self, label: str, t: int, incs: list[Incarnation], reg, status, wakes) -> tuple[str, Optional[Incarnation]]:
+    def _why_not(self, label: str, t: int, incs: list[Incarnation], reg, status,
+                 wakes) -> tuple[str, Optional[Incarnation]]:
         """Why no wake can be delivered to `label` at t ("" and the host when one can)."""
         view = self.view
         if not self._at(reg[0], reg[1], t, False):

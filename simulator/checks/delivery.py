@@ -23,9 +23,11 @@ def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Ver
     """Two wakes of `label` by one process within one dispatch for one batch (the second
     counting more messages than arrived since the first): a delivery pass entered while
     another was running, which R24's guard drops (a host event handed over inside a prompt)."""
-    if a["dispatch"] != b["dispatch"] or int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"]):
+    if (a["dispatch"] != b["dispatch"]
+            or int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"])):
         return None
-    return verdict(p1_single_deliverer, "fail", f"{label} was woken twice by {a.get('proc')} at t={b['t']} in one dispatch "
+    return verdict(p1_single_deliverer, "fail",
+                   f"{label} was woken twice by {a.get('proc')} at t={b['t']} in one dispatch "
                    "for one batch: a delivery pass re-entered while another ran (R24)", [a, b])
 
 
@@ -42,7 +44,7 @@ def _names_other_mail(view: RunView, label: str, a: dict, b: dict) -> bool:
 
 @prop("P1", "single-deliverer", rules=("R25", "R18", "R24"))
 def p1_single_deliverer(view: RunView) -> Verdict:
-    """Every wake is received by a live process hosting that session at that moment, no two processes wake the same batch (two wakes of one session by different incarnations within 15 min, no read between, the second counting more messages than arrived since the first and naming no sender outside the first wake and that new mail, the first incarnation still alive), and no process wakes one batch twice in one dispatch (a re-entered delivery pass)."""
+    """Every wake comes from a live host of the session, and no batch is woken by two processes or twice by one."""
     wakes = view.of(WAKE)
     if not wakes:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
@@ -52,7 +54,8 @@ def p1_single_deliverer(view: RunView) -> Verdict:
         if not hosted or inc is None or w.get("session") not in inc.sessions or not inc.alive(w["t"], w["i"]):
             why = "data.hosted is false" if not hosted else f"{w.get('proc')} does not host {w.get('session')} then"
             wit = [w] + ([inc.start_event] if inc and inc.start_event else [])
-            return verdict(p1_single_deliverer, "fail", f"wake of {w.get('session')} at t={w['t']} by a non-host: {why}", wit)
+            return verdict(p1_single_deliverer, "fail",
+                           f"wake of {w.get('session')} at t={w['t']} by a non-host: {why}", wit)
     reads = view.calls_of("read", ok=True)
     by_session: dict[str, list[dict]] = {}
     for w in wakes:
@@ -74,13 +77,14 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                     or _names_other_mail(view, label, a, b)):
                 continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
-                           f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
+                           f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} "
+                           f"at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
     return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host", len(wakes))
 
 
 @prop("P2", "rate-cap", rules=("R22",))
 def p2_rate_cap(view: RunView) -> Verdict:
-    """Per process incarnation and session, at most 6 wake prompts fall in any rolling hour (a window of < 3,600,000 ms)."""
+    """Per process incarnation and session, at most 6 wake prompts fall in any rolling hour."""
     groups = wakes_by_incarnation(view)
     if not groups:
         return skipped(p2_rate_cap, "no wake prompt in the run")
@@ -147,7 +151,8 @@ def _lost_stamps(view: RunView) -> dict[int, dict]:
     return out
 
 
-def _first_window(view: RunView, runs: list[tuple[int, int, list[Stretch]]], need: int, until: int) -> Optional[tuple[int, int, Stretch]]:
+def _first_window(view: RunView, runs: list[tuple[int, int, list[Stretch]]], need: int,
+                  until: int) -> Optional[tuple[int, int, Stretch]]:
     """(from, deadline, stretch) of the first time at or after `need` from which the session stays
     wakeable for a whole poll cycle of its host (plus a stamp's resolution) before `until`."""
     for start, end, parts in runs:
@@ -189,7 +194,8 @@ def _exempt_reason(timeline: list[Stretch], created: int, until: int, read: Opti
     return "read before a wake was due" if read is not None else "created too close to the end"
 
 
-def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, prev: Optional[dict], lost: dict) -> Verdict:
+def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, prev: Optional[dict],
+            lost: dict) -> Verdict:
     """The failure: which wake was owed (the first, one after a lost stamp, or a re-nudge) and from when."""
     a, deadline, stretch = window
     host = stretch.host
@@ -200,11 +206,13 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
         story = (f"message #{m['id']} to {label}: its wake at t={prev['t']} lost its stamp to a crash (R23); "
                  f"from t={a} {live}")
     else:
-        story = (f"message #{m['id']} to {label} was woken at t={prev['t']} and still unread {RENUDGE_MS // MINUTE_MS} min later, "
+        story = (f"message #{m['id']} to {label} was woken at t={prev['t']} "
+                 f"and still unread {RENUDGE_MS // MINUTE_MS} min later, "
                  f"so due a re-nudge (R18); from t={a} {live}")
     sent = [c for c in view.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
     status = [e for e in view.of(STATUS, session=label, proc=host.proc) if e["t"] <= a and view.inc_of(e) is host]
-    wit = [w for c in sent[:1] for w in c.witness()] + ([prev] if prev else []) + ([lost[prev["i"]]] if prev and prev["i"] in lost else [])
+    wit = ([w for c in sent[:1] for w in c.witness()] + ([prev] if prev else [])
+           + ([lost[prev["i"]]] if prev and prev["i"] in lost else []))
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
     return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={deadline}", wit)
 
@@ -236,7 +244,8 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
 
 @prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R22", "R23", "R29"))
 def p3_at_least_once(view: RunView) -> Verdict:
-    """Every message to a session is followed by a wake within one poll cycle of its host (plus 1 s) of the session becoming deliverable (registered, hosted by a live opencode process whose chat was enabled at start, last seen idle and not compacting, under 6 wakes by that process in the rolling hour, machine awake, database unlocked) while the message is unread; again 15 min after the last wake while it stays unread, and at once after a crash between the wake and its stamp (before delivered-stamp, after wake-prompt) lost the wake's stamp."""
+    """Unread mail to a session is woken within one poll cycle of the session becoming deliverable, again 15 min
+    after each wake while it stays unread, and at once after a crash lost the wake's stamp."""
     gate = Gate(view)
     calls: dict[int, Call] = {}
     created = _creations(view, calls)
@@ -258,19 +267,21 @@ def p3_at_least_once(view: RunView) -> Verdict:
     why = "; ".join(f"{n} {reason}" for reason, n in exempt.most_common(4)) or "none"
     if not judged:
         return skipped(p3_at_least_once, f"no message was ever owed a wake (not owed: {why})")
-    return passed(p3_at_least_once, f"{judged} messages owed {duties} wakes, each came in time (not owed: {why})", judged)
+    return passed(p3_at_least_once, f"{judged} messages owed {duties} wakes, each came in time (not owed: {why})",
+                  judged)
 
 
 @prop("P10", "ping-pong-bounded", rules=("R22",))
 def p10_ping_pong(view: RunView) -> Verdict:
-    """Ping-pong sessions get at most 6 wakes per process incarnation per rolling hour, and each pair exchanges at most (6 x hours x incarnations + non-wake turns, summed over both sides) x seeds + seeds messages, seeds being the scripted sends and broadcasts of the pair."""
+    """Ping-pong sessions stay under the wake cap, and each pair's messages stay bounded by its turns and seeds."""
     pp = {label for label, a in view.agents.items() if getattr(a, "kind", "") == "ping-pong"}
     if not pp:
         return skipped(p10_ping_pong, "no ping-pong agent in the scenario")
     for (proc, n, label), ws in wakes_by_incarnation(view, pp).items():
         over = rolling_excess(ws)
         if over:
-            return verdict(p10_ping_pong, "fail", f"ping-pong {label} got {len(over)} wakes from {proc}#{n} within one hour", over)
+            return verdict(p10_ping_pong, "fail",
+                           f"ping-pong {label} got {len(over)} wakes from {proc}#{n} within one hour", over)
     hours = max(1, math.ceil(max(view.t_end, 1) / HOUR_MS))
     pairs: dict[frozenset, list[dict]] = {}
     for r in view.db["messages"]:
@@ -286,8 +297,10 @@ def p10_ping_pong(view: RunView) -> Verdict:
             budget += MAX_WAKES_PER_HOUR * hours * incs + len(turns)
         bound = budget * max(1, seeds) + seeds
         if len(msgs) > bound:
-            return verdict(p10_ping_pong, "fail", f"pair {sorted(map(str, pair))} exchanged {len(msgs)} messages, bound {bound}",
+            return verdict(p10_ping_pong, "fail",
+                           f"pair {sorted(map(str, pair))} exchanged {len(msgs)} messages, bound {bound}",
                            [{"db_row": r} for r in msgs[-4:]])
     wakes = sum(len(ws) for ws in wakes_by_incarnation(view, pp).values())
     exchanged = sum(map(len, pairs.values()))
-    return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap ({wakes} wakes, {exchanged} messages)", wakes + exchanged)
+    return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap ({wakes} wakes, {exchanged} messages)",
+                  wakes + exchanged)

@@ -65,7 +65,8 @@ def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
                 return f"{arg['session']} got no wake {span} to look in", []
             text, needle = str(data_of(ws[-1]).get("text") or ""), view.expand(arg[key], at)
             if (needle in text) == negate:
-                return f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: {text[:200]!r}", ws[-1:]
+                return (f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: "
+                        f"{text[:200]!r}"), ws[-1:]
     if "per_hour" in arg:
         return windowed.per_hour(ws, arg, f"{arg['session']}'s wakes")
     return None, ws[-4:]
@@ -122,7 +123,8 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
                 return f"{other} is not in {label}'s {section} section at {at}", [sample] if sample else []
     text, wit = _roster_text(view, at, label, index)
     if text is None and rows:
-        text = "\n".join(f"{r.get('name')} {'stale' if r.get('stale') else 'active'}" for r in rows.values() if r.get("registered"))
+        text = "\n".join(f"{r.get('name')} {'stale' if r.get('stale') else 'active'}"
+                         for r in rows.values() if r.get("registered"))
         wit = [sample]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
@@ -143,7 +145,8 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
         # Counting form: how many printed lines (of the wanted hooks) match.
         hits = [h for h in hooks if _line_matches(view, at, arg, str(data_of(h)["line"]))]
         want = _bounds(arg, len(hits))
-        return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None), hits[-4:]
+        return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None,
+                hits[-4:])
     line = str(data_of(hooks[-1])["line"]) if hooks else None
     wit = hooks[-1:]
     if arg.get("absent"):
@@ -225,7 +228,8 @@ def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optiona
     else:
         return f"cannot tell {label}'s unread count at {at}: no clock epoch in the run info", []
     want = _bounds(arg, n)
-    return (f"{label} has {n} unread at {at}, want {want}" if want else None), [m if "kind" in m else {"db_row": m} for m in mine[-3:]]
+    return (f"{label} has {n} unread at {at}, want {want}" if want else None,
+            [m if "kind" in m else {"db_row": m} for m in mine[-3:]])
 
 
 def _host_kind(spec: Scenario, view: RunView, label: Any) -> Optional[str]:
@@ -242,7 +246,9 @@ def _title(exp: Expectation, arg: Any) -> str:
     else:
         who = next((arg[k] for k in ("session", "process", "base") if isinstance(arg, dict) and k in arg), None)
         who = f" of {who}" if who is not None else ("" if isinstance(arg, dict) else f" of {arg}")
-    window = window_of(arg) if isinstance(arg, dict) and exp.kind in ("wakes", "echoes", "roster", "unread", "store_errors") else None
+    window = (window_of(arg)
+              if isinstance(arg, dict) and exp.kind in ("wakes", "echoes", "roster", "unread", "store_errors")
+              else None)
     if window is not None:
         return f"{exp.kind}{who} {Span(window[1], window)}"
     if exp.kind == "same_name" and isinstance(arg, dict) and isinstance(arg.get("at"), list):
@@ -271,7 +277,8 @@ def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Opti
         return _registered(view, at, arg, index)
     if kind == "same_name":
         return stored.same_name(view, arg, index)
-    return {"counter": stored.counter, "tombstones": stored.tombstones, "messages": stored.messages}[kind](view, at, arg, index)
+    return {"counter": stored.counter, "tombstones": stored.tombstones,
+            "messages": stored.messages}[kind](view, at, arg, index)
 
 
 def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
@@ -293,7 +300,8 @@ def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
         wit = [brief(e) if "kind" in e else e for e in wit if e][:8]
         if problem and at != "end":
             problem = problem.replace(f" at {at}", f" at {_when(at)}").replace(f" by {at}", f" by {_when(at)}")
-        out.append(Verdict(f"expect#{index}", _title(exp, arg), "fail" if problem else "pass", problem or "as expected", (), wit))
+        out.append(Verdict(f"expect#{index}", _title(exp, arg), "fail" if problem else "pass", problem or "as expected",
+                           (), wit))
     return out + check_step_replies(spec, view)
 
 
@@ -370,13 +378,16 @@ def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:
         exp = step.expect
         if exp is None:
             continue
-        title = f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"
+        title = (f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} "
+                 f"at {format_duration(step.at)})")
         ev = _step_reply(view, idx, step)
         if ev is None:
             dropped = [e for e in view.of(STEP_DROPPED) if step_of(e) == idx]
             why = f": dropped ({dropped[-1]['data'].get('reason')})" if dropped else ""
-            out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (), [brief(e) for e in dropped[-1:]]))
+            out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (),
+                               [brief(e) for e in dropped[-1:]]))
             continue
         problem = _reply_problem(view, exp, ev)
-        out.append(Verdict(f"step#{idx}", title, "fail" if problem else "pass", problem or "as expected", (), [brief(ev)]))
+        out.append(Verdict(f"step#{idx}", title, "fail" if problem else "pass", problem or "as expected", (),
+                           [brief(ev)]))
     return out

@@ -26,7 +26,8 @@ def crash_lost_a_stamp(crash: dict[str, Any]) -> bool:
     """The `crash` event fell between a wake prompt and its delivered stamp (R23): just
     before the stamp statement, or just after the prompt reached the session."""
     data = data_of(crash)
-    return crash_cut_short(crash, "delivered-stamp") or (data.get("point") == "wake-prompt" and data.get("when") == "after")
+    return (crash_cut_short(crash, "delivered-stamp")
+            or (data.get("point") == "wake-prompt" and data.get("when") == "after"))
 
 
 def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdict]:
@@ -40,7 +41,8 @@ def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdic
         where = f"step {idx} ({step.name + ', ' if step.name else ''}{step.action} at {format_duration(step.at)})"
         title = f"{step.action} fault"
         if idx in fired and idx not in not_fired:
-            out.append(Verdict(f"fault#{idx}", title, "pass", f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
+            out.append(Verdict(f"fault#{idx}", title, "pass",
+                               f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
                                (), [brief(fired[idx])]))
         else:
             reason = step.kind.not_reached  # why a fault of its kind can fail to take effect

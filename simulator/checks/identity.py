@@ -44,7 +44,8 @@ def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
 
 @prop("P6", "names", rules=("R2", "R5", "R6", "R26", "R33"))
 def p6_names(view: RunView) -> Verdict:
-    """Assigned names match ^[a-z]+(-[a-z]+)*-\\d{5,}$, are unique case-insensitively, never belong to two sessions, stay the same while a session stays registered (reclaim, resume, rehost, a fork chain of at most 10 hops; a row silent for more than 7 days may be pruned in between) and are never reissued: a session that left and came back gets a name never seen before."""
+    """Assigned names are well formed, unique case-insensitively, never shared by two sessions, kept while a
+    session stays registered, and never reissued."""
     obs = view.name_observations()
     if not any(n for _, _, n in obs):
         return skipped(p6_names, "no session was ever registered")
@@ -58,17 +59,21 @@ def p6_names(view: RunView) -> Verdict:
             return verdict(p6_names, "fail", f"{label}'s name {name!r} is not an assigned name (base-00001)", [e])
         key = name.lower()
         if key in owner and owner[key][0] != label:
-            return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}", [owner[key][1], e])
+            return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}",
+                           [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
-        if prev is not None and prev.lower() != key and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label)) \
-                and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label)) \
-                and not view.could_be_pruned(label, pe, e):
-            return verdict(p6_names, "fail", f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
+        if (prev is not None and prev.lower() != key
+                and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label))
+                and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label))
+                and not view.could_be_pruned(label, pe, e)):
+            return verdict(p6_names, "fail",
+                           f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
         if key in owner:
             # Its own old name again: fine on a reclaim, never after a leave (names are not reissued).
             left = [x for x in view.leaves(label) if owner[key][1]["i"] < x["i"] < e["i"]]
             if left:
-                return verdict(p6_names, "fail", f"{label} left and came back under its old name {name}", [owner[key][1], left[0], e])
+                return verdict(p6_names, "fail", f"{label} left and came back under its old name {name}",
+                               [owner[key][1], left[0], e])
         owner.setdefault(key, (label, e))
         last[label] = (name, e)
     for e in view.of(SAMPLE):
@@ -76,14 +81,15 @@ def p6_names(view: RunView) -> Verdict:
         for label, row in sample_rows(e).items():
             if row.get("registered") and row.get("name"):
                 if row["name"].lower() in seen:
-                    return verdict(p6_names, "fail", f"{seen[row['name'].lower()]} and {label} share the name {row['name']}", [e])
+                    return verdict(p6_names, "fail",
+                                   f"{seen[row['name'].lower()]} and {label} share the name {row['name']}", [e])
                 seen[row["name"].lower()] = label
     return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued", len(owner))
 
 
 @prop("P7", "tombstones", rules=("R7", "R17"))
 def p7_tombstones(view: RunView) -> Verdict:
-    """After an ok leave (unregister, session.deleted, greenlit exit) of a session, no later sample or registration shows it registered until its own ok explicit chat_register, or until its tombstone aged out (more than 7 days after the leave)."""
+    """After an ok leave, a session shows registered again only after its own ok explicit chat_register."""
     leaves = view.leaves()
     if not leaves:
         return skipped(p7_tombstones, "no session left the directory")
@@ -97,14 +103,16 @@ def p7_tombstones(view: RunView) -> Verdict:
                 if e["kind"] == REGISTERED and data_of(e).get("how") == "explicit":
                     continue
                 wit = [leave, sample_row(e, label) if e["kind"] == SAMPLE else e]
-                return verdict(p7_tombstones, "fail", f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
+                return verdict(p7_tombstones, "fail",
+                               f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
                                "without an explicit chat_register", wit)
     return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
 
 
 @prop("P9", "continuation", rules=("R33",))
 def p9_continuation(view: RunView) -> Verdict:
-    """After a session-id fork the session's next hook line shows the name it had before and no mail is left addressed to the old identity, when the chain of forks since its identity was last anchored is at most 10 hops long; past 10 hops nothing is adopted and the next hook line shows a fresh name."""
+    """After a session-id fork within 10 hops of its last anchor the session keeps its name and mail; past 10 hops
+    it starts afresh under a new name."""
     checked = 0
     for f in view.of(FORK):
         label = f.get("session")
@@ -119,16 +127,22 @@ def p9_continuation(view: RunView) -> Verdict:
         hops = _chain_hops(view, label, nxt)
         if hops > MAX_CONTINUATION_HOPS:
             if shown.lower() == before.lower():
-                return verdict(p9_continuation, "fail", f"{label}'s hook line after a chain of {hops} forks still says {before}: "
-                               f"the walk stops at {MAX_CONTINUATION_HOPS} hops, so nothing may be adopted", [f, nxt], checked)
+                return verdict(p9_continuation, "fail",
+                               f"{label}'s hook line after a chain of {hops} forks still says {before}: "
+                               f"the walk stops at {MAX_CONTINUATION_HOPS} hops, so nothing may be adopted",
+                               [f, nxt], checked)
             continue
         if shown.lower() != before.lower():
-            return verdict(p9_continuation, "fail", f"{label} was {before} before the fork but its next hook line says {shown}", [f, nxt], checked)
+            return verdict(p9_continuation, "fail",
+                           f"{label} was {before} before the fork but its next hook line says {shown}",
+                           [f, nxt], checked)
         old = mcp_session_id(data_of(f)["old_host_id"]) if data_of(f).get("old_host_id") else None
         left = [r for r in view.db["messages"] if old and r["to_session"] == old]
         if left:
-            return verdict(p9_continuation, "fail", f"{len(left)} message(s) still addressed to {label}'s pre-fork id {old}",
+            return verdict(p9_continuation, "fail",
+                           f"{len(left)} message(s) still addressed to {label}'s pre-fork id {old}",
                            [f, nxt, {"db_row": left[0]}], checked)
     if not checked:
         return skipped(p9_continuation, "no fork followed by a hook line")
-    return passed(p9_continuation, f"{checked} forks carried name and mail (or, past {MAX_CONTINUATION_HOPS} hops, started afresh)", checked)
+    return passed(p9_continuation, f"{checked} forks carried name and mail "
+                  f"(or, past {MAX_CONTINUATION_HOPS} hops, started afresh)", checked)

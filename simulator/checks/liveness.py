@@ -94,27 +94,37 @@ def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict)
     return hosts[-1]
 
 
+def _beat_unreliable(view: RunView, proc: str, label: str, beat: dict) -> bool:
+    """Is the last beat a dead host gave `label` unreliable (a store error near it, a machine
+    sleep, an unregistered row)? Then how soon it sampled stale is not judged."""
+    return (any(e["t"] >= beat["t"] - view.stale_ms for e in view.of(STORE_ERROR, proc=proc))
+            or view.asleep(beat["t"]) or not view.name_at(label, beat["i"]))
+
+
 @prop("P4", "liveness", rules=("R14", "R15", "R35"))
 def p4_liveness(view: RunView) -> Verdict:
-    """An opencode session hosted by a live, awake, undisturbed process that has beaten it once never samples stale; one whose host died samples stale from death + 60 s + one poll interval on and not before its last beat + 60 s; one only re-hosted and silent samples stale from its rehost deadline + 60 s + one poll interval on (mcp rows exempt)."""
+    """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before."""
     checked = 0
     for s in view.of(SAMPLE):
         for label, row in sample_rows(s).items():
             if not row.get("registered") or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS:
                 continue
-            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=hosts_with("polls")) if view.hosting(inc, label, s["t"])]
+            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=hosts_with("polls"))
+                    if view.hosting(inc, label, s["t"])]
             if live:
                 inc = live[-1]
                 last = _last_before(_polls(view, inc, label), s["i"])
-                if last is None or view.poll_ms(inc.proc) + SECOND_MS >= view.stale_ms or _disturbed(view, inc.proc, s["t"]):
+                if (last is None or view.poll_ms(inc.proc) + SECOND_MS >= view.stale_ms
+                        or _disturbed(view, inc.proc, s["t"])):
                     continue
                 since = view.hosted_from(inc, label, s["t"])
                 if since != inc.start_t and last["t"] <= since:
                     continue  # hosted again from an activity (R15) that no poll has beaten yet
                 checked += 1
                 if row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']} though {inc.proc}#{inc.n} hosts it live "
-                                   f"(last poll t={last['t']})", [sample_row(s, label), last, inc.start_event])
+                    return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']} "
+                                   f"though {inc.proc}#{inc.n} hosts it live (last poll t={last['t']})",
+                                   [sample_row(s, label), last, inc.start_event])
                 continue
             hosts = view.hosts(label, s["t"], s["i"])
             if hosts:
@@ -123,11 +133,13 @@ def p4_liveness(view: RunView) -> Verdict:
                     continue  # hosted live by a non-opencode process, or just out of grace: not judged
                 checked += 1
                 if not row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}: {aged.proc}#{aged.n} only re-hosted it, "
-                                   f"and it stayed silent past its rehost deadline t={view.rehost_deadline(aged, label)} (R15)",
+                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}: "
+                                   f"{aged.proc}#{aged.n} only re-hosted it, and it stayed silent past "
+                                   f"its rehost deadline t={view.rehost_deadline(aged, label)} (R15)",
                                    [aged.start_event, sample_row(s, label)])
                 continue
-            dead = [inc for inc in view.incs if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
+            dead = [inc for inc in view.incs
+                    if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
             if not dead:
                 continue
             inc = max(dead, key=lambda x: x.end_i)  # the host that died last, not the one started last
@@ -137,15 +149,16 @@ def p4_liveness(view: RunView) -> Verdict:
             if since_kill > view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
                 checked += 1
                 if not row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}, {since_kill} ms after its host "
-                                   f"{inc.proc}#{inc.n} died", [inc.exit_event, sample_row(s, label)])
+                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}, "
+                                   f"{since_kill} ms after its host {inc.proc}#{inc.n} died",
+                                   [inc.exit_event, sample_row(s, label)])
             elif polls and row.get("stale") and s["t"] < polls[-1]["t"] + view.stale_ms - SECOND_MS:
-                if any(e["t"] >= polls[-1]["t"] - view.stale_ms for e in view.of(STORE_ERROR, proc=inc.proc)) \
-                        or view.asleep(polls[-1]["t"]) or not view.name_at(label, polls[-1]["i"]):
+                if _beat_unreliable(view, inc.proc, label, polls[-1]):
                     continue
                 checked += 1
-                return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']}, less than 60 s after its last beat "
-                               f"(t={polls[-1]['t']}) by its dead host {inc.proc}#{inc.n}", [polls[-1], inc.exit_event, sample_row(s, label)])
+                return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']}, less than 60 s "
+                               f"after its last beat (t={polls[-1]['t']}) by its dead host {inc.proc}#{inc.n}",
+                               [polls[-1], inc.exit_event, sample_row(s, label)])
     if not checked:
         return skipped(p4_liveness, "no sample of a hosted or orphaned opencode session to judge")
     return passed(p4_liveness, f"{checked} sampled sessions consistent with their hosts", checked)

@@ -59,7 +59,8 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
         m = _SENT_TO.match(c.text)
         to = m.group(1) if m else str(c.args.get("to", ""))
         # Recipients compare by label when known: a name can change after a leave.
-        results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(), c.body), []).append(c)
+        results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(),
+                            c.body), []).append(c)
     return results
 
 
@@ -80,12 +81,14 @@ def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[st
     for key, calls in results.items():
         got = rows.get(key, [])
         if len(got) > len(calls):
-            return verdict(p5_no_loss, "fail", f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} stored {len(got)} times",
+            return verdict(p5_no_loss, "fail",
+                           f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} stored {len(got)} times",
                            [w for c in calls[:3] for w in c.witness()] + [{"db_row": r} for r in got[:3]])
         if len(got) < len(calls):
             if any(sid in pruned for sid in view.ids.get(key[1], ())) or key[1] in _ever_pruned(view):
                 continue
-            return verdict(p5_no_loss, "fail", f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} but {len(got)} row(s) in the db",
+            return verdict(p5_no_loss, "fail",
+                           f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} but {len(got)} row(s) in the db",
                            [w for c in calls[:4] for w in c.witness()])
     return None
 
@@ -97,16 +100,20 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
         label = view.label_of.get(r["to_session"])
         needle = f" at {r['created_at']}: {r['body']}"
         seen = [c for c in reads if acting_identity(view, c) == label and needle in c.text]
-        twins = sum(1 for x in view.db["messages"] if x["to_session"] == r["to_session"] and x["created_at"] == r["created_at"] and x["body"] == r["body"])
+        twins = sum(1 for x in view.db["messages"]
+                    if x["to_session"] == r["to_session"] and x["created_at"] == r["created_at"]
+                    and x["body"] == r["body"])
         if len(seen) > twins:
             a, b = seen[0], seen[twins]
             if not any(a.i < k["i"] < b.i for k in crashes):
                 callers = sorted({str(c.session) for c in seen})
-                return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times (by {', '.join(callers)}) "
-                               "with no crash in chat_read between",
+                return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times "
+                               f"(by {', '.join(callers)}) with no crash in chat_read between",
                                a.witness() + b.witness())
         if seen and not r["read_at"] and not crashes:
-            return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was returned by chat_read but is not stamped read", seen[0].witness())
+            return verdict(p5_no_loss, "fail",
+                           f"message #{r['id']} to {label} was returned by chat_read but is not stamped read",
+                           seen[0].witness())
     return None
 
 
@@ -138,13 +145,15 @@ def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optio
             if not any(sid for sid in view.ids.get(reader or "", ()) if (sid, line) in present) \
                     and not any(b.startswith(line) for (sid, b) in present if view.label_of.get(sid) == reader) \
                     and not any(sid in pruned for sid in view.ids.get(reader or "", ())):
-                return verdict(p5_no_loss, "fail", f"a message {reader} read at t={c.t} is gone from the db", c.witness())
+                return verdict(p5_no_loss, "fail", f"a message {reader} read at t={c.t} is gone from the db",
+                               c.witness())
     return None
 
 
 @prop("P5", "no-loss", rules=("R9", "R10", "R11", "R26"))
 def p5_no_loss(view: RunView) -> Verdict:
-    """Every ok chat_send is stored exactly once (sender, recipient name, trimmed body) unless prune swept it; a message appears in at most one ok chat_read of its recipient's inbox (whoever called it: a Cursor read drains the inbox its `as` claims) unless a crash at read-stamp came between; a message seen by a read is still in the db, stamped read."""
+    """Every accepted send is stored exactly once, every message is read at most once and stamped read, and
+    nothing vanishes but what prune sweeps."""
     pruned = _pruned_ids(view)
     results = _accepted_sends(view)
     reads = view.calls_of("read", ok=True)
@@ -168,7 +177,8 @@ def _names_list(text: Optional[str]) -> list[str]:
 
 @prop("P8", "broadcast", rules=("R12", "R35"))
 def p8_broadcast(view: RunView) -> Verdict:
-    """Each ok broadcast stored exactly one via_broadcast row per named recipient and none for the sender or skipped sessions; only stale opencode rows are skipped (mcp rows always receive); a broadcast cut by a crash left zero rows."""
+    """Each ok broadcast stored one row per named recipient and none for the sender or the skipped (only stale
+    opencode rows), and one cut by a crash stored none."""
     names = view.id_names()
     pruned, ever_pruned = _pruned_ids(view), _ever_pruned(view)
     bcasts = [c for c in view.calls_of("broadcast") if c.ok or c.result is None]
@@ -176,22 +186,26 @@ def p8_broadcast(view: RunView) -> Verdict:
         return skipped(p8_broadcast, "no broadcast in the run")
     samples = view.of(SAMPLE)
     for c in bcasts:
-        mine = [r for r in view.db["messages"] if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
+        mine = [r for r in view.db["messages"]
+                if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
         if c.result is None or not c.ok:
             crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of(CRASH))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
             if c.result is None and crashed and mine and not later:
-                return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows", c.witness() + [{"db_row": r} for r in mine[:3]])
+                return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows",
+                               c.witness() + [{"db_row": r} for r in mine[:3]])
             continue
         m = _BCAST.match(c.text)
         if not m:
             continue
         recips, skipped_names = _names_list(m.group(2)), _names_list(m.group(3))
         def who(name_or_id: str) -> str:
-            return view.label_for_name(name_or_id) or view.label_of.get(name_or_id) or str(names.get(name_or_id, name_or_id)).lower()
+            return (view.label_for_name(name_or_id) or view.label_of.get(name_or_id)
+                    or str(names.get(name_or_id, name_or_id)).lower())
         got = [who(r["to_session"]) for r in mine]
         if c.session in got or any(who(n) in got for n in skipped_names):
-            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} stored a row for the sender or a skipped session", c.witness())
+            return verdict(p8_broadcast, "fail",
+                           f"broadcast by {c.session} stored a row for the sender or a skipped session", c.witness())
         swept = 0
         for n in recips:
             label = who(n)
@@ -199,9 +213,11 @@ def p8_broadcast(view: RunView) -> Verdict:
             if k == 0 and _maybe_swept(view, label, c, pruned, ever_pruned):
                 swept += 1
             elif k != 1:
-                return verdict(p8_broadcast, "fail", f"broadcast by {c.session}: recipient {n} has {k} rows (want 1)", c.witness())
+                return verdict(p8_broadcast, "fail", f"broadcast by {c.session}: recipient {n} has {k} rows (want 1)",
+                               c.witness())
         if len(got) != len(recips) - swept:
-            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} named {len(recips)} recipients but stored {len(got)} rows", c.witness())
+            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} named {len(recips)} recipients "
+                           f"but stored {len(got)} rows", c.witness())
         before = [s for s in samples if s["i"] < c.i]
         after = [s for s in samples if s["i"] > c.i]
         if before and after:
@@ -211,7 +227,12 @@ def p8_broadcast(view: RunView) -> Verdict:
                     continue
                 name = row.get("name") or ""
                 if row.get("host_kind") == "mcp" and name not in recips:
-                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} left out the mcp session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
-                if row.get("host_kind", DEFAULT_ROW_KIND) in BEATING_ROW_KINDS and row.get("stale") and a[label].get("last_seen") == row.get("last_seen") and name in recips:
-                    return verdict(p8_broadcast, "fail", f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})", [sample_row(before[-1], label), *c.witness()])
+                    return verdict(p8_broadcast, "fail",
+                                   f"broadcast by {c.session} left out the mcp session {label} ({name})",
+                                   [sample_row(before[-1], label), *c.witness()])
+                if (row.get("host_kind", DEFAULT_ROW_KIND) in BEATING_ROW_KINDS and row.get("stale")
+                        and a[label].get("last_seen") == row.get("last_seen") and name in recips):
+                    return verdict(p8_broadcast, "fail",
+                                   f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})",
+                                   [sample_row(before[-1], label), *c.witness()])
     return passed(p8_broadcast, f"{len(bcasts)} broadcasts all-or-nothing with the right recipients", len(bcasts))

@@ -73,7 +73,8 @@ def standing(o: PolicyOptions) -> Standing:
     """Seed 003: unset (`auto`) holds when the session bypasses permission checks, else accepts;
     a hold the user configured parks without a prompt; a repository setting only tightens and
     its hold prompts; with nobody to review, a hold that would prompt is a refusal."""
-    action, mine = ("hold" if o.permissions == "bypass" else "accept", False) if o.inbound == "auto" else (o.inbound, True)
+    action, mine = (("hold" if o.permissions == "bypass" else "accept", False) if o.inbound == "auto"
+                    else (o.inbound, True))
     if o.repository_inbound is not None and _STRICT[o.repository_inbound] > _STRICT[action]:
         action, mine = o.repository_inbound, False
     if action == "hold" and not mine and not o.interactive:
@@ -109,7 +110,8 @@ def _registered_at(view: RunView, label: str, i: int) -> bool:
 
 def _home(view: RunView, label: Optional[str], i: int) -> Optional[str]:
     """The process hosting `label` at history position i (its latest live incarnation)."""
-    hosts = [inc for inc in view.incs if label in inc.sessions and inc.start_i <= i and (inc.end_i is None or i < inc.end_i)]
+    hosts = [inc for inc in view.incs
+             if label in inc.sessions and inc.start_i <= i and (inc.end_i is None or i < inc.end_i)]
     return hosts[-1].proc if hosts else None
 
 
@@ -153,7 +155,8 @@ def held_sends(view: RunView) -> list[HeldSend]:
             continue
         to = _recipient(view, c)
         row = next((r for r in rows if r["id"] not in used and r["body"] == c.body
-                    and view.label_of.get(r["from_session"]) == c.session and view.label_of.get(r["to_session"]) == to), None)
+                    and view.label_of.get(r["from_session"]) == c.session
+                    and view.label_of.get(r["to_session"]) == to), None)
         m = _EXPIRES_IN.search(c.text)
         h = HeldSend(c, to, row, _span_ms(m.group(1)) if m else None)
         if row is not None:
@@ -170,7 +173,8 @@ def held_sends(view: RunView) -> list[HeldSend]:
 
 @policy_check("Q1", "sender-cap")
 def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
-    """Under `sender_cap: N` no session has a send to one peer accepted (stored or held) after N accepted sends to it with no user prompt of its own in between, and the cap refuses none before that."""
+    """Under `sender_cap: N` a session gets at most N sends to one peer accepted between its user's prompts, and
+    the cap refuses none before that."""
     capped = {p for p, o in options.items() if o.sender_cap is not None}
     if not capped:
         return skipped(q1_sender_cap, "no process runs with a sender cap")
@@ -192,8 +196,10 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
         refused = CAP_REFUSAL_RE.match(c.text)
         judged += 1
         if c.ok and len(sent) >= cap:
-            return verdict(q1_sender_cap, "fail", f"{c.session} had send #{len(sent) + 1} to {key[1]} accepted at t={c.t} "
-                           f"with no user prompt since its last {cap} (cap {cap})", [w for s in sent[-2:] + [c] for w in s.witness()])
+            return verdict(q1_sender_cap, "fail",
+                           f"{c.session} had send #{len(sent) + 1} to {key[1]} accepted at t={c.t} "
+                           f"with no user prompt since its last {cap} (cap {cap})",
+                           [w for s in sent[-2:] + [c] for w in s.witness()])
         if refused and len(sent) < cap:
             return verdict(q1_sender_cap, "fail", f"{c.session}'s send to {key[1]} at t={c.t} was refused by the cap "
                            f"after only {len(sent)} sends since its user last wrote (cap {cap})", c.witness())
@@ -227,7 +233,8 @@ def _wrong_fate(view: RunView, options: dict[str, PolicyOptions], c: Call) -> Op
     got = _fate_of(c)
     if got is None or got == want:
         if got == "hold" and prompts is False and _EXPIRES_IN.search(c.text):
-            return verdict(q2_inbound, "fail", f"{c.session}'s message to {to} was held with a prompt that expires, but "
+            return verdict(q2_inbound, "fail",
+                           f"{c.session}'s message to {to} was held with a prompt that expires, but "
                            f"{to}'s hold is its user's own standing instruction (parked, no prompt)", c.witness())
         return None
     who = "an unregistered sender" if not registered else c.session
@@ -243,7 +250,8 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
     direct = sum(1 for s in _sends(view) if s.session == c.session and s.ok and s.body == c.body
                  and _recipient(view, s) == h.to and _fate_of(s) == "deliver")
     rows = _rows(view, c.session, h.to, c.body)
-    early = [r for r in rows if approved is None or (view.vt(r["created_at"]) or 0) < approved["call"].t - STAMP_RESOLUTION_MS]
+    early = [r for r in rows
+             if approved is None or (view.vt(r["created_at"]) or 0) < approved["call"].t - STAMP_RESOLUTION_MS]
     if len(early) > direct or len(rows) > direct + (1 if approved else 0):
         when = "before its user approved it" if approved else "though its user never approved it"
         return verdict(q2_inbound, "fail", f"{c.session}'s held message to {h.to} is in {h.to}'s inbox {when}",
@@ -251,24 +259,29 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
     needle = f": {c.body}"
     seen = [r for r in view.calls_of("read", h.to, ok=True) if r.i < until and needle in r.text]
     if len(seen) > direct:
-        return verdict(q2_inbound, "fail", f"{h.to} read {c.session}'s held message at t={seen[-1].t} before its user approved it",
+        return verdict(q2_inbound, "fail",
+                       f"{h.to} read {c.session}'s held message at t={seen[-1].t} before its user approved it",
                        c.witness() + seen[-1].witness())
     return None
 
 
 def _refused_stored(view: RunView, c: Call) -> Optional[Verdict]:
     to = _recipient(view, c)
-    accepted = sum(1 for s in _sends(view) if s.session == c.session and s.ok and s.body == c.body and _recipient(view, s) == to)
+    accepted = sum(1 for s in _sends(view)
+                   if s.session == c.session and s.ok and s.body == c.body and _recipient(view, s) == to)
     rows = _rows(view, c.session, to, c.body)
     if len(rows) > accepted:
-        return verdict(q2_inbound, "fail", f"{c.session}'s send to {to} was refused at t={c.t} but stored", c.witness() + [{"db_row": rows[0]}])
+        return verdict(q2_inbound, "fail", f"{c.session}'s send to {to} was refused at t={c.t} but stored",
+                       c.witness() + [{"db_row": rows[0]}])
     return None
 
 
 @policy_check("Q2", "inbound")
 def q2_inbound(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
-    """Every send to a session under a policy is delivered, held or refused as the session's standing says (inbound accept/hold/refuse/auto, a repository tightening, nobody to review, unregistered senders); a held message reaches neither the recipient's inbox nor its reads before its user approves it, never if it is not approved; a refused send stores nothing."""
-    if all(o.inbound == "accept" and o.repository_inbound is None and o.unregistered == "refuse" for o in options.values()):
+    """Every send to a session under a policy is delivered, held or refused as its standing says; a held message
+    stays unseen until its user approves it, and a refused one stores nothing."""
+    if all(o.inbound == "accept" and o.repository_inbound is None and o.unregistered == "refuse"
+           for o in options.values()):
         return skipped(q2_inbound, "every session accepts registered senders and refuses unregistered ones (thatch)")
     judged = 0
     for c in _sends(view):
@@ -285,7 +298,8 @@ def q2_inbound(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
             return failure
     if not judged:
         return skipped(q2_inbound, "no send to a session under a policy")
-    return passed(q2_inbound, f"{judged} sends met their recipient's standing; {len(held)} held, none seen before approval", judged)
+    return passed(q2_inbound, f"{judged} sends met their recipient's standing; "
+                  f"{len(held)} held, none seen before approval", judged)
 
 
 # -- Q3 ----------------------------------------------------------------------------------
@@ -297,14 +311,16 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
     poll = view.poll_ms(_home(view, h.to, c.i))
     if review and review["decision"] == "Declined":
         if notice is None or NOTICE_RE.match(notice["body"])["outcome"] != "was refused":
-            return f"{c.session}'s held message to {h.to} was declined at t={review['call'].t} but its sender was not told it was refused"
+            return (f"{c.session}'s held message to {h.to} was declined at t={review['call'].t} "
+                    "but its sender was not told it was refused")
         return None
     if notice is not None and NOTICE_RE.match(notice["body"])["outcome"] == "expired":
         if h.promised_ms is None:
             return f"{c.session}'s held message to {h.to} expired, but it was parked for review with no deadline"
         at, due = view.vt(notice["created_at"]), c.t + h.promised_ms
         if at is not None and not (due - STAMP_RESOLUTION_MS <= at <= due + poll + STAMP_RESOLUTION_MS):
-            return f"{c.session}'s held message to {h.to} expired at t={at}, not within a poll cycle after its deadline t={due}"
+            return (f"{c.session}'s held message to {h.to} expired at t={at}, "
+                    f"not within a poll cycle after its deadline t={due}")
         return None
     if notice is not None:
         return f"{c.session}'s held message to {h.to} was reported refused though its user never declined it"
@@ -316,14 +332,16 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
 
 @policy_check("Q3", "dropped-reported")
 def q3_dropped_reported(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
-    """A declined held message is reported to its sender as refused, one whose approval prompt ran out as expired (not refused), no earlier than the prompt's deadline and within one poll cycle after it; a message parked without a prompt never expires."""
+    """A declined held message is reported to its sender as refused, and one whose approval prompt ran out as
+    expired, within one poll cycle of its deadline."""
     held = held_sends(view)
     if not held:
         return skipped(q3_dropped_reported, "no message was held")
     for h in held:
         problem = _dropped_problem(view, h)
         if problem is not None:
-            wit = h.call.witness() + (h.review["call"].witness() if h.review else []) + ([{"db_row": h.notice}] if h.notice else [])
+            wit = (h.call.witness() + (h.review["call"].witness() if h.review else [])
+                   + ([{"db_row": h.notice}] if h.notice else []))
             return verdict(q3_dropped_reported, "fail", problem, wit)
     ended = sum(1 for h in held if h.review or h.notice)
     return passed(q3_dropped_reported, f"{len(held)} held messages, {ended} reviewed or expired as promised", len(held))

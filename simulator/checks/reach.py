@@ -119,7 +119,8 @@ def _ping_pong(view: RunView) -> Witness:
 
 @reach("broadcast-skip", "a broadcast result naming skipped stale sessions", rules=("R12", "R35"))
 def _broadcast_skip(view: RunView) -> Witness:
-    return next(([c.result] for c in view.calls_of("broadcast", ok=True) if " stale: " in c.text and "Skipped" in c.text), None)
+    return next(([c.result] for c in view.calls_of("broadcast", ok=True)
+                 if " stale: " in c.text and "Skipped" in c.text), None)
 
 
 @reach("adoption", "a hook line printed after a session-id fork", rules=("R33",))
@@ -225,7 +226,9 @@ def check_reaches(spec: Scenario, view: RunView) -> list[Verdict]:
         description, fn = REACHES[name]
         wit = fn(view)
         if wit:
-            out.append(Verdict(f"reach:{name}", description, "pass", f"reached at t={wit[-1]['t']}", RULES[name], [brief(e) for e in wit if e]))
+            out.append(Verdict(f"reach:{name}", description, "pass", f"reached at t={wit[-1]['t']}", RULES[name],
+                               [brief(e) for e in wit if e]))
         else:
-            out.append(Verdict(f"reach:{name}", description, "not-reached", f"the scenario claims {name} ({description}) but the run never got there", RULES[name]))
+            out.append(Verdict(f"reach:{name}", description, "not-reached",
+                               f"the scenario claims {name} ({description}) but the run never got there", RULES[name]))
     return out

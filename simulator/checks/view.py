@@ -134,7 +134,8 @@ class Call:
 
 
 class RunView:
-    def __init__(self, spec: Optional[Scenario], history: list[dict[str, Any]], db_path: Any, run_info: Optional[dict] = None):
+    def __init__(self, spec: Optional[Scenario], history: list[dict[str, Any]], db_path: Any,
+                 run_info: Optional[dict] = None):
         self.spec = spec
         self.run_info = dict(run_info or {})
         self.history = [dict(e, i=e.get("i", n)) for n, e in enumerate(history)]
@@ -163,7 +164,8 @@ class RunView:
         evs = [e for k in kinds for e in self.by_kind.get(k, [])]
         if len(kinds) > 1:
             evs.sort(key=lambda e: e["i"])
-        return [e for e in evs if (session is None or e.get("session") == session) and (proc is None or e.get("proc") == proc)]
+        return [e for e in evs
+                if (session is None or e.get("session") == session) and (proc is None or e.get("proc") == proc)]
 
     def _t_end(self) -> int:
         for e in self.history:
@@ -210,8 +212,10 @@ class RunView:
                 old = latest.get(d.get("rehost_of")) if d.get("rehost_of") else None
                 if old is not None:
                     rehosted = set(old.sessions) - sessions
-                inc = Incarnation(proc, int(d.get("incarnation", 0)), d.get("proc_kind") or self.proc_kind.get(proc, DEFAULT_HOST),
-                                  e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"), start_event=e)
+                inc = Incarnation(proc, int(d.get("incarnation", 0)),
+                                  d.get("proc_kind") or self.proc_kind.get(proc, DEFAULT_HOST),
+                                  e["t"], e["i"], sessions | rehosted, rehosted, d.get("rehost_of"), d.get("resumed"),
+                                  start_event=e)
                 if opens_other:
                     inc.dormant, inc.opened = {d["resumed"]}, opened
                 inc.predecessor = old
@@ -232,7 +236,8 @@ class RunView:
 
     def hosts(self, label: str, t: int, i: Optional[int] = None, kinds: Iterable[str] = ()) -> list[Incarnation]:
         """Live incarnations hosting `label` at (t, i)."""
-        return [inc for inc in self.incs if label in inc.sessions and inc.alive(t, i) and (not kinds or inc.kind in kinds)]
+        return [inc for inc in self.incs
+                if label in inc.sessions and inc.alive(t, i) and (not kinds or inc.kind in kinds)]
 
     def rehost_grace(self, inc: Incarnation) -> int:
         for step in self.steps:

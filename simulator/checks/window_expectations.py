@@ -82,7 +82,8 @@ def per_hour(events: list[dict], arg: dict, what: str) -> Judgement:
         want = bounds_problem({k: bound[k] for k in keys if k in bound}, got)
         if want:
             hour = [e for e in events if t <= e["t"] < t + HOUR_MS]
-            start = f"just after {shown(t - 1)}" if t % 1000 == 1 else f"from {shown(t)}"  # an hour that starts past an event
+            # t % 1000 == 1: an hour that starts past an event
+            start = f"just after {shown(t - 1)}" if t % 1000 == 1 else f"from {shown(t)}"
             return f"{what}: {got} in the hour {start}, want {want} in {where}", hour[:4]
     return None, events[-4:]
 
@@ -131,7 +132,8 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
         for call in replies:
             needle = expand(arg[key], call.t)
             if (needle in call.text) == negate:
-                return f"{label}'s roster at {shown(call.t)} {'contains' if negate else 'lacks'} {needle!r}", call.witness()
+                return (f"{label}'s roster at {shown(call.t)} {'contains' if negate else 'lacks'} {needle!r}",
+                        call.witness())
     return None, inside[-2:]
 
 

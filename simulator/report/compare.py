@@ -87,8 +87,8 @@ def row_cells(run: PolicyRun) -> list[str]:
     if run.error:
         return [run.policy, "error", run.error.splitlines()[0][:60]] + [""] * (len(COLUMNS) - 3)
     return [run.policy, promise_cell(run), f"{run.script_passed}/{run.script_total}", str(run.sent), str(run.held),
-            str(run.refused), str(run.expired), str(run.declined), f"{run.wakes_per_recipient_hour:.1f}", str(run.peak_hour),
-            _secs(run.read_median_s), _secs(run.read_worst_s), str(run.unread)]
+            str(run.refused), str(run.expired), str(run.declined), f"{run.wakes_per_recipient_hour:.1f}",
+            str(run.peak_hour), _secs(run.read_median_s), _secs(run.read_worst_s), str(run.unread)]
 
 
 def text_table(comparisons: list[ScenarioComparison]) -> str:
@@ -99,7 +99,8 @@ def text_table(comparisons: list[ScenarioComparison]) -> str:
         widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
         out.append(f"{comp.name} (seed {comp.seed}, {span(comp.run_ms)} with the drain)")
         for r in rows:
-            out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+            out.append("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                        for i, (c, w) in enumerate(zip(r, widths))).rstrip())
         for run in comp.runs:
             if run.options != "thatch":
                 out.append(f"  {run.policy}: {run.options}")
@@ -138,11 +139,14 @@ def chart_svg(comp: ScenarioComparison) -> str:
              f'aria-label="wake prompts over time, {escape(comp.name)}">',
              f'<rect x="{PAD_L}" y="{PAD_T}" width="{plot_w}" height="{plot_h}" fill="#fafbfc" stroke="#d0d7de"/>']
     for t in _ticks(total):
-        parts.append(f'<line x1="{x(t):.1f}" y1="{PAD_T}" x2="{x(t):.1f}" y2="{PAD_T + plot_h}" stroke="#eef1f4"/>'
-                     f'<text x="{x(t):.1f}" y="{H - 12}" class="tk" text-anchor="middle">{span(t) if t else "0"}</text>')
+        parts.append(f'<line x1="{x(t):.1f}" y1="{PAD_T}" x2="{x(t):.1f}" y2="{PAD_T + plot_h}" '
+                     'stroke="#eef1f4"/>'
+                     f'<text x="{x(t):.1f}" y="{H - 12}" class="tk" text-anchor="middle">'
+                     f'{span(t) if t else "0"}</text>')
     parts.append(f'<text x="{PAD_L - 6}" y="{PAD_T + 10}" class="tk" text-anchor="end">{top}</text>'
                  f'<text x="{PAD_L - 6}" y="{PAD_T + plot_h}" class="tk" text-anchor="end">0</text>'
-                 f'<text x="12" y="{PAD_T + plot_h / 2:.0f}" class="tk" transform="rotate(-90 12 {PAD_T + plot_h / 2:.0f})" '
+                 f'<text x="12" y="{PAD_T + plot_h / 2:.0f}" class="tk" '
+                 f'transform="rotate(-90 12 {PAD_T + plot_h / 2:.0f})" '
                  f'text-anchor="middle">wakes</text>')
     for k, run in enumerate(comp.runs):
         color = PALETTE[k % len(PALETTE)]
@@ -155,10 +159,12 @@ def chart_svg(comp: ScenarioComparison) -> str:
         # Sets that behave alike draw the same line: dashes and a pixel's shift keep each one visible.
         dash = DASHES[k % len(DASHES)]
         style = f' stroke-dasharray="{dash}"' if dash else ""
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{style} transform="translate(0 {-1.5 * k:.1f})" '
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{style} '
+                     f'transform="translate(0 {-1.5 * k:.1f})" '
                      f'points="{" ".join(points)}"/>')
         ly = PAD_T + 14 + 16 * k
-        parts.append(f'<line x1="{W - PAD_R + 8}" y1="{ly - 4}" x2="{W - PAD_R + 28}" y2="{ly - 4}" stroke="{color}" stroke-width="3"{style}/>'
+        parts.append(f'<line x1="{W - PAD_R + 8}" y1="{ly - 4}" x2="{W - PAD_R + 28}" y2="{ly - 4}" '
+                     f'stroke="{color}" stroke-width="3"{style}/>'
                      f'<text x="{W - PAD_R + 32}" y="{ly}" class="lg">{escape(run.policy[:20])} ({n})</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -178,12 +184,15 @@ td,th{border:1px solid #d0d7de;padding:3px 6px;text-align:right;white-space:nowr
 th{background:#f6f8fa}td:first-child,th:first-child{text-align:left;font-weight:bold}
 td.good{color:#1a7f37}td.bad{color:#cf222e;font-weight:bold}
 .opts{color:#57606a;margin:2px 0}.fails{color:#cf222e;margin:2px 0}
-svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif}svg .tk{font-size:10px;fill:#57606a}svg .lg{font-size:10.5px;fill:#1f2328}
+svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif}\
+svg .tk{font-size:10px;fill:#57606a}svg .lg{font-size:10.5px;fill:#1f2328}
 """
 
-LEGEND = ("promises: thatch's properties P1-P10 and the policies' Q1-Q3 that held, of those judged; script: the scenario's "
-          "own expectations, step replies and reach claims (written for the policy it names); sent: send attempts; "
-          "held / refused / expired / declined: what the recipients' policies and users did; wakes/rcpt/h: the busiest recipient's wake prompts "
+LEGEND = ("promises: thatch's properties P1-P10 and the policies' Q1-Q3 that held, of those judged; "
+          "script: the scenario's own expectations, step replies and reach claims (written for the policy it names); "
+          "sent: send attempts; "
+          "held / refused / expired / declined: what the recipients' policies and users did; "
+          "wakes/rcpt/h: the busiest recipient's wake prompts "
           "per hour of the run; peak 1h: most wakes one recipient got in a rolling hour; wait: from a send to the "
           "recipient's read (a held message from its send), median and worst; unread: never read by the end.")
 
@@ -198,15 +207,18 @@ def _tone(run: PolicyRun, column: int) -> str:
 
 def _section(comp: ScenarioComparison) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
-    rows = "".join("<tr>" + "".join(f"<td{_tone(r, i)}>{escape(c)}</td>" for i, c in enumerate(row_cells(r))) + "</tr>"
-                   for r in comp.runs)
-    notes = "".join(f'<div class="opts"><b>{escape(r.policy)}</b>: {escape(r.options)}</div>' for r in comp.runs if r.options != "thatch")
+    rows = "".join("<tr>" + "".join(f"<td{_tone(r, i)}>{escape(c)}</td>" for i, c in enumerate(row_cells(r)))
+                   + "</tr>" for r in comp.runs)
+    notes = "".join(f'<div class="opts"><b>{escape(r.policy)}</b>: {escape(r.options)}</div>'
+                    for r in comp.runs if r.options != "thatch")
     notes += "".join(f'<div class="fails"><b>{escape(r.policy)}</b> failed: {escape(", ".join(r.failed))}</div>'
                      for r in comp.runs if r.failed)
     return (f'<section id="{escape(comp.name)}"><h2>{escape(comp.name)}</h2>'
-            f'<div class="meta">{escape(comp.file)} · seed {comp.seed} · {span(comp.run_ms)} with the drain</div>'
+            f'<div class="meta">{escape(comp.file)} · seed {comp.seed} · '
+            f'{span(comp.run_ms)} with the drain</div>'
             f'<div class="story">{escape(comp.story)}</div>'
-            f'<table><tr>{head}</tr>{rows}</table><div class="wrap">{chart_svg(comp)}<div>{notes}</div></div></section>')
+            f'<table><tr>{head}</tr>{rows}</table>'
+            f'<div class="wrap">{chart_svg(comp)}<div>{notes}</div></div></section>')
 
 
 def render_page(comparisons: list[ScenarioComparison], policies: list[str]) -> str:
@@ -214,4 +226,5 @@ def render_page(comparisons: list[ScenarioComparison], policies: list[str]) -> s
     return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>policy comparison</title>"
             f"<style>{CSS}</style></head><body><header><h1>Messaging policies side by side</h1>"
             f'<div class="meta">{len(comparisons)} scenario(s) under {escape(", ".join(policies))}, '
-            f"each with its own seed in every set</div><div class=\"meta\">{escape(LEGEND)}</div></header>{body}</body></html>\n")
+            f"each with its own seed in every set</div><div class=\"meta\">{escape(LEGEND)}</div></header>"
+            f"{body}</body></html>\n")

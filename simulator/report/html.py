@@ -36,7 +36,8 @@ body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;margin:0;color
 header{padding:14px 20px 8px;border-bottom:1px solid #d0d7de}
 h1{font-size:19px;margin:0 0 6px}
 h2{font-size:14px;margin:14px 0 6px}
-.pill{display:inline-block;padding:1px 10px;border-radius:10px;color:#fff;font-weight:bold;font-size:13px;vertical-align:2px}
+.pill{display:inline-block;padding:1px 10px;border-radius:10px;\
+color:#fff;font-weight:bold;font-size:13px;vertical-align:2px}
 .pill.ok{background:#1a7f37}.pill.bad{background:#cf222e}
 .meta{color:#57606a}.meta b{color:#1f2328}
 section{padding:0 20px}
@@ -46,14 +47,16 @@ table.v th{background:#f6f8fa}
 tr.fail td{background:#ffebe9}tr.not-reached td{background:#fff8c5}
 td.st{font-weight:bold;white-space:nowrap}
 tr.fail td.st{color:#cf222e}tr.not-reached td.st{color:#9a6700}tr.pass td.st{color:#1a7f37}
-a.wl{color:#fff;background:#e5000b;border-radius:3px;padding:0 4px;text-decoration:none;font-weight:bold;font-size:11px;margin-right:3px}
+a.wl{color:#fff;background:#e5000b;border-radius:3px;padding:0 4px;\
+text-decoration:none;font-weight:bold;font-size:11px;margin-right:3px}
 .key{color:#57606a;margin:4px 0 8px}.key span{margin-right:14px;white-space:nowrap}
 .sw{display:inline-block;width:14px;height:9px;margin-right:4px;vertical-align:0}
 .scroll{overflow:auto;max-height:88vh;border-top:1px solid #d0d7de;border-bottom:1px solid #d0d7de}
 .sticky{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid #d0d7de;width:max-content}
 svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif}
 svg .lb{font-size:10.5px;fill:#1f2328}svg .sm{font-size:9.5px}svg .muted{fill:#6e7781}
-svg .bad{fill:#8b1a1a;font-weight:bold}svg .stale{fill:#9a6700;font-weight:bold}svg .msg{fill:#1f6fd1;font-weight:bold}svg .wake{fill:#6b2fd6}
+svg .bad{fill:#8b1a1a;font-weight:bold}svg .stale{fill:#9a6700;font-weight:bold}\
+svg .msg{fill:#1f6fd1;font-weight:bold}svg .wake{fill:#6b2fd6}
 svg .tm{font-size:10.5px;fill:#57606a;font-family:"DejaVu Sans Mono",monospace}
 svg .ln{font-size:12px;font-weight:bold;fill:#1f2328}svg .gn{font-size:12px;font-weight:bold;fill:#24292f}
 svg .wb{font-size:10px;font-weight:bold;fill:#fff}
@@ -64,7 +67,8 @@ svg .ll-proc{stroke:#57606a;stroke-width:2.5}svg .ll-ses{stroke:#8c959f;stroke-w
 svg .phase{stroke:#8c959f;stroke-dasharray:8 4}
 svg .brk{fill:#fbf7ec}svg .brkl{stroke:#d4a72c;stroke-dasharray:2 3}svg .brkt{fill:#7d5a00;font-style:italic}
 svg g.ev:hover .lb{font-weight:bold}
-pre.slice{font-family:"DejaVu Sans Mono",monospace;font-size:11.5px;background:#f6f8fa;padding:8px;overflow:auto;max-width:1350px}
+pre.slice{font-family:"DejaVu Sans Mono",monospace;font-size:11.5px;background:#f6f8fa;\
+padding:8px;overflow:auto;max-width:1350px}
 pre.slice b{color:#cf222e}
 .err{color:#cf222e;font-weight:bold}
 """

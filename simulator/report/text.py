@@ -75,7 +75,8 @@ def format_failure(result: RunResult, *, file: str, name: str, report_dir: str |
     """The failure as a short story: what broke, the events that show it, how to rerun."""
     checks = ", ".join(v.check for v in result.failures()) or "engine error"
     lines = [f"{checks} failed in scenario {result.scenario} with seed {result.seed} "
-             f"({result.dispatches} dispatches, {format_offset(result.virtual_ms)[1:]} virtual, {result.wall_s:.1f}s wall)"]
+             f"({result.dispatches} dispatches, {format_offset(result.virtual_ms)[1:]} virtual, "
+             f"{result.wall_s:.1f}s wall)"]
     if result.error:
         lines += ["", f"engine error: {result.error}"]
     for verdict in result.failures():
