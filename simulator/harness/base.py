@@ -43,8 +43,10 @@ from simulator.events import READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TU
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.fields import expand_body
-from simulator.scenario.kinds import STEPS, CliListArgs, CliTailArgs, ConfigArgs, PromptArgs, ReadArgs, SendArgs
-from simulator.scenario.kinds import HOSTS, BroadcastArgs, SessionArg, TitleArgs
+from simulator.scenario.kinds import (
+    HOSTS, STEPS, BroadcastArgs, CliListArgs, CliTailArgs, ConfigArgs, PromptArgs, ReadArgs, SendArgs, SessionArg,
+    TitleArgs,
+)
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.protocol import (
     OP_ACT, OP_FORK, OP_POLL, OP_START, OP_STOP, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply,

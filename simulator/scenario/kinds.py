@@ -366,7 +366,9 @@ class StepKind:
     fault: bool = False
     target: str = SESSION
     runs: str = HARNESS
-    needs: Optional[str] = None        # the HostKind trait its target's host must have (None: any host)
+    # The HostKind trait its target's host must have (None: any host); for a step of the whole machine
+    # (a lock), the trait every host of the world must have.
+    needs: Optional[str] = None
     reply: Optional[str] = None        # TOOL_REPLY, HOOK_REPLY or None
     not_reached: Optional[str] = None  # a fault: why it may not take effect, for its not-reached verdict
     family: Optional[str] = None       # an action: the exploration family that draws it (EXPLORE_ACTIONS)
