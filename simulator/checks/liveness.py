@@ -15,6 +15,8 @@ from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, data_of, sample_r
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
 
+# The host kinds whose own poller beats their sessions' rows (R14).
+_POLLING_HOSTS = hosts_with("polls")
 # The poller's batch heartbeat as a crash event records it (normalised SQL).
 _HEARTBEAT_SQL = re.compile(r"^update chat_sessions set last_seen = \S+ where session_id in\b")
 
@@ -109,7 +111,7 @@ def p4_liveness(view: RunView) -> Verdict:
         for label, row in sample_rows(s).items():
             if not row.get("registered") or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS:
                 continue
-            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=hosts_with("polls"))
+            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=_POLLING_HOSTS)
                     if view.hosting(inc, label, s["t"])]
             if live:
                 inc = live[-1]

@@ -327,8 +327,9 @@ class RunView:
             if label and sid and sid not in self.ids.setdefault(label, []):
                 self.ids[label].append(sid)
         for e in self.of(PROCESS_START):
-            kind = e["data"].get("proc_kind") or self.proc_kind.get(e["data"].get("target"), DEFAULT_HOST)
-            for label, sid in (e["data"].get("sessions") or {}).items():
+            d = data_of(e)
+            kind = d.get("proc_kind") or self.proc_kind.get(d.get("target"), DEFAULT_HOST)
+            for label, sid in (d.get("sessions") or {}).items():
                 add(label, sid if not HOSTS[kind].mcp or str(sid).startswith(CHAT_ID_PREFIXES) else mcp_session_id(sid))
         for label, sids in (self.run_info.get("row_ids") or {}).items():
             for sid in sids:
@@ -538,7 +539,7 @@ class RunView:
         out = []
         for e in self.of(POLL, REGISTERED, SAMPLE):
             if e["kind"] == SAMPLE:
-                row = (e["data"].get("sessions") or {}).get(label) or {}
+                row = sample_rows(e).get(label) or {}
                 seen = self.vt(row.get("last_seen")) if row.get("registered") and row.get("last_seen") else None
                 if seen is not None:
                     out.append((e["i"], seen))
@@ -561,12 +562,11 @@ class RunView:
     def _epoch(self) -> Optional[int]:
         """Wall ms of virtual time 0: given, or bounded from samples' last_seen."""
         for src in (self.run_info, *(data_of(e) for e in self.of(RUN_START))):
-
             if src.get("epoch_ms") is not None:
                 return int(src["epoch_ms"])
         best = None
         for e in self.of(SAMPLE):
-            for row in (e["data"].get("sessions") or {}).values():
+            for row in sample_rows(e).values():
                 ms = parse_iso_ms(row.get("last_seen"))
                 if ms is not None:
                     best = ms - e["t"] if best is None else max(best, ms - e["t"])

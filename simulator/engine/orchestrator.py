@@ -309,7 +309,7 @@ class Orchestrator:
             who = f"session {session!r}" if session else "the step"
             self._drop(idx, f"{who} has no running host process" + (f" ({target} is not running)" if target else ""))
             return None
-        return ProcessCommand(live, OP_ACT, session, _step_args(step, idx))
+        return ProcessCommand(live, OP_ACT, session, act_args(step.action, step.args, step=idx))
 
     def _target_of(self, step: ScenarioStep) -> tuple[Optional[str], Optional[str]]:
         """(the acting session, the label of the process the step goes to)."""
@@ -444,11 +444,6 @@ class Orchestrator:
         if self.windows is not None:
             self.windows.remap_history(self.run_dir)
         return merge(self.run_dir, self.world.proc_order())
-
-
-def _step_args(step: ScenarioStep, idx: int) -> dict[str, Any]:
-    """An OP_ACT command's arguments: the action, the step index and the step's typed arguments model."""
-    return act_args(step.action, step.args, step=idx)
 
 
 def _start_step(orch: Orchestrator, t: int, idx: int, args: ProcessArg) -> None:

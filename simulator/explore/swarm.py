@@ -15,16 +15,9 @@ from dataclasses import dataclass, field
 
 from simulator.scenario.kinds import EXPLORE_ACTIONS, EXPLORE_ALWAYS_ACTIONS, EXPLORE_FAULTS, HOSTS, STEPS
 
-HOST_KINDS = tuple(HOSTS)
 ALWAYS_ON_HOSTS = tuple(key for key, h in HOSTS.items() if h.explore_always)
 AGENT_KINDS = ("reader", "silent", "ping-pong")
 WINDOW_KINDS = ("busy", "compacting", "aborted")
-
-# Action families and their weight when on; fault families and the range of their rate
-# (simulator/scenario/kinds.py declares both).
-ACTION_WEIGHTS: dict[str, int] = EXPLORE_ACTIONS
-ALWAYS_ON_ACTIONS = EXPLORE_ALWAYS_ACTIONS
-FAULT_RATES: dict[str, tuple[float, float]] = {family: rate for family, (_, rate) in EXPLORE_FAULTS.items()}
 
 # Features left to the details once their family is on (a child session, a
 # session that starts late, a process with a short poll interval).
@@ -76,11 +69,14 @@ def _some(rng: random.Random, options: tuple[str, ...], always: tuple[str, ...] 
 
 def draw_swarm(rng: random.Random, *, dispatch: str | None = None) -> Swarm:
     """The features of one run. `dispatch` forces serial or concurrent."""
-    hosts = _some(rng, HOST_KINDS, always=ALWAYS_ON_HOSTS)
+    hosts = _some(rng, tuple(HOSTS), always=ALWAYS_ON_HOSTS)
     agents = _some(rng, AGENT_KINDS) or (rng.choice(AGENT_KINDS),)
     windows = _some(rng, WINDOW_KINDS)
-    actions = {a: w for a, w in ACTION_WEIGHTS.items() if a in _some(rng, tuple(ACTION_WEIGHTS), ALWAYS_ON_ACTIONS)}
-    faults = {k: round(rng.uniform(lo, hi), 3) for k, (lo, hi) in FAULT_RATES.items() if rng.random() < 0.4}
+    # Action families and their weights, fault families and their rate ranges: simulator/scenario/kinds.py.
+    # (the membership draw runs once per family, as it always has: a seed names the same world)
+    actions = {a: w for a, w in EXPLORE_ACTIONS.items()
+               if a in _some(rng, tuple(EXPLORE_ACTIONS), EXPLORE_ALWAYS_ACTIONS)}
+    faults = {k: round(rng.uniform(lo, hi), 3) for k, (_, (lo, hi)) in EXPLORE_FAULTS.items() if rng.random() < 0.4}
     for family in list(faults):  # a fault no drawn host can take (a fork without Claude Code) is off
         needs = STEPS[EXPLORE_FAULTS[family][0]].needs
         if not any(HOSTS[h].has(needs) for h in hosts):
