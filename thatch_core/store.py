@@ -187,8 +187,9 @@ class ChatStore(UpkeepMixin, PolicyMixin):
                 return RegisterResult(ok=True, session_id=session_id, name=existing.name,
                                       reclaimed=True, topic=new_topic)
             name = self._mint_and_insert(session_id, kind, project, topic, auto, worktree, now)
-            # A session that comes back after a prune keeps its queued mail:
-            # it is registered again, so the later sweep must not touch it.
+            # A session that comes back after a prune leaves the prune record;
+            # mail still queued for its id has a registered recipient again,
+            # which no sweep touches.
             self.conn.execute("DELETE FROM chat_pruned WHERE session_id = ?", (session_id,))
         return RegisterResult(ok=True, session_id=session_id, name=name, drawn=True, topic=topic,
                               rejoined=rejoined)

@@ -59,7 +59,7 @@ class UpkeepMixin:
         a leave must survive the fork too, or the new id's hook would
         silently rejoin under a fresh name (R7). Either way mail in both
         columns, host-pid anchors and any tombstone follow, and both ids
-        leave ``chat_pruned`` (a continued session's mail is never swept).
+        leave ``chat_pruned`` (the new id is live, not pruned).
 
         Returns True when an identity moved. False, changing nothing, when
         the ids are unusable or equal, when ``old_id`` has neither a row nor
