@@ -201,3 +201,17 @@ def policy_example(run_dir: Path) -> RunResult:
     return RunResult(scenario="held-and-expired", seed=7, run_dir=run_dir, db_path=run_dir / "thatch.db",
                      history_path=run_dir / "history.jsonl", history=h.events,
                      verdicts=[Verdict("Q3", "dropped-reported", "pass")], virtual_ms=600_000, dispatches=h.dispatch)
+
+
+def long_label_example(run_dir: Path) -> RunResult:
+    """example_result with long session labels and chat names: the digits that tell names apart come last."""
+    import json
+
+    result = example_result(run_dir)
+    text = json.dumps(result.history)
+    for short, longer in {"alice": "integration-reviewer-alice", "bob": "release-captain-bob"}.items():
+        text = text.replace(f'"{short}"', f'"{longer}"')
+    for name in (ALICE, BOB, CAROL):
+        text = text.replace(name, "sorrel-meadow-" + name.replace("-", ""))
+    result.history = json.loads(text)
+    return result

@@ -46,7 +46,8 @@ C_WITNESS = "#e5000b"
 FREE_TEXT_CHARS = 28   # a prompt's or body's excerpt (the hover title has it whole)
 # Font sizes and weights are the page CSS's (`html.CSS`) for each text class.
 FONT_PX = {"sm": 9.5, "ln": 12.0, "gn": 12.0, "wb": 10.0, "tm": 10.5}
-BOLD_CLASSES = {"ln", "gn", "wb", "bad", "stale", "msg"}
+BOLD_CLASSES = {"ln", "gn", "wb", "bad", "stale", "msg", "o-held", "o-parked", "o-refused", "o-declined",
+                "o-expired"}
 DEFAULT_FONT_PX = 10.5
 RIGHT_PAD = 12
 LABEL_GAP = 9          # from a lane to the start of its row labels
@@ -243,7 +244,7 @@ def _draw_fault(row: _Row) -> None:
         return
     x, tx = row.x, lanes[targets[0]].x
     row.add(_arrow(x, tx, row.y, C_FAULT, "ah-fault", "2 3", 1.3))
-    row.text((x + tx) / 2, row.y - 4, f"{d.get('fault')} {verb}", "lb sm", "middle")
+    row.text((x + tx) / 2, row.y - 4, f"{d.get('fault')} {verb}", "lb sm al", "middle")
     row.add(_glyph("bolt", x, row.y, C_FAULT))
     row.lo, row.hi = min(x, tx) - 10, max(x, tx) + 10
 
@@ -397,7 +398,7 @@ def _draw_message(row: _Row, tool: str, targets: list[tuple[str, Optional[str]]]
     # Label just off the sender, on the arrow's side, so it never sits on an arrowhead; free text,
     # so it is shortened to the arrow's length.
     right = far >= x
-    cls = "lb sm msg" if outcome == "delivered" else f"lb sm o-{outcome}"
+    cls = "lb sm msg al" if outcome == "delivered" else f"lb sm o-{outcome} al"
     row.text(x + (12 if right else -12), y - 2, _fit(label, abs(far - x) - 24, cls), cls,
              "start" if right else "end")
     row.lo, row.hi = min([x] + xs) - 8, max([x] + xs) + 8
@@ -428,7 +429,7 @@ def _draw_notice(row: _Row) -> None:
     ya = row.y + 3
     row.add(_arrow(row.x, to.x, ya, color, "ah-notice" if expired else "ah-declined", "1 3", 1.8))
     right = to.x > row.x
-    cls = f"lb sm o-{EXPIRED if expired else DECLINED}"
+    cls = f"lb sm o-{EXPIRED if expired else DECLINED} al"
     row.text(row.x + (12 if right else -12), row.y - 2, _fit(what, abs(to.x - row.x) - 24, cls), cls,
              "start" if right else "end")
     row.lo, row.hi = min(row.x, to.x) - 8, max(row.x, to.x) + 8

@@ -7,11 +7,10 @@ needed; `test_screenshot.py` measures the same pages in headless Chromium.
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 
-from reportkit import example_result, policy_example
+from reportkit import example_result, long_label_example, policy_example
 from simulator.report.html import render_html
 from simulator.report.lanes import CLI
 from simulator.report.svg import label_width, render_timeline
@@ -123,23 +122,10 @@ def test_a_cli_step_is_drawn_on_the_cli_lane_not_on_the_process_that_ran_it(tmp_
     assert "terminal" in render_html(result)
 
 
-def _long_label_result(tmp_path) -> RunResult:
-    """example_result with every session label and name made long: the names' digits tell them apart."""
-    result = example_result(tmp_path / "run")
-    long_names = {"alice": "integration-reviewer-alice", "bob": "release-captain-bob", "carol": "carol"}
-    text = json.dumps(result.history)
-    for short, longer in long_names.items():
-        text = text.replace(f'"{short}"', f'"{longer}"')
-    for name in ("ba-sil-00001", "ko-ri-00001", "mi-ta-00001"):
-        text = text.replace(name, "sorrel-meadow-" + name.replace("-", ""))
-    result.history = json.loads(text)
-    return result
-
-
 def test_long_labels_are_drawn_whole_and_the_lanes_make_room(tmp_path):
     """Identifiers (session labels, chat names, expectation ids) are never cut; each mark's label ends
     before the next lane, by the drawing's own estimate of its width."""
-    result = _long_label_result(tmp_path)
+    result = long_label_example(tmp_path / "run")
     html = render_html(result)
     diagram, header = _diagram(html), _header(html)
     lane_xs = sorted({float(ln.get("x1")) for ln in diagram.iter("line") if ln.get("class") == "ll-dead"})
