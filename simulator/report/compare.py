@@ -160,7 +160,7 @@ def y_ticks(top: int) -> list[int]:
     return list(range(0, -(-max(top, 1) // step) * step + 1, step))
 
 
-def _axes(comp: ScenarioComparison, total: int, ymax: int, x, y) -> list[str]:
+def _axes(total: int, ymax: int, x, y) -> list[str]:
     """The plot's frame, gridlines, tick labels and axis titles."""
     plot_w, plot_h = VW - PAD_L - PAD_R, VH - PAD_T - PAD_B
     parts = [f'<rect x="{PAD_L}" y="{PAD_T}" width="{plot_w}" height="{plot_h}" fill="#fafbfc" stroke="#d0d7de"/>']
@@ -215,7 +215,7 @@ def chart_svg(comp: ScenarioComparison) -> str:
         return PAD_T + plot_h * (1 - n / ymax)
 
     parts = [f'<svg class="chart" viewBox="0 0 {VW} {VH}" width="100%" role="img" '
-             f'aria-label="wake prompts over time, {escape(comp.name)}">', *_axes(comp, total, ymax, x, y)]
+             f'aria-label="wake prompts over time, {escape(comp.name)}">', *_axes(total, ymax, x, y)]
     for k, run in enumerate(comp.runs):
         parts += _series(k, run, total, x, y)
     parts.append("</svg>")

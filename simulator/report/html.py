@@ -27,7 +27,7 @@ from simulator.events import data_of
 from simulator.history import encode_event, event_place
 from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
 from simulator.report.outcomes import DECLINED, EXPIRED, HELD, PARKED, REFUSED
-from simulator.report.svg import (C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS, SEND_STYLE,
+from simulator.report.svg import (C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS,
                                   render_timeline, swatch)
 from simulator.result import RunResult
 
@@ -175,7 +175,6 @@ OUTCOME_WORDS = {
 
 def _legend() -> list[str]:
     """What the diagram's lines, bars and outlines mean."""
-    assert set(SEND_STYLE) <= set(OUTCOME_WORDS)
     outcomes = "".join(f'<span class="o" data-outcome="{o}">{swatch(o)} {_e(words)}</span>'
                        for o, words in OUTCOME_WORDS.items())
     return ['<section><div class="key">'
