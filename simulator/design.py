@@ -52,6 +52,9 @@ NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
 # Messaging policies: the replies and notices that say what a policy did (docs/authoring-scenarios.md,
 # "Messaging policies"). A held send is accepted but not stored until its recipient's user approves it.
 HELD_REPLY_RE = re.compile(r"^Message to (?P<to>\S+) is held for its user's approval")
+# A held message behind an approval prompt says when the prompt lapses; one parked for a later
+# review (a prompt already open, or the user's own standing hold) says it waits instead.
+HELD_DEADLINE_RE = re.compile(r"if nobody answers within (?P<wait>\S+) it expires")
 CAP_REFUSAL_RE = re.compile(r"^Not sent: you have sent (?P<to>\S+) (?P<cap>\d+) messages? since your user last wrote")
 EXITED_REFUSAL_RE = re.compile(r"^Not sent: (?P<to>.+?) has exited \(")
 INBOUND_REFUSAL_RE = re.compile(r"^Not delivered: (?P<to>\S+) (?:refuses messages|runs with nobody to review)")
