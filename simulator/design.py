@@ -9,6 +9,8 @@ not move its own yardstick.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 
 SECOND_MS = 1_000
@@ -32,6 +34,15 @@ QODER_SENDER_CAP = 3
 DIALOG_EXPIRY_MS = 5 * MINUTE_MS
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
+# R33 (docs/transcripts.md): Claude Code keeps `<host session id>.jsonl` per session; a conversation
+# that moves to a new id ends its OLD transcript with {"type":"continued-in","continuedInSessionId":...}.
+# A hook reads only the last non-empty line in the final 4096 bytes of at most 200 sibling
+# transcripts, newest modification first.
+TRANSCRIPT_SUFFIX = ".jsonl"
+CONTINUED_IN_TYPE = "continued-in"
+CONTINUED_IN_KEY = "continuedInSessionId"
+CONTINUATION_TAIL_BYTES = 4096
+MAX_SCANNED_TRANSCRIPTS = 200
 # R7/R26: the hourly prune removes leave tombstones older than 7 days.
 TOMBSTONE_TTL_MS = 7 * 86_400_000
 # R26: the hourly prune deletes auto rows silent for 7 days.
@@ -82,3 +93,24 @@ def mcp_session_id(host_session_id: str) -> str:
 def is_stale(last_seen_ms: int | None, now_ms: int) -> bool:
     """More than 60 s since the last beat; no readable beat at all counts as stale (R14)."""
     return last_seen_ms is None or now_ms - last_seen_ms > STALE_MS
+
+
+def continued_in_record(old_host_session_id: str, new_host_session_id: str) -> dict:
+    """The last line Claude Code writes to a conversation's old transcript when it moves to a new
+    id (R33): the record type, the old id as `sessionId`, the new id under `continuedInSessionId`."""
+    return {"type": CONTINUED_IN_TYPE, "sessionId": old_host_session_id, CONTINUED_IN_KEY: new_host_session_id}
+
+
+def continued_in_target(path: str | os.PathLike) -> str | None:
+    """The new host id a transcript's last non-empty line (within the final 4096 bytes) hands the
+    conversation to; None for any other last line, an unreadable or an empty file (R33)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - CONTINUATION_TAIL_BYTES))
+            lines = [x for x in fh.read().decode("utf-8", "replace").split("\n") if x.strip()]
+        rec = json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    target = rec.get(CONTINUED_IN_KEY) if isinstance(rec, dict) and rec.get("type") == CONTINUED_IN_TYPE else None
+    return target if isinstance(target, str) and target else None
