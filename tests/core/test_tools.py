@@ -288,9 +288,10 @@ def test_unregistered_sessions_are_invisible_and_unmessageable(tools, store):
 
 
 @pytest.mark.rules("R16")
-def test_unreadable_last_seen_renders_once_as_question_mark():
-    """R16: a roster row whose last_seen cannot be read shows `seen ?`, never `seen seen ?`."""
-    from thatch_core.tools import seen_ago
+def test_unreadable_last_seen_renders_as_unknown_age():
+    """R16: a roster row whose last_seen cannot be read shows `unknown age` (the age
+    text both rosters share, staleness.human_age)."""
+    from thatch_core.staleness import human_age
 
-    assert seen_ago("not a time", 0) == "?"
-    assert seen_ago("2026-01-05T09:00:00Z", 1_767_603_630_000) == "30s ago"
+    assert human_age("not a time", 0) == "unknown age"
+    assert human_age("2026-01-05T09:00:00Z", 1_767_603_630_000) == "30s ago"
