@@ -75,7 +75,7 @@ class Refusal(Exception):
 
 def _width(text: str) -> int:
     # Terminal columns as the real CLI counts them: UTF-16 code units.
-    return len(text.encode("utf-16-le")) // 2
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 def _table(rows, now_ms: int, paint: Callable[[str, str], str]) -> str:
@@ -88,9 +88,11 @@ def _table(rows, now_ms: int, paint: Callable[[str, str], str]) -> str:
         return [c if i == len(line) - 1 else c + " " * (widths[i] - _width(c)) for i, c in enumerate(line)]
 
     out = ["  ".join(paint(_BOLD, h) for h in align(HEADER))]
-    for name, age, status, project, topic in (align(c) for c in cells):
-        out.append("  ".join([paint(_GREEN, name), paint(_DIM, age), paint(_RED if status == "stale" else _GREEN,
-                              status), project, paint(_MUTED, topic) if topic else ""]).rstrip())
+    for plain in cells:
+        name, age, status, project, topic = align(plain)
+        status_color = _RED if plain[2] == "stale" else _GREEN  # judged on the unpadded word
+        out.append("  ".join([paint(_GREEN, name), paint(_DIM, age), paint(status_color, status), project,
+                              paint(_MUTED, topic) if topic else ""]).rstrip())
     return "\n".join(out)
 
 
