@@ -73,3 +73,14 @@ def mcp_session_id(host_session_id: str) -> str:
 def is_stale(last_seen_ms: int | None, now_ms: int) -> bool:
     """More than 60 s since the last beat; no readable beat at all counts as stale (R14)."""
     return last_seen_ms is None or now_ms - last_seen_ms > STALE_MS
+
+
+# R16, R35: the chat_sessions.host_kind of a Claude Code / Cursor row. Such a row beats only while a
+# turn runs, so its age only means between turns: both rosters list it Active whatever its age.
+MCP_ROW_KIND = "mcp"
+
+
+def roster_section(stale: bool | None, host_kind: str | None) -> str:
+    """The roster section a registered row is listed in: "stale" only for a stale row of a kind
+    whose age is its liveness (every kind but mcp), else "active" (R16, R35)."""
+    return "stale" if stale and host_kind != MCP_ROW_KIND else "active"
