@@ -27,7 +27,7 @@ def rule_text(rid: str) -> str:
 
 # --- numbers: each one as the rule text states it ------------------------------------
 
-@pytest.mark.rules("R14", "R13", "R15", "R18", "R22", "R33", "R7")
+@pytest.mark.rules("R14", "R13", "R15", "R18", "R22", "R33", "R7", "R26")
 @pytest.mark.parametrize("rid, pattern, value, unit", [
     ("R14", r"two intervals \((\d+) s\)", "STALE_MS", design.SECOND_MS),
     ("R13", r"default (\d+) s", "DEFAULT_POLL_MS", design.SECOND_MS),
@@ -36,9 +36,11 @@ def rule_text(rid: str) -> str:
     ("R22", r"at most (\d+) wake prompts per recipient per rolling hour", "MAX_WAKES_PER_HOUR", 1),
     ("R33", r"at most (\d+) hops", "MAX_CONTINUATION_HOPS", 1),
     ("R7", r"age out after (\d+) days", "TOMBSTONE_TTL_MS", 24 * design.HOUR_MS),
+    ("R26", r"auto rows silent for (\d+) days", "AUTO_ROW_TTL_MS", 24 * design.HOUR_MS),
+    ("R26", r"unread mail older than (\d+) days", "MAIL_SWEEP_AGE_MS", 24 * design.HOUR_MS),
 ])
 def test_each_number_is_the_one_the_rule_states(rid, pattern, value, unit):
-    """R14, R13, R15, R18, R22, R33, R7: simulator/design.py says what the rule text says."""
+    """R14, R13, R15, R18, R22, R33, R7, R26: simulator/design.py says what the rule text says."""
     m = re.search(pattern, rule_text(rid))
     assert m, f"{rid} no longer states {pattern!r}: restate {value} from its new text"
     assert getattr(design, value) == int(m.group(1)) * unit

@@ -137,7 +137,7 @@ def test_hook_anchor_beats_a_spoofed_as(host, tmp_path):
     alice = h.events("registered")[0]["data"]
     assert alice["session_id"] == mcp_session_id(A) and alice["how"] == "hook"
     with store_at(tmp_path, 1_500) as store:
-        anchors = store.conn.execute("SELECT pid, session_id FROM chat_host_pids").fetchall()
+        anchors = store.conn.execute("SELECT ppid, session_id FROM chat_host_pids").fetchall()
     assert anchors == [(h.proc.pid, mcp_session_id(A))]
     reply = h.act(2_000, "send", to_raw=bob, body="spoof?", **{"as": bob})
     # The claimed `as` (bob) lost to the pid anchor: alice sent it to bob.
