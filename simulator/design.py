@@ -114,3 +114,13 @@ def continued_in_target(path: str | os.PathLike) -> str | None:
         return None
     target = rec.get(CONTINUED_IN_KEY) if isinstance(rec, dict) and rec.get("type") == CONTINUED_IN_TYPE else None
     return target if isinstance(target, str) and target else None
+
+# R16, R35: the chat_sessions.host_kind of a Claude Code / Cursor row. Such a row beats only while a
+# turn runs, so its age only means between turns: both rosters list it Active whatever its age.
+MCP_ROW_KIND = "mcp"
+
+
+def roster_section(stale: bool | None, host_kind: str | None) -> str:
+    """The roster section a registered row is listed in: "stale" only for a stale row of a kind
+    whose age is its liveness (every kind but mcp), else "active" (R16, R35)."""
+    return "stale" if stale and host_kind != MCP_ROW_KIND else "active"

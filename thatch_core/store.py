@@ -435,13 +435,13 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         """Every message oldest-first with rendered participants (``chat tail``, R28)."""
         rows = self.conn.execute(
             "SELECT m.id, fs.name, ts.name, m.from_session, m.to_session, m.via_broadcast,"
-            " m.body, m.created_at, m.read_at FROM chat_messages m"
+            " m.body, m.created_at, m.read_at, fs.topic, ts.topic FROM chat_messages m"
             " LEFT JOIN chat_sessions fs ON fs.session_id = m.from_session"
             " LEFT JOIN chat_sessions ts ON ts.session_id = m.to_session ORDER BY m.id").fetchall()
         return [FeedRow(id=i, from_=render_participant(fn, f), to=render_participant(tn, t),
                         from_session=f, to_session=t, via_broadcast=bool(vb), body=b,
-                        created_at=c, read_at=r)
-                for i, fn, tn, f, t, vb, b, c, r in rows]
+                        created_at=c, read_at=r, from_topic=ft, to_topic=tt)
+                for i, fn, tn, f, t, vb, b, c, r, ft, tt in rows]
 
     @guarded
     def pending_notifications(self, session_ids: Iterable[str],

@@ -63,21 +63,6 @@ def _text_arg(args: Mapping[str, Any], key: str, fallback: str | None = None) ->
     return value if isinstance(value, str) else None
 
 
-def seen_ago(last_seen: str, now_ms: int) -> str:
-    """`42s ago` / `5m ago` / `3h ago` / `2d ago` for a roster row; `?` when unreadable."""
-    try:
-        secs = max(0, (now_ms - clock.parse_iso_ms(last_seen)) // 1000)
-    except ValueError:
-        return "?"
-    if secs < 60:
-        return f"{secs}s ago"
-    if secs < 3600:
-        return f"{secs // 60}m ago"
-    if secs < 86_400:
-        return f"{secs // 3600}h ago"
-    return f"{secs // 86_400}d ago"
-
-
 def loc_token(worktree: str | None) -> str:
     """The roster's checkout-kind token (R4)."""
     return f"loc: {checkout_mark(worktree)}"
@@ -204,8 +189,8 @@ class ChatTools:
 
     def _list(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         now = clock.now_ms()
-        # group_roster sorts with sort_roster and splits with the one is_stale rule (R14, R16).
-        active, stale = staleness.group_roster(self.store.list_sessions(), now)
+        # split_roster sorts with sort_roster and splits by liveness: every mcp row is Active (R14, R16, R35).
+        active, stale, _ = staleness.split_roster(self.store.list_sessions(), now)
         me = self.store.get(identity) if identity else None
         my_unread = self.store.unread_count(identity) if me else 0
 
@@ -213,7 +198,7 @@ class ChatTools:
             parts = [r.name]
             if me is not None and r.session_id == me.session_id:
                 parts[0] += f" (you, {my_unread} unread)"
-            parts.append(f"seen {seen_ago(r.last_seen, now)}")
+            parts.append(f"seen {staleness.human_age(r.last_seen, now)}")
             parts.append(f"project: {r.project}" if r.project else "project: -")
             parts.append(loc_token(r.worktree))
             if r.host_kind != "opencode":

@@ -103,7 +103,8 @@ class NotificationRow:
 
 @dataclass(frozen=True)
 class FeedRow:
-    """One ``chat tail`` feed row; ``from_``/``to`` are rendered participants."""
+    """One ``chat tail`` feed row; ``from_``/``to`` are rendered participants,
+    ``from_topic``/``to_topic`` their directory rows' topics (None without a row)."""
 
     id: int
     from_: str
@@ -114,6 +115,8 @@ class FeedRow:
     body: str
     created_at: str
     read_at: str | None
+    from_topic: str | None = None
+    to_topic: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from simulator.checks import store_expectations as stored
 from simulator.checks import window_expectations as windowed
 from simulator.checks.view import RunView, brief
 from simulator.checks.window_expectations import Span, bounds_problem
+from simulator.design import roster_section
 from simulator.events import (
     ECHO, EXPECTATION, HOOK, SAMPLE, STEP_DROPPED, TOOL_RESULT, WAKE, data_of, sample_rows, step_of,
 )
@@ -116,14 +117,14 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
     seen = _observed(view, index, "sessions")
     sample = seen or _last_sample(view, at)
     rows = data_of(seen)["detail"]["sessions"] if seen else data_of(sample or {}).get("sessions", {})
-    for section, want_stale in (("active", False), ("stale", True)):
+    for section in ("active", "stale"):
         for other in arg.get(section) or []:
             row = rows.get(other, {})
-            if not row.get("registered") or bool(row.get("stale")) != want_stale:
+            if not row.get("registered") or roster_section(row.get("stale"), row.get("host_kind")) != section:
                 return f"{other} is not in {label}'s {section} section at {at}", [sample] if sample else []
     text, wit = _roster_text(view, at, label, index)
     if text is None and rows:
-        text = "\n".join(f"{r.get('name')} {'stale' if r.get('stale') else 'active'}"
+        text = "\n".join(f"{r.get('name')} {roster_section(r.get('stale'), r.get('host_kind'))}"
                          for r in rows.values() if r.get("registered"))
         wit = [sample]
     for key, negate in (("contains", False), ("not_contains", True)):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from simulator.checks.view import RunView
-from simulator.design import HOUR_MS
+from simulator.design import HOUR_MS, roster_section
 from simulator.events import SAMPLE, STORE_ERROR, sample_rows
 from simulator.scenario.durations import format_duration
 from simulator.scenario.expectation_keys import window_of
@@ -118,10 +118,10 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
         return f"no directory sample between {shown(start)} and {shown(until)} to look in", []
     for sample in inside:
         rows = sample_rows(sample)
-        for section, want_stale in (("active", False), ("stale", True)):
+        for section in ("active", "stale"):
             for other in arg.get(section) or []:
                 row = rows.get(other, {})
-                if not row.get("registered") or bool(row.get("stale")) != want_stale:
+                if not row.get("registered") or roster_section(row.get("stale"), row.get("host_kind")) != section:
                     return f"{other} is not in {label}'s {section} section at {shown(sample['t'])}", [sample]
     replies = [c for c in view.calls_of("list", label, ok=True) if start <= c.t < until]
     for key, negate in (("contains", False), ("not_contains", True)):

@@ -318,7 +318,8 @@ class _Draw:
     def _cli(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         if self.rng.random() < 0.5:
             return {"at": t, "cli_list": {"stale": self.rng.choice(("all", 1, 7))}}
-        return {"at": t, "cli_tail": {"limit": self.rng.randint(0, 30)}}
+        limit = self.rng.randint(0, 30)  # 0 draws `all` (the CLI's limit is 1 or more)
+        return {"at": t, "cli_tail": {"limit": limit or "all"}}
 
     # -- faults ---------------------------------------------------------------------
 

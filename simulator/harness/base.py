@@ -423,12 +423,10 @@ class Harness:
         return self._cli("cli_tail", label, args)
 
     def _cli(self, action: str, label: Optional[str], args: CliListArgs | CliTailArgs):
-        clean = args.model_dump(mode="json", exclude_none=True)
-        for key in ("who",):  # `{label}` -> that session's name now, like `as`
+        clean = args.model_dump(mode="json", exclude_none=True, by_alias=True)
+        for key in ("from", "to"):  # `{label}` -> that session's name now, like `as`
             if isinstance(clean.get(key), str):
                 clean[key] = self.expand_claim(clean[key])
-            elif isinstance(clean.get(key), list):
-                clean[key] = [self.expand_claim(str(v)) for v in clean[key]]
         self.emit(TOOL_CALL, label, tool=action, args=clean)
         ok, text = self.cli_text(action, clean)
         data = {"tool": action, "ok": ok, "text": text}

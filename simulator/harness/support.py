@@ -11,6 +11,7 @@ import io
 import json
 import random
 import re
+import time
 from typing import Any, Optional
 
 from thatch_core import cli, clock
@@ -70,28 +71,31 @@ def write_config(path, *, enabled: Optional[bool] = None, auto_register: Optiona
 
 def cli_argv(action: str, args: dict[str, Any], db_path, *, t_ms: int = 0) -> list[str]:
     """The command line of a `cli_list` / `cli_tail` step, as a user types it.
-    `since` / `until` given as a duration mean scenario start + it (the run's
-    epoch is now - t_ms); anything else is passed through as ISO text."""
+    `since` / `until` given as a duration mean scenario start + it, written the
+    way the CLI reads a bound ("YYYY-MM-DD HH:MM" in the local timezone; the
+    step model holds them to whole minutes); anything else passes through."""
     def when(value) -> str:
         try:
             ms = parse_duration(value)
         except ValueError:
             return str(value)
-        return clock.iso(clock.now_ms() - t_ms + ms)
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime((clock.now_ms() - t_ms + ms) // 1000))
 
     if action == "cli_list":
-        argv = ["list", "--db", str(db_path), "--color", "never"]
+        argv = ["list", "--db", str(db_path)]
         if args.get("stale") is not None:
             stale = args["stale"]
             argv += ["--stale", "all" if str(stale).lower() == "all" else f"{float(stale):g}"]
         return argv
     argv = ["tail", "--once", "--db", str(db_path)]
     if args.get("limit") is not None:
-        argv += ["--limit", str(int(args["limit"]))]
-    for flag in ("grep", "who"):
-        value = args.get(flag)
-        for item in ([value] if isinstance(value, str) else list(value or [])):
-            argv += [f"--{flag}", str(item)]
+        argv += ["--limit", str(args["limit"])]
+    match = args.get("match")
+    for item in ([match] if isinstance(match, str) else list(match or [])):
+        argv += ["--match", str(item)]
+    for flag in ("from", "to"):
+        if args.get(flag) is not None:
+            argv += [f"--{flag}", str(args[flag])]
     for flag in ("since", "until"):
         if args.get(flag) is not None:
             argv += [f"--{flag}", when(args[flag])]
@@ -100,13 +104,13 @@ def cli_argv(action: str, args: dict[str, Any], db_path, *, t_ms: int = 0) -> li
 
 def cli_run(argv: list[str]) -> tuple[int, str]:
     """Run `thatch chat ARGV` through the real entry point (cli.main): the exit
-    status and what it printed (stdout, then stderr). argparse's usage errors
-    exit 2 with their message on stderr, as in a terminal."""
+    status and what it printed (stdout, then stderr). A refused command line
+    exits 1 with its message on stderr, as in a terminal."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err):
         try:
             rc = cli.main(argv, out=out)
-        except SystemExit as exc:  # argparse: a bad flag value
+        except SystemExit as exc:  # no refusal should exit this way; kept so a regression reads as a failure
             rc = exc.code if isinstance(exc.code, int) else 2
     return int(rc or 0), out.getvalue() + err.getvalue()
 

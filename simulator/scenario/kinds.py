@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, Field, WithJsonSchema, model_serializer, model_validator
 
-from simulator.scenario.durations import DURATION_HELP
+from simulator.scenario.durations import DURATION_HELP, parse_duration
 from simulator.scenario.fields import BODY_HELP, DurationMs, EitherOr, StepBody, Strict
 
 # ---------------------------------------------------------------------------
@@ -322,21 +322,39 @@ class CliListArgs(Strict):
                           "or `all` to show every row.")
 
 
+_BOUND_HELP = ('a duration in whole minutes (`5m` means the scenario start + 5m, written as the CLI reads it: '
+               '"YYYY-MM-DD HH:MM" local time), or literal text passed as is')
+
+
 class CliTailArgs(Strict):
     """`thatch chat tail --once --db <run db> [filters]`, run through the real CLI entry point."""
 
-    limit: Optional[int] = Field(
-        None, ge=0,
-        description="--limit: how many of the last matching messages the backlog shows (default 20; 0 = none).")
-    grep: Optional[Union[str, list[str]]] = Field(
-        None, description="--grep: body regex (a list repeats the flag: any matches).")
-    who: Optional[Union[str, list[str]]] = Field(
-        None, description="--who: participant name substring, case-insensitive (a list "
-                          "repeats the flag); `{label}` expands to that session's name.")
-    since: Optional[str] = Field(
-        None, description="--since: ISO time, inclusive; a duration like `5m` means the scenario start + 5m.")
-    until: Optional[str] = Field(
-        None, description="--until: ISO time, exclusive; a duration like `5m` means the scenario start + 5m.")
+    limit: Optional[Union[Literal["all"], Annotated[int, Field(ge=1)]]] = Field(
+        None, description="--limit: how many of the last matching messages the backlog shows "
+                          "(default 20), or `all`.")
+    match: Optional[Union[str, list[str]]] = Field(
+        None, description="--match: body regex (a list repeats the flag: every one must match).")
+    sender: Optional[str] = Field(
+        None, alias="from", description="--from: sender name substring, case-insensitive; "
+                                        "`{label}` expands to that session's name.")
+    to: Optional[str] = Field(
+        None, description="--to: recipient name substring, case-insensitive; `{label}` expands to "
+                          "that session's name.")
+    since: Optional[str] = Field(None, description=f"--since (inclusive): {_BOUND_HELP}.")
+    until: Optional[str] = Field(None, description=f"--until (exclusive): {_BOUND_HELP}.")
+
+    @model_validator(mode="after")
+    def _whole_minutes(self):
+        for key in ("since", "until"):
+            value = getattr(self, key)
+            try:
+                ms = parse_duration(value) if value is not None else 0
+            except ValueError:
+                continue  # literal text: the CLI judges it
+            if ms % 60_000:
+                raise ValueError(f"cli_tail {key} {value!r} is not whole minutes — the CLI's bounds are "
+                                 f"\"YYYY-MM-DD HH:MM\"; write e.g. {max(1, ms // 60_000)}m")
+        return self
 
 
 # ---------------------------------------------------------------------------
@@ -417,7 +435,7 @@ _ACTIONS = (
     StepKind("cli_list", CliListArgs, "Run `thatch chat list` through the CLI entry point (stale: N or all).",
              target=MACHINE, reply=TOOL_REPLY, family="cli"),
     StepKind("cli_tail", CliTailArgs,
-             "Run `thatch chat tail --once` through the CLI entry point (limit, grep, who, since, until).",
+             "Run `thatch chat tail --once` through the CLI entry point (limit, match, from, to, since, until).",
              target=MACHINE, reply=TOOL_REPLY, family="cli"),
     StepKind("approve", ReviewArgs, "The session's user approves a held message: it is delivered on the next turn "
              "(messaging policies).", needs="policies", reply=TOOL_REPLY),

@@ -156,7 +156,7 @@ class _Checker:
             return  # cli_list / cli_tail take free-form options, no labels
         fields = args.model_dump(by_alias=True)
         path = base + (action,)
-        for key in SESSION_ARG_KEYS:
+        for key in SESSION_ARG_KEYS if action != "cli_tail" else ():  # its from/to are name texts
             self.session_ref(path + (key,), fields.get(key))
         for key in PROCESS_ARG_KEYS:
             self.process_ref(path + (key,), fields.get(key))
@@ -169,9 +169,8 @@ class _Checker:
         if action in ("send", "read"):
             self.placeholders(path + ("as",), fields.get("as"))
         if action == "cli_tail":
-            who = fields.get("who")
-            for j, text in enumerate(who if isinstance(who, list) else [who]):
-                self.placeholders(path + (("who", j) if isinstance(who, list) else ("who",)), text)
+            for key in ("from", "to"):
+                self.placeholders(path + (key,), fields.get(key))
         self.host_limits(path, step, fields)
 
     def host_limits(self, path: KeyPath, step: Step, fields: dict[str, Any]) -> None:

@@ -8,15 +8,15 @@ from freezegun import freeze_time
 from thatch_core import clock
 from thatch_core.constants import REHOST_GRACE_ENV, STALE_MS, rehost_grace_ms
 from thatch_core.git import detect_worktree_kind
-from thatch_core.staleness import group_roster, is_stale, sort_roster
+from thatch_core.staleness import human_age, is_stale, liveness, sort_roster, split_roster
 from thatch_core.types import SessionRow
 
 T0 = "2026-11-29T13:45:07Z"
 
 
-def row(sid, project, last_seen, name=None):
+def row(sid, project, last_seen, name=None, kind="opencode"):
     return SessionRow(session_id=sid, name=name or sid, topic=None, project=project,
-                      host_kind="opencode", auto=True, worktree=None,
+                      host_kind=kind, auto=True, worktree=None,
                       registered_at=last_seen, last_seen=last_seen)
 
 
@@ -59,15 +59,80 @@ def test_sort_roster_project_first_then_recency():
     assert [r.session_id for r in sort_roster(rows)] == ["b_new", "b_mid", "b_old", "z1", "n2", "n1"]
 
 
-@pytest.mark.rules("R16", "R14")
-def test_group_roster_active_and_stale():
-    """R16, R14: Active and Stale sections, each in roster order."""
+@pytest.mark.rules("R16", "R14", "R35")
+def test_split_roster_keeps_every_mcp_row_active():
+    """R16, R14, R35: Active holds fresh opencode rows and every mcp row (its age
+    only means between turns); Stale holds opencode rows that missed two
+    beats; each section in roster order."""
     with freeze_time(T0):
         rows = [row("old", "p", "2026-11-29T13:40:00Z"), row("new", "p", T0),
-                row("mid", None, "2026-11-29T13:44:30Z")]
-        active, stale = group_roster(rows)
-    assert [r.session_id for r in active] == ["new", "mid"]
-    assert [r.session_id for r in stale] == ["old"]
+                row("mid", None, "2026-11-29T13:44:30Z"),
+                row("mcp_quiet", "p", "2026-11-20T00:00:00Z", kind="mcp"),
+                row("mcp_busy", "p", "2026-11-29T13:45:00Z", kind="mcp")]
+        active, stale, hidden = split_roster(rows)
+    assert [r.session_id for r in active] == ["new", "mcp_busy", "mcp_quiet", "mid"]
+    assert [r.session_id for r in stale] == ["old"] and hidden == 0
+
+
+@pytest.mark.rules("R14", "R35")
+def test_liveness_names_the_four_readings():
+    """R14, R35: fresh/stale for an opencode row, active/idle for an mcp row,
+    one is_stale rule under both; an unknown host kind reads as opencode."""
+    now = clock.parse_iso_ms(T0)
+    fresh, quiet = "2026-11-29T13:44:30Z", "2026-11-29T13:40:00Z"
+    assert [liveness(row("a", None, t, kind=k), now) for k in ("opencode", "mcp", "other") for t in (fresh, quiet)] \
+        == ["fresh", "stale", "active", "idle", "fresh", "stale"]
+
+
+@pytest.mark.rules("R16")
+def test_split_roster_stale_cap_counts_hidden_rows():
+    """R16: with a cap, stale rows seen longer ago are counted, not listed; an
+    mcp row is never hidden (it is Active), nor a row with no readable age."""
+    now = clock.parse_iso_ms(T0)
+    rows = [row("recent", "p", "2026-11-29T13:00:00Z"), row("ancient", "p", "2026-11-01T00:00:00Z"),
+            row("mcp_ancient", "p", "2026-11-01T00:00:00Z", kind="mcp"), row("garbled", "p", "whenever")]
+    split = split_roster(rows, now, stale_cap_ms=86_400_000)
+    assert [r.session_id for r in split.active] == ["mcp_ancient"]
+    assert sorted(r.session_id for r in split.stale) == ["garbled", "recent"] and split.hidden == 1
+    assert split_roster(rows, now).hidden == 0
+
+
+@pytest.mark.rules("R16")
+def test_human_age_steps_and_unknown_age():
+    """R16: `45s ago` under a minute, then whole minutes, hours and days;
+    clock skew reads `0s ago`; an unreadable time reads `unknown age`."""
+    now = clock.parse_iso_ms(T0)
+    ago = lambda s: human_age(clock.iso(now - s * 1000), now)  # noqa: E731
+    assert [ago(s) for s in (0, 59, 60, 3599, 3600, 86_399, 86_400, 10 * 86_400)] == [
+        "0s ago", "59s ago", "1m ago", "59m ago", "1h ago", "23h ago", "1d ago", "10d ago"]
+    assert human_age(clock.iso(now + 5000), now) == "0s ago"
+    assert human_age("not a time", now) == human_age(None, now) == "unknown age"
+
+
+@pytest.mark.rules("R16", "R35")
+def test_the_tool_roster_uses_the_same_split_and_age(tmp_path):
+    """R16, R35: the chat_list tool lists a quiet mcp row before its Stale
+    section, as the CLI does, and prints the shared age text."""
+    import random
+
+    from thatch_core.config import StaticConfig
+    from thatch_core.db import open_db
+    from thatch_core.store import ChatStore
+    from thatch_core.tools import ChatTools
+
+    with freeze_time(T0) as frozen:
+        conn = open_db(tmp_path / "t.db")
+        store = ChatStore(conn, rng=random.Random(0))
+        store.register("mcp_0123456789ab", kind="mcp", project="p")
+        store.register("ses_gone", project="p")
+        frozen.tick(300)
+        store.register("ses_me", project="p")
+        text = ChatTools(store, StaticConfig()).call("list", {}, identity="ses_me").text
+        quiet, gone = store.get("mcp_0123456789ab").name, store.get("ses_gone").name
+        conn.close()
+    stale_at = text.index("Stale")
+    assert text.index(quiet) < stale_at < text.index(gone), text
+    assert "5m ago" in text
 
 
 def test_clock_iso_roundtrip_under_freezegun():

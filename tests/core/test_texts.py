@@ -1,9 +1,10 @@
 """The texts chat shows models and people say what the design says, one way (R9, R16, R31, R34).
 
 Seed 000 names the tools `thatch_chat_register / thatch_chat_list / ...`;
-every reply names them that way. A counted noun agrees with its count. The
-two rosters (the chat_list tool and `thatch chat list`) share their section
-headers, stale explainer and unknown-checkout mark. The identity hook line
+every reply names them that way (the CLI's empty-roster text is the real
+thatch's own, D-real-real-cli-3). A counted noun agrees with its count. The
+two rosters (the chat_list tool and `thatch chat list`) split the directory
+and word ages alike (tests/core/test_staleness.py). The identity hook line
 says what seeds 000 and 001 say it prints (docs/decisions/mcp.md, D-mcp-13).
 """
 
@@ -18,18 +19,20 @@ import pytest
 from freezegun import freeze_time
 
 import thatch_core
-from thatch_core import clock
-from thatch_core.cli import format_roster
+from thatch_core.cli import EMPTY_ROSTER
 from thatch_core.config import StaticConfig
 from thatch_core.db import open_db
 from thatch_core.mcp import hook_line_text, leave_line_text
-from thatch_core.prompts import STALE_EXPLAINER, UNKNOWN_CHECKOUT, hidden_stale_note, plural, roster_section
+from thatch_core.prompts import UNKNOWN_CHECKOUT, hidden_stale_note, plural
 from thatch_core.store import ERR_NOT_REGISTERED, ERR_TOMBSTONED, ChatStore, err_no_recipient
 from thatch_core.tools import ChatTools
 
 TOOL_NAMES = ("register", "list", "send", "read", "unregister", "broadcast", "status")
 # A tool named without the `thatch_` prefix (`chat_register`), anywhere in a text.
 BARE_TOOL = re.compile(r"(?<![A-Za-z0-9_])chat_(?:" + "|".join(TOOL_NAMES) + r")\b")
+# The real `thatch chat list` prints this for an empty directory, bare tool name and all: a terminal
+# text for a person, matched word for word (docs/decisions/fidelity.md, D-real-real-cli-3).
+REAL_CLI_TEXTS = (EMPTY_ROSTER,)
 
 
 def _texts(tree: ast.AST):
@@ -52,7 +55,7 @@ def test_every_reply_names_the_tools_with_their_thatch_prefix():
     bare = []
     for path in sorted(Path(thatch_core.__file__).parent.glob("*.py")):
         for line, text in _texts(ast.parse(path.read_text(encoding="utf-8"))):
-            if BARE_TOOL.search(text):
+            if BARE_TOOL.search(text) and not any(text in real for real in REAL_CLI_TEXTS):
                 bare.append(f"{path.name}:{line}: {text!r}")
     assert not bare, "texts naming a tool without its thatch_ prefix:\n" + "\n".join(bare)
 
@@ -91,10 +94,9 @@ def test_status_counts_one_message_in_the_singular(tmp_path):
 
 
 @pytest.mark.rules("R16", "R4", "R14")
-def test_the_tool_roster_and_the_cli_roster_share_headers_explainer_and_checkout_mark(tmp_path):
+def test_the_tool_roster_marks_an_undetected_checkout(tmp_path):
     """R16, R4, R14: one live row with no detected checkout and one stale row;
-    both surfaces show `Active (1):`, `Stale (1):`, the one stale explainer,
-    and `?` for the undetected checkout."""
+    the chat_list tool shows both sections and `?` for the undetected checkout."""
     with freeze_time("2026-01-05T09:00:00Z") as frozen:
         conn = open_db(tmp_path / "t.db")
         store = ChatStore(conn, rng=random.Random(0))
@@ -104,16 +106,9 @@ def test_the_tool_roster_and_the_cli_roster_share_headers_explainer_and_checkout
         frozen.tick(120)
         store.register("ses_new", project="p", directory=str(tmp_path / "plain"))  # no .git: undetected
         tools_text = ChatTools(store, StaticConfig()).call("list", {}, identity="ses_new").text
-        cli_text = format_roster(store.list_sessions(), now_ms=clock.now_ms())
-        new_name = store.get("ses_new").name
         conn.close()
-    for text in (tools_text, cli_text):
-        lines = text.splitlines()
-        assert roster_section("Active", 1) in lines and roster_section("Stale", 1) in lines, text
-        assert lines[lines.index(roster_section("Stale", 1)) + 1] == STALE_EXPLAINER, text
-    assert "loc: ?" in tools_text
-    new_row = next(line for line in cli_text.splitlines() if line.startswith(new_name))
-    assert new_row.split()[4] == UNKNOWN_CHECKOUT  # NAME, SEEN ("0s ago"), PROJECT, LOC
+    assert "Active" in tools_text and "Stale" in tools_text
+    assert f"loc: {UNKNOWN_CHECKOUT}" in tools_text
 
 
 @pytest.mark.rules("R31")

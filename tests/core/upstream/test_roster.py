@@ -7,8 +7,7 @@ import pytest
 from thatch_core import clock
 from thatch_core.cli import format_roster
 from thatch_core.constants import POLL_INTERVAL_MS, STALE_MS
-from thatch_core.staleness import group_roster, is_stale
-from thatch_core.tools import seen_ago
+from thatch_core.staleness import human_age, is_stale, split_roster
 from thatch_core.types import SessionRow
 
 NOW = clock.parse_iso_ms("2026-09-14T12:00:00Z")
@@ -42,11 +41,11 @@ def test_age_buckets():
     ``unknown age`` (R16).
     """
     now = clock.parse_iso_ms("2026-09-14T12:00:00Z")
-    assert seen_ago("2026-09-14T11:59:15Z", now) == "45s ago"
-    assert seen_ago("2026-09-14T11:55:00Z", now) == "5m ago"
-    assert seen_ago("2026-09-14T09:00:00Z", now) == "3h ago"
-    assert seen_ago("2026-09-12T12:00:00Z", now) == "2d ago"
-    assert seen_ago("not-a-date", now) == "unknown age"
+    assert human_age("2026-09-14T11:59:15Z", now) == "45s ago"
+    assert human_age("2026-09-14T11:55:00Z", now) == "5m ago"
+    assert human_age("2026-09-14T09:00:00Z", now) == "3h ago"
+    assert human_age("2026-09-12T12:00:00Z", now) == "2d ago"
+    assert human_age("not-a-date", now) == "unknown age"
 
 
 @pytest.mark.rules("R4")
@@ -125,6 +124,6 @@ def test_roster_split_keeps_mcp_active():
     fresh = row(session_id="ses_f", name="f-00001")
     dead = row(session_id="ses_d", name="d-00001", last_seen=ago(STALE_MS + 1_000))
     mcp = row(session_id="ses_m", name="m-00001", host_kind="mcp", last_seen=ago(STALE_MS + 1_000))
-    active, stale = group_roster([fresh, dead, mcp], NOW)
+    active, stale, _ = split_roster([fresh, dead, mcp], NOW)
     assert [r.session_id for r in active] == ["ses_f", "ses_m"]
     assert [r.session_id for r in stale] == ["ses_d"]

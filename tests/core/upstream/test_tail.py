@@ -37,19 +37,13 @@ def tail_row(id, **over) -> FeedRow:
 
 
 def narrow(rows, matches=(), senders=()):
-    return filter_tail_rows(rows, body_patterns=list(matches), participants=list(senders))
+    return filter_tail_rows(rows, matches=list(matches), from_substr=list(senders))
 
 
 def backlog(feed, limit, *, matches=(), senders=()):
     """The backlog of ``feed`` narrowed by the filters: (events, state, shown, elided)."""
-    result = tail_backlog(narrow(feed, matches, senders), limit, full_feed=feed)
-    if hasattr(result, "events"):
-        return result.events, result.state, result.shown, result.elided
-    if isinstance(result, dict):
-        return result["events"], result["state"], result["shown"], result["elided"]
-    if len(result) == 2:  # no counts reported
-        return result[0], result[1], None, None
-    return tuple(result)
+    result = tail_backlog(feed, limit, matches=list(matches), from_substr=list(senders))
+    return result.events, result.state, result.shown, result.elided
 
 
 def five():

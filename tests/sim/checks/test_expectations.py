@@ -63,6 +63,18 @@ def test_roster_sections_and_text_with_label_expansion(h, db):
     assert N_ALICE in vs[3].message
 
 
+@pytest.mark.rules("R16", "R35")
+def test_a_stale_mcp_row_is_judged_in_the_active_section(db):
+    """R16, R35: an mcp row's age only means between turns, so a stale sample of it
+    counts as the Active section; a stale opencode row is the Stale section."""
+    h = H(); base_world(h)
+    h.sample(90_000, {"alice": (N_ALICE, True, 0), "bob": (N_BOB, True, 0, "mcp")})
+    vs = judge([{"roster": {"session": "alice", "active": ["bob"], "stale": ["alice"]}},
+                {"roster": {"session": "alice", "stale": ["bob"]}}], h, db)
+    assert [v.status for v in vs] == ["pass", "fail"]
+    assert "bob is not in alice's stale section" in vs[1].message
+
+
 @pytest.mark.rules("R31", "R36")
 def test_hook_line(h, db):
     """R31, R36: the last identity hook line of the session (or of a named hook), contains / equals / absent."""

@@ -259,7 +259,7 @@ def test_cli_runs_in_a_child_and_no_process_is_left_behind(host, tmp_path):
     assert len(children_of(h.proc.pid)) == 1  # the MCP server child
     h.act(1_000, "prompt", text="hello")
     res = h.act(2_000, "cli_list", stale="all", step=9).result
-    assert res["ok"] and res["text"].startswith("NAME")
+    assert res["ok"] and res["text"].startswith("# Active Sessions\nNAME")
     assert len(children_of(h.proc.pid)) == 1  # hook and cli children reaped
     pid = h.proc.pid
     h.stop()

@@ -290,7 +290,7 @@ def test_cli_steps_record_their_output(drivers):
     d.act(32_000, "cli_list", None, stale="all", step=3)
     d.act(33_000, "cli_tail", None, limit=5, step=4)
     res = {e["data"]["step"]: e["data"] for e in d.events("tool-result") if "step" in e["data"]}
-    assert res[3]["tool"] == "cli_list" and res[3]["text"].startswith("NAME")
+    assert res[3]["tool"] == "cli_list" and res[3]["text"].startswith("# Active Sessions\nNAME")
     line = json.loads(res[4]["text"].splitlines()[0])
     assert line["event"] == "sent" and line["body"] == "tail me"
 

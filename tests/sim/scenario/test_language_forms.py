@@ -186,15 +186,15 @@ def test_a_placeholder_must_name_a_declared_session_wherever_it_expands():
             send: {from: dave, to: alice, as: "{dav}"}
             expect: {ok: true, contains: "{alice}", matches: '{bobb} \\d{12}'}
           - at: 2m
-            cli_tail: {who: ["{alice}", "{carl}"]}
+            cli_tail: {from: "{alice}", to: "{carl}"}
           - at: 3m
-            cli_tail: {who: "{h1}"}
+            cli_tail: {from: "{h1}"}
         expect:
           - hook_line: {session: carol, equals: "{carol} {x}"}
           - roster: {session: alice, not_contains: "{Bob}"}
         """)
     assert [line.split(": ", 2)[1] for line in lines] == [
-        "steps[0].send.as", "steps[0].expect.matches", "steps[1].cli_tail.who[1]", "steps[2].cli_tail.who",
+        "steps[0].send.as", "steps[0].expect.matches", "steps[1].cli_tail.to", "steps[2].cli_tail.from",
         "expect[0].hook_line.equals", "expect[1].roster.not_contains"]
     assert lines[0].endswith("`{dav}` names no declared session, so it would stay literal text — "
                              "did you mean `{dave}`? "
