@@ -115,6 +115,7 @@ def continued_in_target(path: str | os.PathLike) -> str | None:
     target = rec.get(CONTINUED_IN_KEY) if isinstance(rec, dict) and rec.get("type") == CONTINUED_IN_TYPE else None
     return target if isinstance(target, str) and target else None
 
+
 # R16, R35: the chat_sessions.host_kind of a Claude Code / Cursor row. Such a row beats only while a
 # turn runs, so its age only means between turns: both rosters list it Active whatever its age.
 MCP_ROW_KIND = "mcp"
