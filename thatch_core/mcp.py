@@ -4,8 +4,9 @@ MCP tool calls carry no session context, so these hosts get their chat
 identity from the thatch hook instead of the host:
 
 - ``chat_hook_line`` runs at session start and on every prompt. It
-  ensure-registers ``mcp_<sha256(host session id)[:12]>`` (adopting a forked
-  predecessor first, R33), records parent pid -> session for the anti-spoofing
+  ensure-registers ``mcp_<sha256(lower-cased host session id)[:12]>`` (carrying
+  over a row an earlier thatch_core keyed by the raw id, then adopting a forked
+  predecessor, R33), records parent pid -> session for the anti-spoofing
   layer (R32) and returns the line the hook prints:
   ``thatch chat: you are NAME (N unread) - pass as: "NAME" on the thatch_chat_* tools``.
 - ``McpChatServer`` is the MCP server's tool entry. It resolves the caller
@@ -29,7 +30,7 @@ from thatch_core import clock
 from thatch_core.constants import CURSOR_FOLLOWUP_CAP, RENUDGE_MINUTES
 from thatch_core.continuation import adopt_continuation
 from thatch_core.db import StoreError
-from thatch_core.ids import MCP_PREFIX, mcp_session_id  # mcp_session_id: public here too (docs/api-contract.md)
+from thatch_core.ids import MCP_PREFIX, legacy_mcp_session_id, mcp_session_id  # mcp_session_id: public here too
 from thatch_core.names import render_participant
 from thatch_core.store_guard import is_id, text_problem
 from thatch_core.tools import ChatTools, ToolReply
@@ -101,8 +102,13 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
         return None
     mcp_id = mcp_session_id(host_session_id)
     try:
-        if transcript_path and store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
-            adopt_continuation(store, host_session_id, transcript_path)
+        if store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
+            # An id an earlier thatch_core derived from the raw, mixed-case host
+            # id moves to the real derivation with its name, mail and leave
+            # (D-real-real-host-1); a no-op for a lower-case host id.
+            store.continue_session(legacy_mcp_session_id(host_session_id), mcp_id)
+            if transcript_path and store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
+                adopt_continuation(store, host_session_id, transcript_path)
         # The anchor is recorded even after a leave: the MCP server then
         # resolves this conversation's own id, so an explicit chat_register
         # rejoins it instead of minting an unrelated per-conversation id.

@@ -21,6 +21,7 @@ from thatch_core.mcp import (
     HOOK_LINE_RE, LEAVE_LINE, UNKNOWN_CLAIM, McpChatServer, chat_hook_line, claude_stop_hook,
     cursor_stop_hook, mcp_session_id, resolve_chat_identity,
 )
+from thatch_core.ids import legacy_mcp_session_id
 from thatch_core.prompts import DISABLED_REPLY
 from thatch_core.store import ChatStore
 
@@ -52,6 +53,35 @@ def test_mcp_session_id_hashes_the_host_session_id():
     assert mcp_session_id(sid) == "mcp_" + hashlib.sha256(sid.encode()).hexdigest()[:12]
     assert re.fullmatch(r"mcp_[0-9a-f]{12}", mcp_session_id(sid))
     assert mcp_session_id(sid) != mcp_session_id(sid + "x")
+
+
+@pytest.mark.rules("R31")
+def test_mcp_session_id_hashes_the_lower_cased_host_id():
+    """R31: the real thatch lower-cases the host session id before hashing, so a
+    mixed-case id and its lower-case form are one conversation (D-real-real-host-1)."""
+    assert mcp_session_id("ABC") == "mcp_ba7816bf8f01" == mcp_session_id("abc")
+    assert legacy_mcp_session_id("ABC") == "mcp_" + hashlib.sha256(b"ABC").hexdigest()[:12]
+    assert legacy_mcp_session_id("abc") == mcp_session_id("abc")
+
+
+@pytest.mark.rules("R31", "R7")
+def test_hook_carries_a_legacy_mixed_case_id_over_to_the_real_one(store):
+    """R31, R7: a row an earlier thatch_core keyed by the raw mixed-case host id
+    moves to the lower-cased id at the next hook, keeping its name and mail; a
+    legacy leave moves too, so the hook still prints the leave line."""
+    old = legacy_mcp_session_id("Host-A")
+    res = store.register(old, kind="mcp", auto=True)
+    store.register("peer", kind="opencode")
+    store.send("peer", res.name, "kept")
+    line = chat_hook_line(store, ON, "Host-A")
+    assert name_of(line) == res.name and "(1 unread)" in line
+    assert store.get(old) is None and store.get(mcp_session_id("host-a")).name == res.name
+
+    gone = legacy_mcp_session_id("Host-B")
+    store.register(gone, kind="mcp", auto=True)
+    store.unregister(gone)
+    line = chat_hook_line(store, ON, "Host-B")
+    assert line.startswith(LEAVE_LINE) and mcp_session_id("Host-B") in line
 
 
 @pytest.mark.rules("R31")
