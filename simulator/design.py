@@ -86,8 +86,9 @@ HOOK_LINE_RE = re.compile(r"^thatch chat: you are (?P<name>\S+) \((?P<unread>\d+
 
 
 def mcp_session_id(host_session_id: str) -> str:
-    """`mcp_` + the first 12 hex digits of sha256(host session id) (R31)."""
-    return MCP_ID_PREFIX + hashlib.sha256(host_session_id.encode("utf-8")).hexdigest()[:12]
+    """`mcp_` + the first 12 hex digits of sha256 of the lower-cased host session id (R31), the real
+    thatch's derivation: "ABC" and "abc" are one conversation, mcp_ba7816bf8f01."""
+    return MCP_ID_PREFIX + hashlib.sha256(host_session_id.lower().encode("utf-8")).hexdigest()[:12]
 
 
 def is_stale(last_seen_ms: int | None, now_ms: int) -> bool:

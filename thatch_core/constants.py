@@ -22,6 +22,8 @@ MAX_BODY_LEN = 10_000
 MAX_TOPIC_LEN = 80
 TAIL_DEFAULT_LIMIT = 20
 CONTINUATION_MAX_HOPS = 10
+# Cursor's own `loop_limit` for the stop hook, as thatch's Cursor hooks config sets it:
+# Cursor, not the hook, stops a chain of consecutive follow-ups there.
 CURSOR_FOLLOWUP_CAP = 3
 CLI_STALE_DAYS_DEFAULT = 1
 ECHO_CLIP = 200

@@ -4,15 +4,18 @@ MCP tool calls carry no session context, so these hosts get their chat
 identity from the thatch hook instead of the host:
 
 - ``chat_hook_line`` runs at session start and on every prompt. It
-  ensure-registers ``mcp_<sha256(host session id)[:12]>`` (adopting a forked
-  predecessor first, R33), records parent pid -> session for the anti-spoofing
+  ensure-registers ``mcp_<sha256(lower-cased host session id)[:12]>`` (carrying
+  over a row an earlier thatch_core keyed by the raw id, then adopting a forked
+  predecessor, R33), records parent pid -> session for the anti-spoofing
   layer (R32) and returns the line the hook prints:
   ``thatch chat: you are NAME (N unread) - pass as: "NAME" on the thatch_chat_* tools``.
 - ``McpChatServer`` is the MCP server's tool entry. It resolves the caller
   with ``resolve_chat_identity`` (host context > parent-pid anchor >
   ``CLAUDE_CODE_SESSION_ID`` > claimed ``as``) and delegates to ``ChatTools``.
 - ``claude_stop_hook`` / ``cursor_stop_hook`` are the turn-end mail checks:
-  no MCP server can start a turn, so the end of a turn is the wake analog.
+  no MCP server can start a turn, so the end of a turn is the wake analog;
+  both point to mail only when it is due like a wake (the delivered stamp
+  bounds repeats), and Cursor's follow-up is the wake nudge itself.
 
 Every surface here is gated on ``chat.enabled`` read per call: a disabled
 feature prints nothing and reminds of nothing (R29).
@@ -26,11 +29,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from thatch_core import clock
-from thatch_core.constants import CURSOR_FOLLOWUP_CAP, RENUDGE_MINUTES
+from thatch_core.constants import RENUDGE_MINUTES
 from thatch_core.continuation import adopt_continuation
 from thatch_core.db import StoreError
-from thatch_core.ids import MCP_PREFIX, mcp_session_id  # mcp_session_id: public here too (docs/api-contract.md)
+from thatch_core.ids import MCP_PREFIX, legacy_mcp_session_id, mcp_session_id  # mcp_session_id: public here too
 from thatch_core.names import render_participant
+from thatch_core.prompts import chat_notification_nudge
 from thatch_core.store_guard import is_id, text_problem
 from thatch_core.tools import ChatTools, ToolReply
 
@@ -101,8 +105,13 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
         return None
     mcp_id = mcp_session_id(host_session_id)
     try:
-        if transcript_path and store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
-            adopt_continuation(store, host_session_id, transcript_path)
+        if store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
+            # An id an earlier thatch_core derived from the raw, mixed-case host
+            # id moves to the real derivation with its name, mail and leave
+            # (D-real-real-host-1); a no-op for a lower-case host id.
+            store.continue_session(legacy_mcp_session_id(host_session_id), mcp_id)
+            if transcript_path and store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
+                adopt_continuation(store, host_session_id, transcript_path)
         # The anchor is recorded even after a leave: the MCP server then
         # resolves this conversation's own id, so an explicit chat_register
         # rejoins it instead of minting an unrelated per-conversation id.
@@ -262,22 +271,25 @@ def claude_stop_hook(store, config, host_session_id: str, *, stop_hook_active: b
     return {"decision": "block", "reason": _pointer_text(row.name, senders, len(rows))}
 
 
-def cursor_stop_hook(store, config, session_id: str, *, status: str, loop_count: int) -> dict:
-    """Cursor's stop hook: auto-submit a pointer-only follow-up while mail is
-    unread, only after a completed turn and below the consecutive follow-up
-    cap (Cursor counts ``loop_count``); never after an aborted or errored turn."""
-    if (not _enabled(config) or status != "completed" or not _host_id_ok(session_id)
-            or not isinstance(loop_count, int) or loop_count >= CURSOR_FOLLOWUP_CAP):
+def cursor_stop_hook(store, config, session_id: str, *, status: str, loop_count: int | None = None) -> dict:
+    """Cursor's turn-end check (``thatch chat-notify``): after a completed turn,
+    auto-submit the wake nudge as a follow-up when mail is due like a wake
+    (R18: unread and never pointed to, or pointed to more than the re-nudge
+    window ago), stamping delivered_at on all of it; ``{}`` otherwise, and
+    always after an aborted or errored turn. The delivered stamp is what keeps
+    a follow-up from repeating; the chain's cap is Cursor's own ``loop_limit``
+    (``CURSOR_FOLLOWUP_CAP`` in the hooks config), so ``loop_count`` is not
+    consulted (D-real-real-host-4)."""
+    if not _enabled(config) or status != "completed" or not _host_id_ok(session_id):
         return {}
     mcp_id = mcp_session_id(session_id)
     try:
-        row = store.get(mcp_id)
-        if row is None:
+        if store.get(mcp_id) is None:
+            return {}
+        if not store.pending_notifications([mcp_id], clock.iso_minutes_ago(RENUDGE_MINUTES)):
             return {}
         rows, senders = _mail_batch(store, mcp_id, _ANY_DELIVERY)
-        if not rows:
-            return {}
         store.mark_delivered([r.id for r in rows])
     except StoreError:
         return {}
-    return {"followup_message": _pointer_text(row.name, senders, len(rows))}
+    return {"followup_message": chat_notification_nudge(senders, len(rows))}

@@ -5,6 +5,10 @@ just the worker script, so `sys.argv` says nothing about `-s`/`-c`. The worker
 shares the process pid, so the plugin reads the command line the OS recorded
 for that pid instead: `/proc/<pid>/cmdline` on Linux, `ps -o args=` elsewhere
 (R5).
+
+The flags are read the way the real thatch reads them (src/os-args.ts,
+D-real-real-host-3): the first `-s`/`--session`/`--session=` decides, and
+whatever argument follows `-s` is the id, even one that looks like a flag.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from typing import Sequence
 
 SESSION_FLAGS = ("-s", "--session")
 CONTINUE_FLAGS = ("-c", "--continue")
+_SESSION_EQ = "--session="
+_CONTINUE_EQ = "--continue="
 
 
 def read_cmdline(pid: int) -> list[str]:
@@ -40,37 +46,40 @@ def read_cmdline(pid: int) -> list[str]:
     return out.stdout.split()
 
 
-def parse_startup_target(argv: Sequence[str]) -> tuple[str, str | None] | None:
-    """`("session", id)` for `-s <id>` / `--session <id>` / `--session=<id>`,
-    `("continue", None)` for `-c` / `--continue`, else `None`.
+def startup_session_id(argv: Sequence[str]) -> str | None:
+    """The id `-s <id>` / `--session <id>` / `--session=<id>` names, or None.
 
-    An explicit session id wins over `-c` wherever the flags appear, because
-    it names the session directly. A `-s` with no value (last argument, or
-    followed by another flag) names nothing and is ignored. Scanning stops at
-    `--`: what follows is a message, not flags.
+    The first session flag decides: `-s` takes the next argument whatever it
+    is, and names nothing when it is the last one; an empty `--session=`
+    names nothing either. Nothing is skipped or stops the scan (`--` included).
     """
-    session: str | None = None
-    cont = False
     args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            break
+    for i, arg in enumerate(args):
         if arg in SESSION_FLAGS:
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            if nxt and not nxt.startswith("-") and session is None:
-                session = nxt
-                i += 1
-        elif arg.startswith("--session=") or arg.startswith("-s="):
-            value = arg.split("=", 1)[1]
-            if value and session is None:
-                session = value
-        elif arg in CONTINUE_FLAGS:
-            cont = True
-        i += 1
-    if session is not None:
-        return ("session", session)
-    if cont:
+            return (args[i + 1] if i + 1 < len(args) else None) or None
+        if arg.startswith(_SESSION_EQ):
+            return arg[len(_SESSION_EQ):] or None
+    return None
+
+
+def continues_last_session(argv: Sequence[str]) -> bool:
+    """Whether the harness was started with `-c` / `--continue` (a boolean
+    switch: the first one decides, and only `--continue=false` negates it)."""
+    for arg in argv:
+        if arg in CONTINUE_FLAGS:
+            return True
+        if arg.startswith(_CONTINUE_EQ):
+            return arg[len(_CONTINUE_EQ):] != "false"
+    return False
+
+
+def parse_startup_target(argv: Sequence[str]) -> tuple[str, str | None] | None:
+    """`("session", id)` when a session flag names an id, else `("continue",
+    None)` for `-c` / `--continue`, else `None`: an explicit id wins over `-c`
+    wherever the flags appear, because it names the session directly."""
+    sid = startup_session_id(argv)
+    if sid is not None:
+        return ("session", sid)
+    if continues_last_session(argv):
         return ("continue", None)
     return None

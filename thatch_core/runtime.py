@@ -1,20 +1,25 @@
 """The opencode plugin's chat logic: hosting, auto-registration, delivery wiring.
 
 One `OpencodeRuntime` per opencode process. It turns host events into store
-calls and owns the hosted set the poller beats and delivers for:
+calls and owns the hosted set the poller beats and delivers for. As in the
+real thatch (src/runtime.ts, D-real-real-host-2) that set is the sessions this
+process saw `session.status` events for, plus the `-s`/`-c` startup session,
+plus the re-hosted set, minus child sessions; nothing else hosts a session:
 - `start()`: config read once for the poller (R29); the harness's own OS
   command line names a `-s`/`-c` session, registered (reclaimed) at once and
-  hosted; a delivery pass then flushes mail that queued while it was down (R5);
+  hosted, unless auto-registration is off or the session left (then it is
+  neither); a delivery pass then flushes mail that queued while it was down (R5);
 - `on_chat_message`: auto-registration before the model runs (R1), skipping
-  `[chat]` echo bubbles (R27);
+  `[chat]` echo bubbles (R27); it does not host the session;
 - `on_session_status`: hosting, the idle backstop, the title-topic refresh
   (R3) and the idle flush (R19);
 - `on_session_deleted` / `on_exit`: leave with a tombstone (R7, R17);
 - `call_tool`: the shared tool surface with the host session as identity,
-  plus the fire-and-forget transcript echo (R27);
+  plus the fire-and-forget transcript echo (R27); a call acts (it may
+  register the session) but does not host it;
 - rehost grace (R15): the hosted set (`thatch_core.rehost.HostedSet`) is
   persisted, and a restarted runtime re-hosts it for a bounded window so
-  silent-but-open tabs stay fresh;
+  silent-but-open tabs stay fresh; a status event graduates a session;
 - `system_prompt_section()`: the prompt's chat section, gated at init (R29).
 
 State shared with the poller's timer thread sits behind one lock, which is
@@ -154,7 +159,7 @@ class OpencodeRuntime:
             for rid in rehosted:
                 # An open tab that reconnects emits nothing: count it idle.
                 self._status[rid] = "idle"
-        sid = self._resolve_startup_session()
+        sid = self._startup_session(cfg)
         if sid is not None:
             self.startup_session = sid
             self._hostset.touch(sid, clock.now_ms())
@@ -162,8 +167,7 @@ class OpencodeRuntime:
                 # A resumed session emits no event until typed into: it is
                 # idle until the host says otherwise, so asleep mail can land.
                 self._status.setdefault(sid, "idle")
-            if cfg.auto_register:
-                self._register(sid, title=self._title(sid))  # reclaim keeps the name (R5)
+            self._register(sid, title=self._title(sid))  # reclaim keeps the name (R5)
         self._hostset.persist()
         hosted = self.hosted_sessions()
         self._publish_standing(hosted)
@@ -186,6 +190,26 @@ class OpencodeRuntime:
         """Stops the poller's timer (a process shutting down without an exit)."""
         if self.poller is not None:
             self.poller.dispose()
+
+    def _startup_session(self, cfg) -> str | None:
+        """The `-s`/`-c` session to reclaim and host at init (R5), or None.
+
+        With auto-registration off, or for a session that left (a tombstone),
+        the startup path neither registers nor hosts it (R7, R30): the session
+        is hosted from its first status event like any other. `-c` is not even
+        resolved then."""
+        if not cfg.auto_register:
+            return None
+        sid = self._resolve_startup_session()
+        if sid is None:
+            return None
+        try:
+            if self.store.has_tombstone(sid):
+                return None
+        except Exception as err:  # noqa: BLE001 - unknown standing: host nothing rather than a leaver
+            self._log(f"[thatch] chat:startup tombstone check for {sid} failed: {err!r}")
+            return None
+        return sid
 
     def _resolve_startup_session(self) -> str | None:
         try:
@@ -217,7 +241,6 @@ class OpencodeRuntime:
         """A prompt arrived (fires before the model runs)."""
         if not self._live(session_id) or is_chat_echo_parts(parts):
             return
-        self._touch(session_id)
         if self.policy.sender_cap is not None and is_user_message(parts):
             try:
                 self.store.note_user_prompt(session_id)  # the sender cap starts again
@@ -226,13 +249,14 @@ class OpencodeRuntime:
         self._auto_register(session_id)
 
     def on_session_status(self, session_id: str, status: str) -> None:
-        """session.status: host the session; on idle also backstop-register,
-        refresh the topic and flush its mail at once."""
+        """session.status: host the session (a child never, R25); on idle also
+        backstop-register, refresh the topic and flush its mail at once."""
         if not self._live(session_id):
             return
         if status not in STATUSES:
             self._log(f"[thatch] chat: unknown session status {status!r} for {session_id}")
-        self._touch(session_id)
+        if self._is_top_level(session_id) is not False:
+            self._host(session_id)
         with self._lock:
             self._status[session_id] = status
         if status != "idle":
@@ -243,9 +267,9 @@ class OpencodeRuntime:
             self.poller.deliver_pending()
 
     def on_compacting(self, session_id: str, compacting: bool) -> None:
+        """Compaction starts or ends: the delivery gate only (no hosting)."""
         if not self._live(session_id):
             return
-        self._touch(session_id)
         with self._lock:
             if compacting:
                 self._compacting.add(session_id)
@@ -263,9 +287,9 @@ class OpencodeRuntime:
             self._leave(session_id)
 
     def call_tool(self, session_id: str, tool: str, args: Mapping[str, Any] | None = None) -> ToolReply:
-        """A thatch_chat_* call from `session_id`; the host session is the identity."""
-        if self._live(session_id):
-            self._touch(session_id)
+        """A thatch_chat_* call from `session_id`; the host session is the identity.
+        The call acts (it may register the session) but hosts nothing: the
+        session's own status events do that."""
         reply = self.tools.call(tool, args or {}, identity=session_id)
         if reply.echo:
             try:
@@ -290,8 +314,8 @@ class OpencodeRuntime:
         with self._lock:
             return session_id not in self._gone
 
-    def _touch(self, session_id: str) -> None:
-        """Any event: host the session; a re-hosted one graduates to permanent."""
+    def _host(self, session_id: str) -> None:
+        """A status event: host the session; a re-hosted one graduates to permanent."""
         self._hostset.touch(session_id, clock.now_ms())
         self._publish_standing([session_id])
 

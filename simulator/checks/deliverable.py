@@ -21,8 +21,7 @@ from simulator.checks.view import Incarnation, RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
 from simulator.scenario.kinds import HOSTS
 from simulator.events import (
-    SLEEP_END, SLEEP_START, STATUS, STEP_DROPPED, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE, data_of,
-    step_of,
+    SLEEP_END, SLEEP_START, STATUS, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE, data_of,
 )
 
 TURN_EVENTS = (TOOL_CALL, USER_PROMPT, TURN_START)
@@ -39,19 +38,8 @@ class Stretch:
 
 
 def chat_enabled(view: RunView, inc: Incarnation) -> bool:
-    """chat.enabled as the process read it at its start (R29: the poller reads the gate once, at init).
-    A config step at the very start time counts only when it turns chat off (the order is unknown)."""
-    spec = next((p for p in getattr(view.spec, "processes", []) if p.id == inc.proc), None)
-    enabled = spec.config.enabled if spec is not None else True
-    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
-    for idx, step in enumerate(view.steps):
-        if step.action != "config" or idx in dropped or step.args.process != inc.proc or step.args.enabled is None:
-            continue
-        if step.at < inc.start_t:
-            enabled = step.args.enabled
-        elif step.at == inc.start_t:
-            enabled = enabled and step.args.enabled
-    return enabled
+    """chat.enabled as the process read it at its start (R29: the poller reads the gate once, at init)."""
+    return view.config_at_start(inc, "enabled")
 
 
 class Gate:
@@ -84,7 +72,7 @@ class Gate:
         """Times and states ("idle", "busy", "compacting") the host saw the session in.
         A session the process resumed, opened or re-hosted counts idle from its start (an open tab
         that reconnects emits nothing); any other is unknown until its first status."""
-        opened = (label == inc.resumed and label not in inc.dormant) or label == inc.opened
+        opened = label in (inc.resumed, inc.opened) and label not in inc.dormant
         first = "idle" if opened or label in inc.rehosted else "unknown"
         times, states = [inc.start_t], [first]
         for e in self.view.of(STATUS, session=label, proc=inc.proc):

@@ -16,8 +16,8 @@ from simulator.checks.view import RunView, brief
 from simulator.checks.wakes import wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
 from simulator.events import (
-    ECHO, FORK, HOOK, POLL, PROCESS_START, SAMPLE, STATUS, STORE_ERROR, STREAM_EVENT, TOOL_CALL, TOOL_RESULT,
-    TURN_START, USER_PROMPT, WAKE, data_of, hook_line, sample_rows, step_of,
+    ECHO, FORK, HOOK, POLL, PROCESS_START, SAMPLE, STATUS, STORE_ERROR, STREAM_EVENT, TOOL_RESULT,
+    USER_PROMPT, WAKE, data_of, hook_line, sample_rows, step_of,
 )
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
@@ -138,10 +138,10 @@ def _rehost(view: RunView) -> Witness:
     return next(([e] for e in view.of(PROCESS_START) if data_of(e).get("rehost_of")), None)
 
 
-@reach("graduation", "a rehosted session showed activity (a turn, a prompt, a tool call)", rules=("R15",))
+@reach("graduation", "a rehosted session showed activity (in opencode: a status event)", rules=("R15",))
 def _graduation(view: RunView) -> Witness:
     for inc in view.incs:
-        for e in view.of(TOOL_CALL, USER_PROMPT, TURN_START, proc=inc.proc):
+        for e in view.of(*view.activity_kinds(inc), proc=inc.proc):
             if e.get("session") in inc.rehosted and e["i"] > inc.start_i and view.inc_of(e) is inc:
                 return [inc.start_event, e]
     return None

@@ -29,8 +29,8 @@ from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.events import (
     FAULT, FORK, HOOK, LEAVE, PHASE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, RUN_START, SAMPLE, SLEEP_END,
-    SLEEP_START, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, TURN_START, USER_PROMPT, data_of, hook_line, sample_rows,
-    step_of,
+    SLEEP_START, STATUS, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, TURN_START, USER_PROMPT, data_of, hook_line,
+    sample_rows, step_of,
 )
 from simulator.scenario.model import Scenario
 
@@ -157,6 +157,7 @@ class RunView:
         self._leaves: Optional[list[dict]] = None
         self._activity: dict[tuple[int, str], Optional[int]] = {}
         self.epoch_ms = self._epoch()
+        self._mark_unjoinable_startups()
 
     # -- basic access -------------------------------------------------------
 
@@ -226,6 +227,45 @@ class RunView:
                 if inc is not None and inc.end_t is None:
                     inc.end_t, inc.end_i, inc.reason, inc.exit_event = e["t"], e["i"], d.get("reason"), e
 
+    def config_at_start(self, inc: Incarnation, key: str) -> bool:
+        """`chat.enabled` (key "enabled") or `chat.autoRegister` ("auto_register") as `inc` read it
+        at its start: the spec's value, then every config step before the start. A config step at
+        the very start time counts only when it turns the setting off (the order is unknown)."""
+        spec = next((p for p in getattr(self.spec, "processes", []) if p.id == inc.proc), None)
+        value = getattr(spec.config, key) if spec is not None else True
+        dropped = {step_of(e) for e in self.of(STEP_DROPPED)}
+        for idx, step in enumerate(self.steps):
+            if step.action != "config" or idx in dropped or step.args.process != inc.proc:
+                continue
+            new = getattr(step.args, key)
+            if new is None:
+                continue
+            if step.at < inc.start_t:
+                value = new
+            elif step.at == inc.start_t:
+                value = value and new
+        return value
+
+    def _mark_unjoinable_startups(self) -> None:
+        """The session a resume's command line opens is neither registered nor hosted at the
+        process's start when auto-registration was off then or the session had left (a tombstone,
+        D-real-real-host-3): like a resumed session its command line does not open, it is hosted
+        from its first use."""
+        for inc in self.incs:
+            label = inc.opened or inc.resumed
+            if not label or label in inc.dormant or not HOSTS[inc.kind].polls:
+                continue
+            if not self.config_at_start(inc, "auto_register") or self._left_before(label, inc.start_i):
+                inc.dormant.add(label)
+
+    def _left_before(self, label: str, i: int) -> bool:
+        """Had `label` left the directory (an ok leave not followed by an explicit register) before
+        history position i?"""
+        leaves = [e["i"] for e in self.leaves(label) if e["i"] < i]
+        if not leaves:
+            return False
+        return not any(leaves[-1] < e["i"] < i for e in self.explicit_registers(label))
+
     def inc_of(self, e: dict) -> Optional[Incarnation]:
         """The incarnation of the process that recorded a harness event."""
         best = None
@@ -279,13 +319,21 @@ class RunView:
                 return deadline
         return inc.start_t + self.rehost_grace(inc)
 
+    @staticmethod
+    def activity_kinds(inc: Incarnation) -> tuple[str, ...]:
+        """The history events that count as a session's activity in `inc` (`first_activity`)."""
+        return (STATUS,) if HOSTS[inc.kind].polls else (TOOL_CALL, USER_PROMPT, TURN_START)
+
     def first_activity(self, inc: Incarnation, label: str) -> Optional[int]:
-        """Virtual time of `label`'s first activity in `inc`'s life (a call, a prompt, a turn),
-        cached: P4 and the delivery gate ask it for every sample and every cut."""
+        """Virtual time of `label`'s first activity in `inc`'s life, cached: P4 and the delivery
+        gate ask it for every sample and every cut. In a polling host (opencode) that is the
+        session's first status report: only session.status events host a session there, a
+        prompt or a tool call alone does not (the real runtime's hosted set). Elsewhere any
+        call, prompt or turn counts."""
         key = (id(inc), label)
         if key not in self._activity:
             self._activity[key] = next(
-                (e["t"] for e in self.of(TOOL_CALL, USER_PROMPT, TURN_START, proc=inc.proc)
+                (e["t"] for e in self.of(*self.activity_kinds(inc), proc=inc.proc)
                  if e.get("session") == label and inc.start_i < e["i"] and (inc.end_i is None or e["i"] < inc.end_i)),
                 None)
         return self._activity[key]

@@ -7,11 +7,14 @@ the claimed `as`. Per session:
 - every user prompt runs the prompt hook (`chat_hook_line`, recorded as
   `UserPromptSubmit`), which ensure-registers `mcp_<sha256(id)[:12]>` and
   prints the name the agent then passes as `as` (R31, R36);
-- every turn end runs the stop hook (`cursor_stop_hook`) with the count of
-  consecutive follow-ups so far: a `followup_message` is auto-submitted as a
-  new turn (cause `followup`) in which the agent reads; a real user prompt
-  resets the count; an aborted or errored turn (turn-end arg `status`) is
-  never continued (R36).
+- every turn end runs the stop hook (`cursor_stop_hook`, thatch's
+  `chat-notify`) with the count of consecutive follow-ups so far: a
+  `followup_message` is auto-submitted as a new turn (cause `followup`) in
+  which the agent reads; a real user prompt resets the count; an aborted or
+  errored turn (turn-end arg `status`) is never continued (R36). Like Cursor,
+  the workspace itself caps the chain at the hooks config's `loop_limit`
+  (`CURSOR_FOLLOWUP_CAP`): once that many follow-ups ran in a row, the turn
+  just ends and the hook is not asked.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from thatch_core.config import ConfigSource
+from thatch_core.constants import CURSOR_FOLLOWUP_CAP
 from thatch_core.mcp import McpChatServer, chat_hook_line, cursor_stop_hook, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE
@@ -96,7 +100,9 @@ class CursorHarness(Harness):
         return {"ok": True}
 
     def turn_ending(self, label: str, args: dict[str, Any]) -> None:
-        message = self.stop_hook(label, str(args.get("status") or "completed"))
+        message = None
+        if self.loop_count[label] < CURSOR_FOLLOWUP_CAP:  # Cursor's own loop_limit
+            message = self.stop_hook(label, str(args.get("status") or "completed"))
         if message:
             # The follow-up is auto-submitted: a new turn the agent reads in.
             self.turns[label].end()

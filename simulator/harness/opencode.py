@@ -3,7 +3,8 @@
 The server hosts `ctx.sessions` and runs `thatch_core.runtime.OpencodeRuntime`
 exactly as the plugin would run inside opencode: it feeds it the host events
 (`chat.message` before a turn, `session.status` busy/idle, compaction,
-`session.deleted`, a greenlit exit) and serves the runtime's client protocol
+`session.deleted`, a greenlit exit); as in the real runtime only the
+`session.status` events host a session there and serves the runtime's client protocol
 with `FakeOpencodeClient`:
 
 - a synthetic `prompt_async` is a wake: the receiver records `wake`
@@ -260,9 +261,10 @@ class OpencodeHarness(Harness):
         if what == "compacting":
             self.runtime.on_compacting(sid, on)
             self.emit_status(label)
-            if not on and not state.busy:
-                # D-harness-5: compaction is a session run; its end reports idle.
-                self.runtime.on_session_status(sid, "idle")
+            if not state.busy:
+                # D-harness-5, D-real-real-host-5: compaction is a session run; its start
+                # reports busy (that status event is what hosts the session), its end idle.
+                self.runtime.on_session_status(sid, "busy" if on else "idle")
             return
         if state.in_turn:
             return  # the turn owns the status; the window only extends it

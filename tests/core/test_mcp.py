@@ -21,7 +21,8 @@ from thatch_core.mcp import (
     HOOK_LINE_RE, LEAVE_LINE, UNKNOWN_CLAIM, McpChatServer, chat_hook_line, claude_stop_hook,
     cursor_stop_hook, mcp_session_id, resolve_chat_identity,
 )
-from thatch_core.prompts import DISABLED_REPLY
+from thatch_core.ids import legacy_mcp_session_id
+from thatch_core.prompts import DISABLED_REPLY, chat_notification_nudge
 from thatch_core.store import ChatStore
 
 ON = StaticConfig(ChatConfig())
@@ -52,6 +53,35 @@ def test_mcp_session_id_hashes_the_host_session_id():
     assert mcp_session_id(sid) == "mcp_" + hashlib.sha256(sid.encode()).hexdigest()[:12]
     assert re.fullmatch(r"mcp_[0-9a-f]{12}", mcp_session_id(sid))
     assert mcp_session_id(sid) != mcp_session_id(sid + "x")
+
+
+@pytest.mark.rules("R31")
+def test_mcp_session_id_hashes_the_lower_cased_host_id():
+    """R31: the real thatch lower-cases the host session id before hashing, so a
+    mixed-case id and its lower-case form are one conversation (D-real-real-host-1)."""
+    assert mcp_session_id("ABC") == "mcp_ba7816bf8f01" == mcp_session_id("abc")
+    assert legacy_mcp_session_id("ABC") == "mcp_" + hashlib.sha256(b"ABC").hexdigest()[:12]
+    assert legacy_mcp_session_id("abc") == mcp_session_id("abc")
+
+
+@pytest.mark.rules("R31", "R7")
+def test_hook_carries_a_legacy_mixed_case_id_over_to_the_real_one(store):
+    """R31, R7: a row an earlier thatch_core keyed by the raw mixed-case host id
+    moves to the lower-cased id at the next hook, keeping its name and mail; a
+    legacy leave moves too, so the hook still prints the leave line."""
+    old = legacy_mcp_session_id("Host-A")
+    res = store.register(old, kind="mcp", auto=True)
+    store.register("peer", kind="opencode")
+    store.send("peer", res.name, "kept")
+    line = chat_hook_line(store, ON, "Host-A")
+    assert name_of(line) == res.name and "(1 unread)" in line
+    assert store.get(old) is None and store.get(mcp_session_id("host-a")).name == res.name
+
+    gone = legacy_mcp_session_id("Host-B")
+    store.register(gone, kind="mcp", auto=True)
+    store.unregister(gone)
+    line = chat_hook_line(store, ON, "Host-B")
+    assert line.startswith(LEAVE_LINE) and mcp_session_id("Host-B") in line
 
 
 @pytest.mark.rules("R31")
@@ -354,25 +384,36 @@ def test_claude_stop_hook_reminds_pointer_only(store):
     assert claude_stop_hook(store, ON, "never-hooked") is None
 
 
-@pytest.mark.rules("R36")
-def test_cursor_stop_hook_follow_up_cap_and_aborted_turns(store):
-    """R36: a completed turn with unread mail gets a pointer-only follow-up,
-    bounded by the consecutive follow-up cap; never after aborted/errored."""
+@pytest.mark.rules("R36", "R18", "R20")
+def test_cursor_stop_hook_points_once_per_renudge_window(store, frozen):
+    """R36, R18, R20: a completed turn with mail due gets the wake nudge as its
+    follow-up (pointer-only) and stamps it delivered; the stamp suppresses a
+    repeat inside the re-nudge window, whatever Cursor's loop count (Cursor's
+    own loop_limit caps the chain); new mail is due again at once, old mail
+    after the window; never after an aborted or errored turn (D-real-real-host-4)."""
     me = name_of(chat_hook_line(store, ON, "cur-a"))
     assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0) == {}
     store.register("p1", kind="opencode")
+    peer = store.get("p1").name
     store.send("p1", me, "SECRET-BODY")
-
-    for loop in range(CURSOR_FOLLOWUP_CAP):
-        out = cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=loop)
-        assert set(out) == {"followup_message"}
-        assert "1 unread message " in out["followup_message"] and store.get("p1").name in out["followup_message"]
-        assert "SECRET" not in out["followup_message"]
-    assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=CURSOR_FOLLOWUP_CAP) == {}
     assert cursor_stop_hook(store, ON, "cur-a", status="aborted", loop_count=0) == {}
     assert cursor_stop_hook(store, ON, "cur-a", status="error", loop_count=0) == {}
 
+    out = cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0)
+    assert out == {"followup_message": chat_notification_nudge([peer], 1)}
+    assert "SECRET" not in out["followup_message"]
+    for loop in (1, 2, CURSOR_FOLLOWUP_CAP + 5):
+        assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=loop) == {}
+    store.send("p1", me, "second")
+    out = cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=1)
+    assert out == {"followup_message": chat_notification_nudge([peer], 2)}
+    frozen.tick(14 * 60)
+    assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0) == {}
+    frozen.tick(61)
+    assert "2 unread chat messages" in cursor_stop_hook(store, ON, "cur-a", status="completed")["followup_message"]
+
     store.read(mcp_session_id("cur-a"))
+    frozen.tick(16 * 60)
     assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0) == {}
     assert cursor_stop_hook(store, ON, "unknown-conv", status="completed", loop_count=0) == {}
 
@@ -404,7 +445,7 @@ def test_hooks_with_unusable_payloads_stay_silent(store):
     name_of(chat_hook_line(store, ON, "host-a"))
     store.register("peer", kind="opencode")
     store.send("peer", mcp_session_id("host-a"), "mail")
-    assert cursor_stop_hook(store, ON, "host-a", status="completed", loop_count=None) == {}
+    assert cursor_stop_hook(store, ON, "host-a", status=None, loop_count=0) == {}
     assert chat_hook_line(store, ON, "host-b", ppid="not-a-pid") is not None
     assert store.list_sessions() and store.resolve_host_pid(4242) is None
     srv = server(store)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from thatch_core.osargs import parse_startup_target, read_cmdline
+from thatch_core.osargs import continues_last_session, parse_startup_target, read_cmdline, startup_session_id
 
 
 @pytest.mark.rules("R5")
@@ -20,8 +20,17 @@ from thatch_core.osargs import parse_startup_target, read_cmdline
         (["opencode", "--continue", "--model", "m"], ("continue", None)),
         (["opencode", "-c", "-s", "ses_abc"], ("session", "ses_abc")),
         (["opencode", "-s"], None),
-        (["opencode", "-s", "--continue"], ("continue", None)),
-        (["opencode", "--", "-s", "ses_abc"], None),
+        (["opencode", "-s", "-c"], ("session", "-c")),
+        (["opencode", "--session="], None),
+        (["opencode", "-s", "--continue"], ("session", "--continue")),
+        (["opencode", "--", "-s", "ses_abc"], ("session", "ses_abc")),
+        (["opencode", "-s", "ses_a", "-s", "ses_b"], ("session", "ses_a")),
+        (["opencode", "--session=", "-s", "ses_b"], None),
+        (["opencode", "-s", "-c", "ses_b"], ("session", "-c")),
+        (["opencode", "-c", "--continue=false"], ("continue", None)),
+        (["opencode", "--continue=false", "-c"], None),
+        (["opencode", "--continue=yes"], ("continue", None)),
+        (["opencode", "-s", "", "-c"], ("continue", None)),
         (["opencode", "run", "hello"], None),
         ([], None),
     ],
@@ -30,6 +39,23 @@ def test_parse_startup_target(argv, target):
     """R5: -s/--session <id>, --session=<id> name a session; -c/--continue asks
     for the newest top-level one; an explicit id wins."""
     assert parse_startup_target(argv) == target
+
+
+@pytest.mark.rules("R5")
+def test_the_first_session_flag_takes_whatever_follows_it():
+    """R5: as the real src/os-args.ts reads the command line (D-real-real-host-3):
+    the first session flag decides and takes the next argument whatever it looks
+    like (a flag, a `--`), names nothing at the end of the line, and only then
+    does `-c` count; the first continue flag decides, `--continue=false` negates."""
+    assert startup_session_id(["opencode", "-s", "--model"]) == "--model"
+    assert startup_session_id(["opencode", "-s", "--"]) == "--"
+    assert startup_session_id(["opencode", "-s"]) is None
+    assert startup_session_id(["opencode", "-s", "", "--session=ses_x"]) is None
+    assert startup_session_id(["opencode", "--session=ses_x", "-s", "ses_y"]) == "ses_x"
+    assert continues_last_session(["opencode", "--continue=false", "--continue"]) is False
+    assert continues_last_session(["opencode", "--continue=0"]) is True
+    assert parse_startup_target(["opencode", "-s"]) is None
+    assert parse_startup_target(["opencode", "-c", "-s"]) == ("continue", None)
 
 
 @pytest.mark.rules("R5")

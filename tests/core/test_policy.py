@@ -195,6 +195,7 @@ def test_the_runtime_publishes_counts_and_expires(store, tmp_path, frozen):
     rt.start()
     assert rt.poller.max_nudges_per_hour > 10**6                 # no receiver-side wake cap
     rt.on_chat_message("ses_b", [{"type": "text", "text": "start"}])
+    rt.on_session_status("ses_b", "busy")                        # hosted from its status event: published
     assert store.conn.execute("SELECT action, prompts FROM chat_inbound").fetchall() == [("hold", 1)]
     alice = store.register("ses_a").name
     bob = store.get("ses_b").name

@@ -111,7 +111,34 @@ def test_first_user_message_registers_before_the_model(make, store):
     row = store.get("ses_top")
     assert row is not None and row.auto and row.topic == "Fix the flaky build"
     assert row.project == "proj"
-    assert "ses_top" in rt.hosted_sessions()
+    # Registered, not hosted: only the session's status events host it (R25).
+    assert rt.hosted_sessions() == []
+    rt.on_session_status("ses_top", "busy")
+    assert rt.hosted_sessions() == ["ses_top"]
+
+
+@pytest.mark.rules("R13", "R25")
+def test_only_status_events_host_a_session(make, store):
+    """R13, R25: the hosted set is the sessions seen in session.status events
+    (plus startup and rehost), minus children, as the real runtime's. A prompt,
+    a compaction and a tool call host nothing; a tool call on an unhosted
+    session still acts (here it registers) without joining the beat set."""
+    rt = make(FakeClient(parents={"ses_kid": "ses_top"}))
+    rt.start()
+    rt.on_chat_message("ses_a", USER)
+    rt.on_compacting("ses_a", True)
+    rt.on_compacting("ses_a", False)
+    reply = rt.call_tool("ses_t", "thatch_chat_register", {})
+    assert reply.ok and store.get("ses_t") is not None and store.get("ses_a") is not None
+    assert rt.hosted_sessions() == []
+    send(store, "ses_x", "ses_t")
+    rt.poller.poll()
+    assert rt.client.wakes() == []  # not hosted: this process never prompts it
+    rt.call_tool("ses_kid", "thatch_chat_register", {})
+    for sid in ("ses_t", "ses_kid"):
+        rt.on_session_status(sid, "idle")
+    assert rt.hosted_sessions() == ["ses_t"]  # the child is never hosted
+    assert len(rt.client.wakes("ses_t")) == 1
 
 
 @pytest.mark.rules("R1")
@@ -168,6 +195,7 @@ def test_auto_register_false_means_no_automatic_joining(make, store, cfg):
     config = cfg(auto=False)
     rt = make(argv=["opencode", "-s", "ses_s"], config=config)
     rt.start()
+    assert rt.hosted_sessions() == [] and rt.startup_session is None
     rt.on_chat_message("ses_a", USER)
     rt.on_session_status("ses_a", "idle")
     assert store.get("ses_a") is None and store.get("ses_s") is None
@@ -270,6 +298,35 @@ def test_dash_s_respects_a_tombstone(make, store):
     rt = make(argv=["opencode", "-s", "ses_s"])
     rt.start()
     assert store.get("ses_s") is None
+
+
+@pytest.mark.rules("R5", "R7", "R30")
+def test_startup_path_neither_registers_nor_hosts_when_it_may_not_join(make, store, cfg):
+    """R5, R7, R30: with autoRegister off, or for a session that left, the -s/-c
+    startup path neither registers nor hosts the session (the real runtime's
+    rule, D-real-real-host-3); -c is not even resolved with autoRegister off;
+    the session is hosted from its first status event like any other."""
+    class Counting(FakeClient):
+        lists = 0
+
+        def list_sessions(self, directory):
+            Counting.lists += 1
+            return super().list_sessions(directory)
+
+    top = [{"id": "ses_c", "parent_id": None, "updated_ms": 1}]
+    off = make(Counting(sessions=top), argv=["opencode", "-c"], config=cfg(auto=False))
+    off.start()
+    assert Counting.lists == 0 and off.startup_session is None and off.hosted_sessions() == []
+    store.register("ses_gone")
+    store.unregister("ses_gone")
+    for argv, client in ((["opencode", "-s", "ses_gone"], FakeClient()),
+                         (["opencode", "-c"], FakeClient(sessions=[{"id": "ses_gone", "updated_ms": 1}]))):
+        rt = make(client, argv=argv, config=cfg())
+        rt.start()
+        assert rt.startup_session is None and rt.hosted_sessions() == []
+        assert store.get("ses_gone") is None
+        rt.on_session_status("ses_gone", "idle")
+        assert rt.hosted_sessions() == ["ses_gone"] and store.get("ses_gone") is None
 
 
 # -- delivery ---------------------------------------------------------------------

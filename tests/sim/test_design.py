@@ -81,6 +81,14 @@ def test_mcp_session_id_is_the_prefix_and_twelve_hex_of_sha256():
 
 
 @pytest.mark.rules("R31")
+def test_mcp_session_id_hashes_the_lower_cased_host_id():
+    """R31: the host session id is lower-cased before hashing, as the real thatch's
+    mcpSessionID does: "ABC" is the same conversation as "abc"."""
+    assert design.mcp_session_id("ABC") == "mcp_ba7816bf8f01"
+    assert "lower-cased" in rule_text("R31")
+
+
+@pytest.mark.rules("R31")
 def test_a_chat_id_is_an_opencode_id_or_an_mcp_id_and_anything_else_is_hashed():
     """R31: the chat keeps opencode's own `ses_...` ids (docs/history.md) and `mcp_...` ids as they
     are; a host session id (uuid-shaped) is what gets hashed into an mcp id."""

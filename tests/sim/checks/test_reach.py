@@ -64,6 +64,7 @@ def _graduation(h, yes):
     _rehost(h, True)
     if yes:
         h.ev(70_000, "user-prompt", "h2", "bob", text="hi")
+        h.status(70_000, "h2", "bob", "busy")  # the prompt's turn: the status event graduates bob
 
 
 def _stale(h, yes):

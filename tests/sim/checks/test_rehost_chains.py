@@ -34,6 +34,7 @@ def _chained_world(h, *, bob_active_in_h2=False):
     h.start(60_000, "h2", {}, rehost_of="h1")
     h.poll(90_000, "h2", ["alice", "bob"])
     if bob_active_in_h2:
+        h.status(100_000, "h2", "bob", "busy")  # a turn: its status event graduates bob
         h.call(100_000, "h2", "bob", "list", {}, True, "Active: ...")
     h.exit(120_000, "h2", "restart")
     h.start(120_000, "h3", {}, rehost_of="h2")
@@ -83,8 +84,9 @@ def test_p3_owes_no_wake_to_a_session_past_its_first_rehost_deadline(tmp_path):
 @pytest.mark.rules("R15", "R19")
 def test_p3_owes_no_wake_to_a_returning_tab_until_its_status_is_seen(tmp_path):
     """R15, R19: bob, re-hosted by h2 until 6m and silent, drops out with the idle status assumed
-    of him; his call at 10m hosts him again, but no wake is owed for mail at 11m until h2
-    sees him idle (at 12m), from when one is."""
+    of him; his call at 10m alone does not host him again (only a status event does,
+    D-real-real-host-5), so no wake is owed for mail at 11m until h2 sees him idle (at 12m),
+    from when one is."""
     for idle_at, owed in ((None, False), (720_000, True)):
         h = H(); base_world(h)
         h.exit(60_000, "h1", "restart")

@@ -267,15 +267,19 @@ def _view(events) -> RunView:
 
 
 def test_a_resumed_session_its_command_line_does_not_open_is_hosted_from_its_first_use():
-    """D-sim-22: the checkers hold a resume's session hosted only if the command
-    line opens it, else from its first use there (a prompt, a tool call, a turn)."""
+    """D-sim-22, D-real-real-host-5: the checkers hold a resume's session hosted only if the
+    command line opens it, else from its first use there: its first status event (a prompt
+    alone hosts nothing; the prompt's turn reports busy)."""
     start = {"t": 0, "proc": "orchestrator", "kind": "process-start",
              "data": {"target": "h3", "incarnation": 0, "sessions": {"bob": B}, "resumed": "bob", "opens": None}}
     prompt = {"t": 60_000, "proc": "h3", "session": "bob", "kind": "user-prompt", "data": {}}
-    view = _view([start, prompt])
+    busy = {"t": 61_000, "proc": "h3", "session": "bob", "kind": "status",
+            "data": {"status": "busy", "compacting": False}}
+    view = _view([start, prompt, busy])
     [inc] = view.incs
     assert inc.dormant == {"bob"}
-    assert not view.hosting(inc, "bob", 30_000) and view.hosting(inc, "bob", 60_000)
+    assert not view.hosting(inc, "bob", 30_000) and not view.hosting(inc, "bob", 60_000)
+    assert view.hosting(inc, "bob", 61_000)
     opened = dict(start, data=dict(start["data"], opens="bob"))
     view = _view([opened])
     assert view.hosting(view.incs[0], "bob", 30_000)

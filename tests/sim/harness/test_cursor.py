@@ -65,7 +65,7 @@ def test_stop_hook_follow_up_starts_a_turn_where_the_agent_reads(workspace):
     d.run_until(30_000)
     stops = hooks(d, "alice", "stop")
     assert stops[0]["decision"] == "followup" and "secret body" not in stops[0]["line"]
-    assert "1 unread message" in stops[0]["line"]
+    assert "You have 1 unread chat message from" in stops[0]["line"]  # the wake nudge itself
     causes = [e["data"]["cause"] for e in d.events("turn-start", "alice")]
     assert causes == ["user", "followup"]
     d.run_until(60_000)
@@ -74,18 +74,35 @@ def test_stop_hook_follow_up_starts_a_turn_where_the_agent_reads(workspace):
     assert len(reads) == 1 and "secret body" in reads[0]["data"]["text"]
 
 
-@pytest.mark.rules("R36")
-def test_follow_ups_stop_at_the_cap_for_a_silent_agent(workspace):
-    """R36: a silent agent never reads, so the follow-up chain is bounded by
-    the consecutive follow-up cap; a new user prompt starts a fresh chain."""
+@pytest.mark.rules("R36", "R18")
+def test_a_silent_agent_gets_one_follow_up_per_renudge_window(workspace):
+    """R36, R18: a silent agent never reads; the delivered stamp keeps the next
+    turn end from pointing to the same mail again inside the re-nudge window,
+    so the chain stops after one follow-up; after the window it points again."""
     d = workspace(alice="silent")
     d.act(2_000, "send", "bob", to="alice", body="read me")
     d.run_until(500_000)
-    decisions = [s["decision"] for s in hooks(d, "alice", "stop")]
-    assert decisions == ["followup"] * CURSOR_FOLLOWUP_CAP + [None]
+    assert [s["decision"] for s in hooks(d, "alice", "stop")] == ["followup", None]
     d.act(600_000, "prompt", "alice", text="again")
     d.run_until(700_000)
-    assert hooks(d, "alice", "stop")[-2]["decision"] == "followup"
+    assert hooks(d, "alice", "stop")[-1]["decision"] is None  # still inside the window
+    d.act(1_200_000, "prompt", "alice", text="later")
+    d.run_until(1_300_000)
+    assert [s["decision"] for s in hooks(d, "alice", "stop")][-2:] == ["followup", None]
+
+
+@pytest.mark.rules("R36")
+def test_cursor_caps_the_follow_up_chain_at_its_loop_limit(workspace):
+    """R36: with new mail arriving during every follow-up, each turn end is due
+    again; Cursor's own loop_limit ends the chain after that many follow-ups
+    without asking the hook, and the next user prompt starts a fresh chain."""
+    d = workspace(alice="silent")
+    for at in range(2_000, 200_000, 1_000):
+        d.act(at, "send", "bob", to="alice", body=f"news {at}")
+    d.run_until(300_000)
+    assert [s["decision"] for s in hooks(d, "alice", "stop")] == ["followup"] * CURSOR_FOLLOWUP_CAP
+    causes = [e["data"]["cause"] for e in d.events("turn-start", "alice")]
+    assert causes == ["user"] + ["followup"] * CURSOR_FOLLOWUP_CAP
 
 
 @pytest.mark.rules("R36")
