@@ -8,13 +8,12 @@ from typing import Optional
 from simulator.checks.faults import crash_cut_short
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
-from simulator.design import HELD_REPLY_RE
+from simulator.design import BROADCAST_RE, HELD_REPLY_RE, SENT_RE, reply_names
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
 
 
-_SENT_TO = re.compile(r"^Message sent to (\S+) \(")
 
 
 def _pruned_ids(view: RunView) -> set[str]:
@@ -56,8 +55,8 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     for c in view.calls_of("send", ok=True):
         if HELD_REPLY_RE.match(c.text):
             continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
-        m = _SENT_TO.match(c.text)
-        to = m.group(1) if m else str(c.args.get("to", ""))
+        m = SENT_RE.match(c.text)
+        to = m.group("to") if m else str(c.args.get("to", ""))
         # Recipients compare by label when known: a name can change after a leave.
         results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(),
                             c.body), []).append(c)
@@ -168,11 +167,6 @@ def p5_no_loss(view: RunView) -> Verdict:
     return passed(p5_no_loss, f"{sends} sends stored once, {len(reads)} reads consistent", sends + len(reads))
 
 
-_BCAST = re.compile(r"^Broadcast sent to (\d+) sessions?(?:: (.*?))?\.(?: Skipped \d+ stale: (.*)\.)?$", re.S)
-
-
-def _names_list(text: Optional[str]) -> list[str]:
-    return [n.strip() for n in (text or "").split(",") if n.strip()]
 
 
 @prop("P8", "broadcast", rules=("R12", "R35"))
@@ -195,10 +189,10 @@ def p8_broadcast(view: RunView) -> Verdict:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows",
                                c.witness() + [{"db_row": r} for r in mine[:3]])
             continue
-        m = _BCAST.match(c.text)
+        m = BROADCAST_RE.match(c.text)
         if not m:
             continue
-        recips, skipped_names = _names_list(m.group(2)), _names_list(m.group(3))
+        recips, skipped_names = reply_names(m.group("recipients")), reply_names(m.group("skipped"))
         def who(name_or_id: str) -> str:
             return (view.label_for_name(name_or_id) or view.label_of.get(name_or_id)
                     or str(names.get(name_or_id, name_or_id)).lower())

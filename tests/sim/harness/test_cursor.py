@@ -43,7 +43,7 @@ def test_prompt_hook_registers_the_mcp_id_and_prints_the_name(workspace, tmp_pat
     d = workspace()
     line = hooks(d, "alice", "UserPromptSubmit")[0]["line"]
     name = d.events("registered", "alice")[0]["data"]["name"]
-    assert line.startswith(f"thatch chat: you are {name} (0 unread)")
+    assert line == f"[thatch] chat: you are {name} (no unread mail for you)."
     conn = open_db(tmp_path / "thatch.db")
     try:
         assert conn.execute("SELECT name FROM chat_sessions WHERE session_id = ?",

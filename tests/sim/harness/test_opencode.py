@@ -158,7 +158,7 @@ def test_echo_bubbles_for_conversational_calls_only(drivers):
     d.act(33_000, "send", "alice", to_raw="nobody-00001", body="x", step=6)
     d.act(34_000, "read", "bob", step=7)
     echoes = [(e["session"], e["data"]["text"]) for e in d.events("echo")]
-    assert echoes[0][0] == "alice" and echoes[0][1].startswith("[chat] -> ") and "hello bob" in echoes[0][1]
+    assert echoes[0][0] == "alice" and echoes[0][1].startswith("[chat] to ") and "hello bob" in echoes[0][1]
     assert echoes[1][0] == "bob" and echoes[1][1].startswith("[chat] read 1 message")
     assert len(echoes) == 2
     results = {e["data"]["step"]: e["data"] for e in d.events("tool-result") if "step" in e["data"]}
