@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
+from datetime import datetime, timezone
 
 SECOND_MS = 1_000
 MINUTE_MS = 60_000
@@ -104,6 +106,25 @@ def hook_unread(match: re.Match) -> int:
 def reply_names(field: str | None) -> list[str]:
     """The names of a reply's `recipients:` / `skipped stale:` field (`(none)` is none)."""
     return [n.strip() for n in (field or "").split(",") if n.strip() and n.strip() != "(none)"]
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def inbox_stamp(created_at: str) -> str:
+    """How an inbox line shows a stored `created_at`: `Sep 11 14:32Z` (UTC, unpadded day)."""
+    try:
+        t = datetime.fromisoformat(created_at.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except (AttributeError, ValueError):
+        return str(created_at)
+    g = time.gmtime(t.timestamp())
+    return f"{_MONTHS[g.tm_mon - 1]} {g.tm_mday} {g.tm_hour:02d}:{g.tm_min:02d}Z"
+
+
+def inbox_needle(created_at: str, body: str) -> str:
+    """The tail of a stored message's inbox line: `, Sep 11 14:32Z] body` (the stamp has minute
+    resolution, so rows of one recipient with one body in one minute read alike)."""
+    return f", {inbox_stamp(created_at)}] {body}"
 
 
 def is_framed_read(text: str) -> bool:

@@ -8,7 +8,7 @@ from typing import Optional
 from simulator.checks.faults import crash_cut_short
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
-from simulator.design import BROADCAST_RE, HELD_REPLY_RE, SENT_RE, reply_names
+from simulator.design import BROADCAST_RE, HELD_REPLY_RE, SENT_RE, inbox_needle, reply_names
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
@@ -97,11 +97,10 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
     read-stamp crash), and stamped once returned."""
     for r in view.db["messages"]:
         label = view.label_of.get(r["to_session"])
-        needle = f" at {r['created_at']}: {r['body']}"
+        needle = inbox_needle(r["created_at"], r["body"])
         seen = [c for c in reads if acting_identity(view, c) == label and needle in c.text]
         twins = sum(1 for x in view.db["messages"]
-                    if x["to_session"] == r["to_session"] and x["created_at"] == r["created_at"]
-                    and x["body"] == r["body"])
+                    if x["to_session"] == r["to_session"] and inbox_needle(x["created_at"], x["body"]) == needle)
         if len(seen) > twins:
             a, b = seen[0], seen[twins]
             if not any(a.i < k["i"] < b.i for k in crashes):
@@ -126,7 +125,7 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
             continue
         if any(c.result is None for c in view.calls if c.tool == "read" and acting_identity(view, c) == label):
             continue
-        needle = f" at {r['created_at']}: {r['body']}"
+        needle = inbox_needle(r["created_at"], r["body"])
         if not any(acting_identity(view, c) == label and needle in c.text for c in reads):
             got = [c for c in reads if acting_identity(view, c) == label]
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "

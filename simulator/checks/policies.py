@@ -255,7 +255,7 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
         when = "before its user approved it" if approved else "though its user never approved it"
         return verdict(q2_inbound, "fail", f"{c.session}'s held message to {h.to} is in {h.to}'s inbox {when}",
                        c.witness() + [{"db_row": r} for r in rows[:3]])
-    needle = f": {c.body}"
+    needle = f"] {c.body}"  # the end of an inbox line's stamp, then the body (design.INBOX_LINE_RE)
     seen = [r for r in view.calls_of("read", h.to, ok=True) if r.i < until and needle in r.text]
     if len(seen) > direct:
         return verdict(q2_inbound, "fail",

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from simulator.checks.view import RunView, brief
 from simulator.checks.wakes import wakes_by_incarnation
-from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, SENT_RE, is_framed_read
+from simulator.design import BROADCAST_RE, HOUR_MS, MAX_WAKES_PER_HOUR, SENT_RE, is_framed_read, reply_names
 from simulator.events import (
     ECHO, FORK, HOOK, POLL, PROCESS_START, SAMPLE, STATUS, STORE_ERROR, STREAM_EVENT, TOOL_CALL, TOOL_RESULT,
     TURN_START, USER_PROMPT, WAKE, data_of, hook_line, sample_rows, step_of,
@@ -119,7 +119,7 @@ def _ping_pong(view: RunView) -> Witness:
 @reach("broadcast-skip", "a broadcast result naming skipped stale sessions", rules=("R12", "R35"))
 def _broadcast_skip(view: RunView) -> Witness:
     return next(([c.result] for c in view.calls_of("broadcast", ok=True)
-                 if " stale: " in c.text and "Skipped" in c.text), None)
+                 if (m := BROADCAST_RE.match(c.text)) and reply_names(m.group("skipped"))), None)
 
 
 @reach("adoption", "a hook line printed after a session-id fork", rules=("R33",))

@@ -145,22 +145,22 @@ def test_echoes_count_select_and_exclude(db):
     the text (at least one, or count/min/max of them), `not_contains` must be in none; {label} expanded."""
     h = H(); base_world(h)
     h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
-    h.ev(30_000, "echo", "h1", "alice", text=f"[chat] registered as {N_ALICE}")
+    h.ev(30_000, "echo", "h1", "alice", text=f"[chat] {N_ALICE} registered in the session directory")
     h.ev(40_000, "echo", "h1", "alice", text=f"[chat] to {N_BOB}: hello")
     h.ev(90_000, "echo", "h1", "alice", text="[chat] broadcast to 1 session: bye")
     vs = judge([
         {"at": "40s", "echoes": {"session": "alice", "count": 2}},                           # 0 pass
         {"echoes": {"session": "alice", "min": 3, "max": 3}},                                # 1 pass
-        {"echoes": {"session": "alice", "contains": "-> {bob}: hello"}},                     # 2 pass
+        {"echoes": {"session": "alice", "contains": "to {bob}: hello"}},                     # 2 pass
         {"echoes": {"session": "alice", "contains": "[chat]", "count": 3}},                  # 3 pass
         {"at": "1m", "echoes": {"session": "alice", "contains": "broadcast"}},               # 4 fail: not yet
-        {"echoes": {"session": "alice", "not_contains": "registered as {alice}"}},           # 5 fail
+        {"echoes": {"session": "alice", "not_contains": "{alice} registered in the"}},       # 5 fail
         {"echoes": {"session": "bob", "count": 0, "not_contains": "[chat]"}},                # 6 pass
         {"echoes": {"session": "alice", "max": 1}},                                          # 7 fail
     ], h, db)
     assert [v.status for v in vs] == ["pass", "pass", "pass", "pass", "fail", "fail", "pass", "fail"]
     assert vs[4].message == "alice got 0 echoes containing 'broadcast' by 1m, want at least 1"
-    assert vs[5].message.startswith(f"alice got an echo containing 'registered as {N_ALICE}' by end: ")
+    assert vs[5].message.startswith(f"alice got an echo containing '{N_ALICE} registered in the' by end: ")
     assert vs[5].witness[0]["kind"] == "echo"
     assert vs[7].message == "alice got 3 echoes by end, want at most 1"
 

@@ -450,7 +450,7 @@ def _bcast_world(h):
 
 def _bcast_text(recips, skipped=()):
     text = f"[broadcast] to {len(recips)} session{'' if len(recips) == 1 else 's'}\nrecipients: {', '.join(recips)}"
-    return text + (f" Skipped {len(skipped)} stale: {', '.join(skipped)}." if skipped else "")
+    return text + (f"\nskipped stale: {', '.join(skipped)}" if skipped else "")
 
 
 @pytest.mark.rules("R12", "R35")

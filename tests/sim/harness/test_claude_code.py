@@ -203,7 +203,7 @@ def test_fork_appends_continued_in_and_the_next_hook_adopts(host, tmp_path):
         assert store.get(mcp_session_id(A)) is None
         assert store.get(mcp_session_id(A2)).name == name
     # tools still act as the adopted identity
-    assert h.act(33_000, "status").result["text"].startswith(f"Registered as {name}: 1 unread")
+    assert h.act(33_000, "status").result["text"].startswith(f"[chat] registered as {name}: 1 unread")
 
 
 @pytest.mark.rules("R36", "R31")
