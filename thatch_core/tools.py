@@ -7,8 +7,10 @@ resolved by the caller (the opencode runtime passes its host session id, the
 MCP server its anchored id) and is never taken from `args` here.
 
 Config is re-read on every call (R29), so `chat.enabled: false` makes the
-next call refuse without a restart. Store refusals come back with the store's
-exact texts; only successful register/send/read/broadcast calls echo.
+next call refuse without a restart. The replies are the real thatch's
+(`thatch_core.prompts`); a store refusal comes back as the store's exact text,
+after `Not sent: ` for a send or broadcast and `Registration failed: ` for a
+register. Only successful register/send/read/broadcast calls echo.
 """
 
 from __future__ import annotations
