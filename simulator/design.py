@@ -12,6 +12,8 @@ import hashlib
 import json
 import os
 import re
+import time
+from datetime import datetime, timezone
 
 SECOND_MS = 1_000
 MINUTE_MS = 60_000
@@ -81,8 +83,29 @@ OPENCODE_ID_PREFIX = "ses_"
 # A run session id with one of these is a chat id already; any other is a host session id the chat hashes (R31).
 CHAT_ID_PREFIXES = (OPENCODE_ID_PREFIX, MCP_ID_PREFIX)
 
-# R31/R36: the hook line printed at session start and on every prompt.
-HOOK_LINE_RE = re.compile(r"^thatch chat: you are (?P<name>\S+) \((?P<unread>\d+) unread\)")
+# R31/R36: the hook line printed at session start and on every prompt, the real thatch's
+# `[thatch] chat: you are NAME (no unread mail for you).` or `(N unread message(s) for you).`
+HOOK_LINE_RE = re.compile(r"^\[thatch\] chat: you are (?P<name>\S+) "
+                          r"\((?:no unread mail|(?P<unread>\d+) unread message\(s\)) for you\)\.")
+# R7/R31: the line a conversation that left gets instead of an identity.
+LEAVE_LINE_PREFIX = "[thatch] chat: this conversation left the chat directory"
+
+# The tools' success replies (the real thatch's shapes, which agents and the echo parse):
+# `[registered] NAME`, `[sent] to NAME (<id[:12]>)`, `[broadcast] to N sessions` + `recipients: A, B`.
+REGISTERED_RE = re.compile(r"^\[registered\] (?P<name>\S+)$", re.M)
+SENT_RE = re.compile(r"^\[sent\] to (?P<to>\S+) \(")
+BROADCAST_RE = re.compile(r"^\[broadcast\] to (?P<count>\d+) sessions?\nrecipients: (?P<recipients>[^\n]*)"
+                          r"(?:\nskipped stale: (?P<skipped>[^\n]*))?")
+# R10: chat_read's framed output: a warning, then the message lines between these fences.
+INBOX_EMPTY = "Inbox empty."
+INBOX_WARNING = "UNTRUSTED CONTENT:"
+INBOX_BEGIN = "===[ begin chat inbox ]==="
+INBOX_END = "===[ end chat inbox ]==="
+# One message line: `[from NAME, Sep 11 14:32Z] body`; a departed sender is `unknown (<id[:12]>, departed)`.
+INBOX_LINE_RE = re.compile(r"^\[from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)\] ", re.M)
+# R20: the opencode wake prompt names the senders and the count, never a body.
+WAKE_NUDGE_RE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. "
+                           r"Call thatch_chat_read")
 
 
 def mcp_session_id(host_session_id: str) -> str:
@@ -126,3 +149,35 @@ def roster_section(stale: bool | None, host_kind: str | None) -> str:
     """The roster section a registered row is listed in: "stale" only for a stale row of a kind
     whose age is its liveness (every kind but mcp), else "active" (R16, R35)."""
     return "stale" if stale and host_kind != MCP_ROW_KIND else "active"
+def hook_unread(match: re.Match) -> int:
+    """The unread count of a HOOK_LINE_RE match (`no unread mail` is 0)."""
+    return int(match.group("unread") or 0)
+
+
+def reply_names(field: str | None) -> list[str]:
+    """The names of a reply's `recipients:` / `skipped stale:` field (`(none)` is none)."""
+    return [n.strip() for n in (field or "").split(",") if n.strip() and n.strip() != "(none)"]
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def inbox_stamp(created_at: str) -> str:
+    """How an inbox line shows a stored `created_at`: `Sep 11 14:32Z` (UTC, unpadded day)."""
+    try:
+        t = datetime.fromisoformat(created_at.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except (AttributeError, ValueError):
+        return str(created_at)
+    g = time.gmtime(t.timestamp())
+    return f"{_MONTHS[g.tm_mon - 1]} {g.tm_mday} {g.tm_hour:02d}:{g.tm_min:02d}Z"
+
+
+def inbox_needle(created_at: str, body: str) -> str:
+    """The tail of a stored message's inbox line: `, Sep 11 14:32Z] body` (the stamp has minute
+    resolution, so rows of one recipient with one body in one minute read alike)."""
+    return f", {inbox_stamp(created_at)}] {body}"
+
+
+def is_framed_read(text: str) -> bool:
+    """A chat_read reply that delivered mail: the warning and both fences (R10)."""
+    return INBOX_WARNING in text and INBOX_BEGIN in text and INBOX_END in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
+from simulator.design import INBOX_BEGIN, INBOX_EMPTY, INBOX_END, INBOX_WARNING, inbox_needle
 from simulator.scenario.model import Scenario
 from thatch_core.db import open_db
 
@@ -74,14 +75,15 @@ class H:
     def send(self, t: int, proc: str, session: str, to_name: str, body: str,
              step: Optional[int] = None) -> tuple[dict, dict]:
         return self.call(t, proc, session, "send", {"to": to_name, "body": body}, True,
-                         f"Message sent to {to_name} (active).", step)
+                         f"[sent] to {to_name} (ses_x)\n\nThe recipient is active.", step)
 
     def read(self, t: int, proc: str, session: str, lines: list[tuple[str, int, str]],
              args: Optional[dict] = None) -> tuple[dict, dict]:
         """lines: (sender name, created virtual t, body); args: the call's arguments (an MCP host's `as`)."""
-        body = "\n".join(f"from {n} at {iso(ct)}: {b}" for n, ct, b in lines)
-        text = (f"===== BEGIN UNTRUSTED CHAT MESSAGES =====\nwarning\n\n{body}\n===== END UNTRUSTED CHAT MESSAGES ====="
-                if lines else "No unread messages.")
+        body = "\n".join(f"[from {n}{inbox_needle(iso(ct), b)}" for n, ct, b in lines)
+        text = (f"[thatch] chat inbox: {len(lines)} message(s), now marked read.\n{INBOX_WARNING} warning\n"
+                f"{INBOX_BEGIN}\n{body}\n{INBOX_END}\n({len(lines)} messages, marked read)"
+                if lines else INBOX_EMPTY)
         return self.call(t, proc, session, "read", dict(args or {}), True, text)
 
     def sample(self, t: int, rows: dict[str, tuple]) -> dict:

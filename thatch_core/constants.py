@@ -27,6 +27,8 @@ CONTINUATION_MAX_HOPS = 10
 CURSOR_FOLLOWUP_CAP = 3
 CLI_STALE_DAYS_DEFAULT = 1
 ECHO_CLIP = 200
+# The read echo clips the whole framed inbox, so it gets a longer budget than a body.
+READ_ECHO_CLIP = 1500
 
 DAY_MS = 86_400_000
 REHOST_GRACE_ENV = "THATCH_CHAT_REHOST_GRACE_MINUTES"

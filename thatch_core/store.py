@@ -37,9 +37,9 @@ from thatch_core.types import (
 
 ERR_EMPTY = "Message body cannot be empty."
 ERR_TOO_LONG = f"Message too long (max {MAX_BODY_LEN} characters)."
-ERR_NOT_REGISTERED = "You are not registered - call thatch_chat_register first."
+ERR_NOT_REGISTERED = "You are not registered - call chat_register first."
 ERR_SELF = "You cannot message yourself."
-ERR_TOMBSTONED = "This session left the chat directory - call thatch_chat_register to rejoin."
+ERR_TOMBSTONED = "leave tombstone active"
 ERR_NO_SESSION_ID = "A session id is required to register."
 ERR_BODY_TYPE = "Message body must be text."
 
@@ -65,7 +65,7 @@ def _as_text(value) -> str:
 
 
 def err_no_recipient(to: str) -> str:
-    return f'No registered session named "{to}". Use thatch_chat_list to see who is available.'
+    return f'No registered session named "{to}". Use chat_list to see who is available.'
 
 
 def err_bad_kind(kind: str) -> str:

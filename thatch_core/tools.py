@@ -7,8 +7,10 @@ resolved by the caller (the opencode runtime passes its host session id, the
 MCP server its anchored id) and is never taken from `args` here.
 
 Config is re-read on every call (R29), so `chat.enabled: false` makes the
-next call refuse without a restart. Store refusals come back with the store's
-exact texts; only successful register/send/read/broadcast calls echo.
+next call refuse without a restart. The replies are the real thatch's
+(`thatch_core.prompts`); a store refusal comes back as the store's exact text,
+after `Not sent: ` for a send or broadcast and `Registration failed: ` for a
+register. Only successful register/send/read/broadcast calls echo.
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ from typing import Any, Callable, Mapping
 from thatch_core import clock, staleness
 from thatch_core.db import StoreBusy, StoreError, StoreFault
 from thatch_core.prompts import (
-    DISABLED_REPLY, STALE_EXPLAINER, chat_echo_text, chat_inbox_frame, checkout_mark, plural, roster_section,
-    short_tool,
+    DISABLED_REPLY, EMPTY_ROSTER, INBOX_EMPTY, LIST_NOT_REGISTERED, NOT_REGISTERED_STATUS, NOT_REGISTERED_UNREGISTER,
+    ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, REGISTER_FAILED, SEND_NOTE_ACTIVE,
+    SEND_NOTE_BETWEEN_TURNS, SEND_NOTE_STALE, STALE_EXPLAINER, UNREGISTERED_REPLY, broadcast_reply, chat_echo_text,
+    chat_inbox_frame, checkout_mark, inbox_line, not_sent, registered_reply, roster_header, roster_section, sent_reply,
+    short_tool, status_reply,
 )
 from thatch_core.policy import DEFAULT as DEFAULT_POLICY
 from thatch_core.policy import Policy
 from thatch_core.store import ERR_BODY_TYPE
 from thatch_core.store import ERR_NOT_REGISTERED as NOT_REGISTERED  # the store's exact text
 
-ERR_TO_TYPE = 'The recipient ("to") must be text: a name from thatch_chat_list or a session id.'
+ERR_TO_TYPE = 'The recipient ("to") must be text: a name from chat_list or a session id.'
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ class ChatTools:
     def _register(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None:
             if self.host_kind != "mcp" or self.mint_session_id is None:
-                return _refuse(NOT_REGISTERED)
+                return _refuse(REGISTER_FAILED + "this host gave no session to register.")
             # A hookless MCP conversation: a fresh identity for this conversation only.
             identity = self.mint_session_id()
         title = None
@@ -148,42 +153,19 @@ class ChatTools:
             explicit=True,
         )
         if not res.ok:
-            return _refuse(res.error or "Registration failed.")
-        if res.reclaimed:
-            text = f"You are registered as {res.name} (already registered: your name is kept)."
-        elif res.rejoined:
-            text = (
-                f"You are registered as {res.name}. You had left the directory, so this "
-                "is a fresh name (assigned names are never reused)."
-            )
-        else:
-            text = f"You are registered as {res.name}."
-        if self.host_kind == "mcp":
-            text += f' Pass as: "{res.name}" on the other chat tools.'
+            return _refuse(REGISTER_FAILED + (res.error or "the store refused the row."))
+        origin = ORIGIN_KEPT if res.reclaimed else ORIGIN_REJOINED if res.rejoined else ORIGIN_DRAWN
+        row = self.store.get(identity)
+        text = registered_reply(res.name, identity, self.project, row.topic if row else None,
+                                origin=origin, mcp=self.host_kind == "mcp")
         return ToolReply(text=text, ok=True, echo=chat_echo_text("register", name=res.name))
 
     def _unregister(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None:
             return _refuse(NOT_REGISTERED)
         if not self.store.unregister(identity):
-            # The store wrote the tombstone anyway, so "stay out" is now true.
-            return ToolReply(
-                text=(
-                    "You were not registered. This session will stay out of the directory "
-                    "(no automatic joining) until you call thatch_chat_register."
-                ),
-                ok=True,
-                echo=None,
-            )
-        return ToolReply(
-            text=(
-                "You left the chat directory. Your messages are kept as history; "
-                "no more wake prompts will arrive. Call thatch_chat_register to rejoin "
-                "(under a fresh name)."
-            ),
-            ok=True,
-            echo=None,
-        )
+            return ToolReply(text=NOT_REGISTERED_UNREGISTER, ok=True, echo=None)
+        return ToolReply(text=UNREGISTERED_REPLY, ok=True, echo=None)
 
     # -- roster ----------------------------------------------------------------
 
@@ -207,45 +189,44 @@ class ChatTools:
                 parts.append(f"topic: {r.topic}")
             return "- " + " | ".join(parts)
 
-        out = [roster_section("Active", len(active))]
+        if not active and not stale:
+            return ToolReply(text=EMPTY_ROSTER, ok=True, echo=None)
+        out = [roster_header(len(active) + len(stale)), roster_section("Active", len(active))]
         out += [line(r) for r in active] or ["(none)"]
         out += ["", roster_section("Stale", len(stale)), STALE_EXPLAINER]
         out += [line(r) for r in stale] or ["(none)"]
         if me is None:
-            out += ["", "You are not registered - call thatch_chat_register to join."]
+            out += ["", LIST_NOT_REGISTERED]
         return ToolReply(text="\n".join(out), ok=True, echo=None)
 
     # -- messages ----------------------------------------------------------------
 
     def _send(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None:
-            return _refuse(NOT_REGISTERED)
+            return _refuse(not_sent(NOT_REGISTERED))
         body, to = _text_arg(args, "body", "message"), _text_arg(args, "to")
         if body is None:  # a number, bytes, a mapping: refused, never turned into text (D-store-20)
-            return _refuse(ERR_BODY_TYPE)
+            return _refuse(not_sent(ERR_BODY_TYPE))
         if to is None:
-            return _refuse(ERR_TO_TYPE)
+            return _refuse(not_sent(ERR_TO_TYPE))
         policy = self._policy()
         # Under thatch's design the store gets no policy argument: a stand-in store with the plain signature works.
         res = self.store.send(identity, to, body, **({} if policy.is_default else {"policy": policy}))
         if not res.ok:
-            return _refuse(res.error or "Send failed.")
+            return _refuse(not_sent(res.error or "the store refused the message."))
         rcpt = res.recipient
         name = rcpt.name if rcpt is not None else to
         if getattr(res, "reply", None):  # a policy decided: held for the recipient's user
             return ToolReply(text=res.reply, ok=True, echo=chat_echo_text("send", to=name, body=body.strip()))
-        if not res.recipient_stale:
-            note = "active"
-        elif rcpt is not None and rcpt.host_kind == "mcp":
-            # R35: an mcp row's age only means "between turns".
-            note = "between turns - it will see the message at its next prompt"
+        if rcpt is not None and rcpt.host_kind == "mcp" and res.recipient_stale:
+            note = SEND_NOTE_BETWEEN_TURNS  # R35: an mcp row's age only means "between turns"
+        elif res.recipient_stale:
+            note = SEND_NOTE_STALE
         else:
-            note = "stale - its harness has probably stopped; the message will wait unread"
-        return ToolReply(
-            text=f"Message sent to {name} ({note}).",
-            ok=True,
-            echo=chat_echo_text("send", to=name, body=body.strip()),
-        )
+            note = SEND_NOTE_ACTIVE
+        sid = rcpt.session_id if rcpt is not None else to
+        return ToolReply(text=sent_reply(name, sid, note), ok=True,
+                         echo=chat_echo_text("send", to=name, body=body.strip()))
 
     def _read(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None or self.store.get(identity) is None:
@@ -253,14 +234,11 @@ class ChatTools:
         items = self.store.read(identity)
         if not items:
             # Nothing conversational happened: no bubble for an empty drain.
-            return ToolReply(text="No unread messages.", ok=True, echo=None)
+            return ToolReply(text=INBOX_EMPTY, ok=True, echo=None)
         marked = self._unregistered_marks(items)
-        lines = [f"from {marked.get(it.id, it.from_name)} at {it.created_at}: {it.body}" for it in items]
-        return ToolReply(
-            text=chat_inbox_frame(lines),
-            ok=True,
-            echo=chat_echo_text("read", count=len(items), inbox="\n".join(lines)),
-        )
+        lines = [inbox_line(marked.get(it.id, it.from_name), it.created_at, it.body) for it in items]
+        framed = chat_inbox_frame(lines)
+        return ToolReply(text=framed, ok=True, echo=chat_echo_text("read", inbox=framed))
 
     def _policy(self) -> Policy:
         """The caller's messaging policy, re-read per call like the other switches."""
@@ -276,31 +254,19 @@ class ChatTools:
 
     def _broadcast(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None:
-            return _refuse(NOT_REGISTERED)
+            return _refuse(not_sent(NOT_REGISTERED))
         body = _text_arg(args, "body", "message")
         if body is None:
-            return _refuse(ERR_BODY_TYPE)
+            return _refuse(not_sent(ERR_BODY_TYPE))
         res = self.store.broadcast(identity, body)
         if not res.ok:
-            return _refuse(res.error or "Broadcast failed.")
+            return _refuse(not_sent(res.error or "the store refused the message."))
         n = len(res.recipients)
-        text = f"Broadcast sent to {plural(n, 'session')}"
-        text += f": {', '.join(res.recipients)}." if n else "."
-        if res.skipped:
-            text += f" Skipped {len(res.skipped)} stale: {', '.join(res.skipped)}."
-        for verb, names in (("Held for their user's approval", getattr(res, "held", ())),
-                            ("Refused by", getattr(res, "refused", ()))):
-            if names:
-                text += f" {verb}: {', '.join(names)}."
+        text = broadcast_reply(res.recipients, res.skipped, getattr(res, "held", ()), getattr(res, "refused", ()))
         return ToolReply(text=text, ok=True, echo=chat_echo_text("broadcast", count=n, body=body.strip()))
 
     def _status(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
-        if identity is None:
-            return ToolReply(text="Not registered - call thatch_chat_register to join.", ok=True)
-        st = self.store.status(identity)
-        if not st.registered:
-            return ToolReply(text="Not registered - call thatch_chat_register to join.", ok=True)
-        return ToolReply(
-            text=f"Registered as {st.name}: {st.pending} unread, {plural(st.total, 'total message')}.",
-            ok=True,
-        )
+        st = self.store.status(identity) if identity is not None else None
+        if st is None or not st.registered:
+            return ToolReply(text=NOT_REGISTERED_STATUS, ok=True)
+        return ToolReply(text=status_reply(st.name, st.pending, st.total, mcp=self.host_kind == "mcp"), ok=True)

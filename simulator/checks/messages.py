@@ -8,13 +8,20 @@ from typing import Optional
 from simulator.checks.faults import crash_cut_short
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
-from simulator.design import HELD_REPLY_RE, MAIL_SWEEP_AGE_MS, STAMP_RESOLUTION_MS
+from simulator.design import (
+    BROADCAST_RE,
+    HELD_REPLY_RE,
+    MAIL_SWEEP_AGE_MS,
+    SENT_RE,
+    STAMP_RESOLUTION_MS,
+    inbox_needle,
+    reply_names,
+)
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
 
 
-_SENT_TO = re.compile(r"^Message sent to (\S+) \(")
 
 
 def _pruned_ids(view: RunView) -> set[str]:
@@ -63,8 +70,8 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     for c in view.calls_of("send", ok=True):
         if HELD_REPLY_RE.match(c.text):
             continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
-        m = _SENT_TO.match(c.text)
-        to = m.group(1) if m else str(c.args.get("to", ""))
+        m = SENT_RE.match(c.text)
+        to = m.group("to") if m else str(c.args.get("to", ""))
         # Recipients compare by label when known: a name can change after a leave.
         results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(),
                             c.body), []).append(c)
@@ -105,11 +112,10 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
     read-stamp crash), and stamped once returned."""
     for r in view.db["messages"]:
         label = view.label_of.get(r["to_session"])
-        needle = f" at {r['created_at']}: {r['body']}"
+        needle = inbox_needle(r["created_at"], r["body"])
         seen = [c for c in reads if acting_identity(view, c) == label and needle in c.text]
         twins = sum(1 for x in view.db["messages"]
-                    if x["to_session"] == r["to_session"] and x["created_at"] == r["created_at"]
-                    and x["body"] == r["body"])
+                    if x["to_session"] == r["to_session"] and inbox_needle(x["created_at"], x["body"]) == needle)
         if len(seen) > twins:
             a, b = seen[0], seen[twins]
             if not any(a.i < k["i"] < b.i for k in crashes):
@@ -134,7 +140,7 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
             continue
         if any(c.result is None for c in view.calls if c.tool == "read" and acting_identity(view, c) == label):
             continue
-        needle = f" at {r['created_at']}: {r['body']}"
+        needle = inbox_needle(r["created_at"], r["body"])
         if not any(acting_identity(view, c) == label and needle in c.text for c in reads):
             got = [c for c in reads if acting_identity(view, c) == label]
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
@@ -175,11 +181,6 @@ def p5_no_loss(view: RunView) -> Verdict:
     return passed(p5_no_loss, f"{sends} sends stored once, {len(reads)} reads consistent", sends + len(reads))
 
 
-_BCAST = re.compile(r"^Broadcast sent to (\d+) sessions?(?:: (.*?))?\.(?: Skipped \d+ stale: (.*)\.)?$", re.S)
-
-
-def _names_list(text: Optional[str]) -> list[str]:
-    return [n.strip() for n in (text or "").split(",") if n.strip()]
 
 
 @prop("P8", "broadcast", rules=("R12", "R35"))
@@ -202,10 +203,10 @@ def p8_broadcast(view: RunView) -> Verdict:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows",
                                c.witness() + [{"db_row": r} for r in mine[:3]])
             continue
-        m = _BCAST.match(c.text)
+        m = BROADCAST_RE.match(c.text)
         if not m:
             continue
-        recips, skipped_names = _names_list(m.group(2)), _names_list(m.group(3))
+        recips, skipped_names = reply_names(m.group("recipients")), reply_names(m.group("skipped"))
         def who(name_or_id: str) -> str:
             return (view.label_for_name(name_or_id) or view.label_of.get(name_or_id)
                     or str(names.get(name_or_id, name_or_id)).lower())

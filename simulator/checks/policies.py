@@ -32,7 +32,7 @@ from simulator.checks.registry import passed, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     CAP_REFUSAL_RE, HELD_REPLY_RE, HOUR_MS, INBOUND_REFUSAL_RE, MINUTE_MS, NOTICE_RE, REVIEW_REPLY_RE, SECOND_MS,
-    STAMP_RESOLUTION_MS,
+    SENT_RE, STAMP_RESOLUTION_MS,
 )
 from simulator.events import USER_PROMPT
 from simulator.result import Verdict
@@ -42,7 +42,6 @@ from simulator.scenario.policies import PolicyOptions, options_by_process
 PolicyCheck = Callable[[RunView, dict[str, PolicyOptions]], Verdict]
 POLICY_CHECKS: list[PolicyCheck] = []
 _STRICT = {"accept": 0, "hold": 1, "refuse": 2}
-_SENT_TO = re.compile(r"^Message sent to (\S+) \(")
 _WORD = {"deliver": "delivered", "hold": "held", "refuse": "refused"}
 _EXPIRES_IN = re.compile(r"if nobody answers within (\d+(?:ms|s|m|h))")
 
@@ -216,7 +215,7 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
 def _fate_of(c: Call) -> Optional[str]:
     """deliver / hold / refuse as the reply says; None for a reply no policy explains (a typo'd name...)."""
     if c.ok:
-        return "hold" if HELD_REPLY_RE.match(c.text) else "deliver" if _SENT_TO.match(c.text) else None
+        return "hold" if HELD_REPLY_RE.match(c.text) else "deliver" if SENT_RE.match(c.text) else None
     return "refuse" if INBOUND_REFUSAL_RE.match(c.text) else None
 
 
@@ -256,7 +255,7 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
         when = "before its user approved it" if approved else "though its user never approved it"
         return verdict(q2_inbound, "fail", f"{c.session}'s held message to {h.to} is in {h.to}'s inbox {when}",
                        c.witness() + [{"db_row": r} for r in rows[:3]])
-    needle = f": {c.body}"
+    needle = f"] {c.body}"  # the end of an inbox line's stamp, then the body (design.INBOX_LINE_RE)
     seen = [r for r in view.calls_of("read", h.to, ok=True) if r.i < until and needle in r.text]
     if len(seen) > direct:
         return verdict(q2_inbound, "fail",

@@ -15,7 +15,6 @@ The view is tolerant on purpose: a harness may omit an optional field
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,8 @@ from typing import Any, Iterable, Iterator, Optional
 
 from simulator.clock import parse_iso_ms
 from simulator.design import (
-    AUTO_ROW_TTL_MS, CHAT_ID_PREFIXES, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, STALE_MS, mcp_session_id,
+    AUTO_ROW_TTL_MS, BROADCAST_RE, CHAT_ID_PREFIXES, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, SENT_RE,
+    STALE_MS, mcp_session_id, reply_names,
 )
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 from simulator.scenario.labels import LABEL_PLACEHOLDER
@@ -522,13 +522,13 @@ class RunView:
             if not (i0 < c.i < i1) or not c.ok or c.tool not in ("send", "broadcast"):
                 continue
             if c.tool == "send":
-                m = re.match(r"^Message sent to (\S+) \(", c.text)
-                to = m.group(1) if m else str(c.args.get("to", ""))
+                m = SENT_RE.match(c.text)
+                to = m.group("to") if m else str(c.args.get("to", ""))
                 if (self.label_for_name(to) or self.label_of.get(to)) == label:
                     out.append(c)
             else:
-                m = re.match(r"^Broadcast sent to \d+ sessions?: (.*?)\.(?: Skipped|$)", c.text)
-                names = [x.strip() for x in (m.group(1).split(",") if m else [])]
+                m = BROADCAST_RE.match(c.text)
+                names = reply_names(m.group("recipients")) if m else []
                 if any(self.label_for_name(x) == label for x in names):
                     out.append(c)
         return out

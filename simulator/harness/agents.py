@@ -27,13 +27,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
+from simulator.design import INBOX_LINE_RE
+
 # Turn causes that mean "you have mail": the agent acts on these only.
 MAIL_CAUSES = frozenset({"wake", "reminder", "followup"})
 
-# One message line of chat_read's framed output (thatch_core.tools._read):
-# "from <name> at <iso>: <body>". A departed sender renders as
+# A departed sender of a chat_read line (design.INBOX_LINE_RE) renders as
 # "unknown (<id[:12]>, departed)", which no one can reply to.
-_READ_LINE = re.compile(r"^from (?P<name>.+?) at (?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ): ", re.M)
 _DEPARTED = re.compile(r"^unknown \(.*, departed\)$")
 
 
@@ -49,7 +49,7 @@ ToolPath = Callable[[str, dict[str, Any]], ToolReplyLike]
 def senders_in_read(text: str) -> list[str]:
     """Distinct sender names of a chat_read output, first-seen order; departed
     senders are left out (they cannot be answered)."""
-    names = [m.group("name") for m in _READ_LINE.finditer(text or "")]
+    names = [m.group("name") for m in INBOX_LINE_RE.finditer(text or "")]
     return [n for n in dict.fromkeys(names) if not _DEPARTED.match(n)]
 
 

@@ -38,12 +38,12 @@ from thatch_core.runtime import OpencodeRuntime
 
 from simulator.child.crash_points import crash_points
 from simulator.events import ECHO, POLL, REGISTERED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE
+from simulator.design import WAKE_NUDGE_RE
 from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
 from simulator.scenario.kinds import OPENCODE, PromptArgs, ReviewArgs, SessionArg, TitleArgs
 
-_NUDGE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. Call thatch_chat_read")
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
 _LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: "
                           r"(?P<error>(?:Store|OperationalError|DatabaseError).*)$", re.S)
@@ -53,7 +53,7 @@ def parse_nudge(text: str) -> tuple[list[str], int]:
     """(senders, count) of a wake prompt's text (thatch_core.prompts has no parser).
     Sender lists are ", "-joined; a departed sender's "unknown (<id>, departed)"
     holds a comma of its own, hence the token regex."""
-    m = _NUDGE.search(text or "")
+    m = WAKE_NUDGE_RE.search(text or "")
     if m is None:
         return [], 0
     names = m.group("names")

@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import random
-import re
 import time
 from typing import Any, Optional
 
@@ -19,16 +18,14 @@ from thatch_core.db import open_db
 from thatch_core.store import ChatStore
 
 from simulator.child.crash_points import crash_points
+from simulator.design import REGISTERED_RE
 from simulator.protocol import HarnessContext
 from simulator.scenario.durations import parse_duration
 
-_REGISTERED = re.compile(r"You are registered as ([a-z0-9-]+)")
-
-
 def registered_name(text: str) -> Optional[str]:
-    """The name in chat_register's reply ("You are registered as NAME. ...")."""
-    m = _REGISTERED.search(text or "")
-    return m.group(1) if m else None
+    """The name in chat_register's reply (`[registered] NAME`, design.REGISTERED_RE)."""
+    m = REGISTERED_RE.search(text or "")
+    return m.group("name") if m else None
 
 
 def create_database(path) -> None:

@@ -119,7 +119,8 @@ def test_tombstone_follows_the_fork(store, projects):
     assert store.unregister(a)
     fork_chain(projects, ["host-a", "host-b"])
 
-    assert hook(store, projects, "host-b") == f'{LEAVE_LINE} (pass as: "{mcp_session_id("host-b")}")'
+    rejoin = f'To rejoin as this conversation, pass as: "{mcp_session_id("host-b")}".'
+    assert hook(store, projects, "host-b") == f"{LEAVE_LINE} {rejoin}"
 
     b = mcp_session_id("host-b")
     assert store.get(b) is None

@@ -87,10 +87,10 @@ def test_hook_carries_a_legacy_mixed_case_id_over_to_the_real_one(store):
 @pytest.mark.rules("R31")
 def test_hook_ensure_registers_and_prints_name_and_unread(store):
     """R31: the hook registers the derived id as an mcp row, keeps the name on
-    every prompt, and prints the name, the unread count and the `as` hint."""
+    every prompt, and prints the name and the unread count in the real hook's words."""
     line = chat_hook_line(store, ON, "host-a", project="demo")
     name = name_of(line)
-    assert line == f'thatch chat: you are {name} (0 unread) - pass as: "{name}" on the thatch_chat_* tools'
+    assert line == f"[thatch] chat: you are {name} (no unread mail for you)."
     row = store.get(mcp_session_id("host-a"))
     assert (row.name, row.host_kind, row.auto, row.project) == (name, "mcp", True, "demo")
 
@@ -99,7 +99,14 @@ def test_hook_ensure_registers_and_prints_name_and_unread(store):
     store.send("peer", name, "two")
     line = chat_hook_line(store, ON, "host-a", project="demo")
     assert name_of(line) == name
-    assert "(2 unread)" in line and "call thatch_chat_read" in line
+    assert line == f"[thatch] chat: you are {name} (2 unread message(s) for you)."
+    store.register("peer2", kind="opencode", project="demo")
+    store.send("peer", store.get("peer2").name, "for the other session")
+    store.register("elsewhere", kind="opencode", project="other")
+    store.send("peer", store.get("elsewhere").name, "another project")
+    line = chat_hook_line(store, ON, "host-a", project="demo")
+    assert line == (f"[thatch] chat: you are {name} (2 unread message(s) for you). "
+                    f"Others in this project with unread mail: {store.get('peer2').name} (1).")
 
 
 @pytest.mark.rules("R29")
@@ -290,7 +297,7 @@ def test_real_parent_pid_anchor_across_processes(db_path):
     line = _run_child(_hook_child, db_path)
     identity, status = _run_child(_mcp_child, db_path)
     assert identity == mcp_session_id("real-host-session")
-    assert f"Registered as {name_of(line)}" in status
+    assert f"[chat] registered as {name_of(line)}:" in status
 
 
 # ---------------------------------------------------------------------------
@@ -341,7 +348,7 @@ def test_old_mcp_rows_still_receive_broadcasts(store):
         clock.tick(3600)
         sender = name_of(chat_hook_line(store, ON, "host-sender", ppid=61))
         reply = server(store, ppid=61).call("thatch_chat_broadcast", {"body": "main moved"})
-    assert reply.ok and sleeper in reply.text and f"Skipped 1 stale: {dead}" in reply.text
+    assert reply.ok and f"\nrecipients: {sleeper}\nskipped stale: {dead}\n" in reply.text
     assert [(r.from_, r.to, r.via_broadcast) for r in store.message_feed()] == [(sender, sleeper, True)]
 
 
@@ -369,7 +376,7 @@ def test_claude_stop_hook_reminds_pointer_only(store):
         assert out["decision"] == "block"
         reason = out["reason"]
         assert "3 unread messages" in reason and f"{n1}, {n2}" in reason
-        assert "thatch_chat_read" in reason and f'as: "{me}"' in reason
+        assert "Call chat_read" in reason and f'as: "{me}"' in reason
         assert "SECRET" not in reason
 
         assert claude_stop_hook(store, ON, "host-a") is None  # reminded already
@@ -495,10 +502,10 @@ def test_cursor_conversation_rejoins_its_own_identity_after_a_leave(store):
     srv = server(store, "cursor")
     assert srv.call("thatch_chat_unregister", {"as": old}).ok
     line = chat_hook_line(store, ON, "cur-a")
-    assert line == f'{LEAVE_LINE} (pass as: "{hid}")'
+    assert line == f'{LEAVE_LINE} To rejoin as this conversation, pass as: "{hid}".'
     store.register("peer", kind="opencode")
     sent = srv.call("thatch_chat_send", {"as": hid, "to": "peer", "body": "x"})
-    assert (sent.ok, sent.text) == (False, "You are not registered - call thatch_chat_register first.")
+    assert (sent.ok, sent.text) == (False, "Not sent: You are not registered - call chat_register first.")
     back = srv.call("thatch_chat_register", {"as": hid})
     assert back.ok and "fresh name" in back.text
     new = name_of(chat_hook_line(store, ON, "cur-a"))

@@ -402,8 +402,8 @@ def test_tool_echo_is_fire_and_forget(make, store):
     rt.on_chat_message("ses_b", USER)
     nb = store.get("ses_b").name
     reply = rt.call_tool("ses_a", "thatch_chat_send", {"to": nb, "body": "hello"})
-    assert reply.ok and rt.client.echoes("ses_a") == [f"[chat] -> {nb}: hello"]
-    assert rt.client.prompts[-1][1] == [{"type": "text", "text": f"[chat] -> {nb}: hello", "synthetic": False}]
+    assert reply.ok and rt.client.echoes("ses_a") == [f"[chat] to {nb}: hello"]
+    assert rt.client.prompts[-1][1] == [{"type": "text", "text": f"[chat] to {nb}: hello", "synthetic": False}]
     n = len(rt.client.prompts)
     assert not rt.call_tool("ses_a", "thatch_chat_send", {"to": nb, "body": ""}).ok
     assert rt.call_tool("ses_a", "thatch_chat_list", {}).ok
@@ -411,7 +411,7 @@ def test_tool_echo_is_fire_and_forget(make, store):
     rt.client.fail_prompts = True
     assert rt.call_tool("ses_a", "thatch_chat_send", {"to": nb, "body": "again"}).ok
     rt.client.fail_prompts = False
-    rt.on_chat_message("ses_new", [{"type": "text", "text": f"[chat] -> {nb}: hello", "synthetic": False}])
+    rt.on_chat_message("ses_new", [{"type": "text", "text": f"[chat] to {nb}: hello", "synthetic": False}])
     assert store.get("ses_new") is None and "ses_new" not in rt.hosted_sessions()
 
 
@@ -423,9 +423,10 @@ def test_tools_take_the_host_session_as_identity(make, store):
     rt.on_chat_message("ses_b", USER)
     send(store, "ses_a", "ses_b", "for b")
     st = rt.call_tool("ses_b", "thatch_chat_status", {})
-    assert st.ok and "1 unread, 1 total" in st.text
+    assert st.ok and "1 unread of 1 total" in st.text
     rd = rt.call_tool("ses_b", "thatch_chat_read", {})
-    assert "for b" in rd.text and rt.client.echoes("ses_b")[-1].startswith("[chat] read 1 message")
+    assert "for b" in rd.text
+    assert rt.client.echoes("ses_b")[-1].startswith("[chat] inbox\n[thatch] chat inbox: 1 message(s)")
 
 
 # -- disabled -----------------------------------------------------------------------

@@ -211,13 +211,13 @@ def test_send_refusal_texts_exact(store):
     assert store.send("ses_a", "ses_b", "x" * (MAX_BODY_LEN + 1)).error == \
         "Message too long (max 10000 characters)."
     assert store.send("ses_nobody", "ses_b", "hi").error == \
-        "You are not registered - call thatch_chat_register first."
+        "You are not registered - call chat_register first."
     assert store.send("ses_a", "ghost-00001", "hi").error == \
-        'No registered session named "ghost-00001". Use thatch_chat_list to see who is available.'
+        'No registered session named "ghost-00001". Use chat_list to see who is available.'
     assert store.send("ses_a", "ses_a", "hi").error == "You cannot message yourself."
     store.unregister("ses_b")
     assert store.send("ses_a", "ses_b", "hi").error == \
-        'No registered session named "ses_b". Use thatch_chat_list to see who is available.'
+        'No registered session named "ses_b". Use chat_list to see who is available.'
     assert store.conn.execute("SELECT COUNT(*) FROM chat_messages").fetchone()[0] == 0
 
 
@@ -261,7 +261,7 @@ def test_broadcast_skips_stale_opencode_but_not_mcp(store):
     assert {r_[2] for r_ in rows} == {"ses_b", "mcp_old"}
     assert all(r_[1] == "ses_a" and r_[3] == "all hands" and r_[4] == 1 for r_ in rows)
     assert r.message_ids == tuple(r_[0] for r_ in rows)
-    assert store.broadcast("ses_zz", "x").error == "You are not registered - call thatch_chat_register first."
+    assert store.broadcast("ses_zz", "x").error == "You are not registered - call chat_register first."
     assert store.broadcast("ses_a", "").error == "Message body cannot be empty."
 
 
@@ -713,13 +713,13 @@ def test_bad_argument_types_get_refusals_not_type_errors(store):
     assert store.send("ses_a", b, None).error == "Message body cannot be empty."
     assert store.send("ses_a", b, 42).error == "Message body must be text."
     assert store.broadcast("ses_a", ["x"]).error == "Message body must be text."
-    assert store.send(None, b, "hi").error == "You are not registered - call thatch_chat_register first."
-    assert store.send(7, b, "hi").error == "You are not registered - call thatch_chat_register first."
+    assert store.send(None, b, "hi").error == "You are not registered - call chat_register first."
+    assert store.send(7, b, "hi").error == "You are not registered - call chat_register first."
     assert store.send("ses_a", None, "hi").error == \
-        'No registered session named "". Use thatch_chat_list to see who is available.'
+        'No registered session named "". Use chat_list to see who is available.'
     assert store.send("ses_a", 12, "hi").error == \
-        'No registered session named "12". Use thatch_chat_list to see who is available.'
-    assert store.broadcast(None, "hi").error == "You are not registered - call thatch_chat_register first."
+        'No registered session named "12". Use chat_list to see who is available.'
+    assert store.broadcast(None, "hi").error == "You are not registered - call chat_register first."
     for bad in (None, 5, "", "   ", ["ses_a"]):
         assert store.register(bad).error == "A session id is required to register."
         assert store.get(bad) is None and store.find(bad) is None

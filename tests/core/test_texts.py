@@ -1,11 +1,11 @@
-"""The texts chat shows models and people say what the design says, one way (R9, R16, R31, R34).
+"""The texts chat shows models and people are the real thatch's, one way (R9, R16, R31, R34).
 
-Seed 000 names the tools `thatch_chat_register / thatch_chat_list / ...`;
-every reply names them that way (the CLI's empty-roster text is the real
-thatch's own, D-real-real-cli-3). A counted noun agrees with its count. The
-two rosters (the chat_list tool and `thatch chat list`) split the directory
-and word ages alike (tests/core/test_staleness.py). The identity hook line
-says what seeds 000 and 001 say it prints (docs/decisions/mcp.md, D-mcp-13).
+The real tools are `thatch_chat_*` in the opencode plugin and `chat_*` on the
+MCP server; their shared replies and the store's refusals name them `chat_*`
+(`call chat_register first`), the opencode-only texts (the wake nudge, the
+system prompt section) `thatch_chat_*` (docs/decisions/fidelity.md). A counted
+noun agrees with its count. The two rosters share their section headers, stale
+explainer and unknown-checkout mark. The identity hook line is the real one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from thatch_core.cli import EMPTY_ROSTER
 from thatch_core.config import StaticConfig
 from thatch_core.db import open_db
 from thatch_core.mcp import hook_line_text, leave_line_text
-from thatch_core.prompts import UNKNOWN_CHECKOUT, hidden_stale_note, plural
+from thatch_core.prompts import (
+    UNKNOWN_CHECKOUT, chat_notification_nudge, hidden_stale_note, plural, system_prompt_section,
+)
 from thatch_core.store import ERR_NOT_REGISTERED, ERR_TOMBSTONED, ChatStore, err_no_recipient
 from thatch_core.tools import ChatTools
 
@@ -48,25 +50,41 @@ def _texts(tree: ast.AST):
             yield node.lineno, node.value
 
 
+PREFIXED_TOOL = re.compile(r"thatch_chat_(?:" + "|".join(TOOL_NAMES) + r")\b")
+# The texts of both hosts: the shared tool replies and the store's refusals.
+SHARED_TEXT_MODULES = ("tools.py", "store.py", "store_guard.py", "mcp.py")
+
+
 @pytest.mark.rules("R9")
-def test_every_reply_names_the_tools_with_their_thatch_prefix():
-    """R9: a refusal that says `call chat_register` names a tool no host offers;
-    seed 000's tool names are `thatch_chat_*` and every text says so."""
-    bare = []
-    for path in sorted(Path(thatch_core.__file__).parent.glob("*.py")):
+def test_shared_replies_name_the_tools_as_the_shared_tool_definitions_do():
+    """R9: the real tool definitions serve both hosts, so their replies and the
+    store's refusals say `chat_register`, `chat_list`: no text of the shared
+    modules names the opencode plugin's `thatch_chat_*` spelling."""
+    prefixed = []
+    for name in SHARED_TEXT_MODULES:
+        path = Path(thatch_core.__file__).parent / name
         for line, text in _texts(ast.parse(path.read_text(encoding="utf-8"))):
-            if BARE_TOOL.search(text) and not any(text in real for real in REAL_CLI_TEXTS):
-                bare.append(f"{path.name}:{line}: {text!r}")
-    assert not bare, "texts naming a tool without its thatch_ prefix:\n" + "\n".join(bare)
+            if PREFIXED_TOOL.search(text) and not PREFIXED_TOOL.fullmatch(text):  # a bare identifier is no text
+                prefixed.append(f"{name}:{line}: {text!r}")
+    assert not prefixed, "shared texts naming the opencode spelling:\n" + "\n".join(prefixed)
+
+
+@pytest.mark.rules("R9", "R20")
+def test_opencode_only_texts_name_the_plugin_tools():
+    """R9, R20: the wake nudge and the system prompt section reach opencode
+    sessions only, whose tools are `thatch_chat_*`; neither names a tool bare."""
+    for text in (chat_notification_nudge(["ba-sil-00001"], 1), system_prompt_section(True)):
+        assert "thatch_chat_read" in text
+        assert not BARE_TOOL.search(text), text
 
 
 @pytest.mark.rules("R9")
 def test_refusals_name_the_tool_to_call():
-    """R9: the store's refusals, word for word."""
-    assert ERR_NOT_REGISTERED == "You are not registered - call thatch_chat_register first."
-    assert ERR_TOMBSTONED == "This session left the chat directory - call thatch_chat_register to rejoin."
+    """R9: the store's refusals, word for word the real store's (seed 002 agrees)."""
+    assert ERR_NOT_REGISTERED == "You are not registered - call chat_register first."
+    assert ERR_TOMBSTONED == "leave tombstone active"
     assert err_no_recipient("ghost") == ('No registered session named "ghost". '
-                                         "Use thatch_chat_list to see who is available.")
+                                         "Use chat_list to see who is available.")
 
 
 @pytest.mark.rules("R16", "R34")
@@ -79,7 +97,7 @@ def test_counted_nouns_agree_with_their_count():
 
 @pytest.mark.rules("R34")
 def test_status_counts_one_message_in_the_singular(tmp_path):
-    """R34: chat_status of a session with one message says `1 total message`."""
+    """R34: chat_status of a session with one message, in the real reply's words."""
     with freeze_time("2026-01-05T09:00:00Z"):
         conn = open_db(tmp_path / "t.db")
         store = ChatStore(conn, rng=random.Random(0))
@@ -90,7 +108,8 @@ def test_status_counts_one_message_in_the_singular(tmp_path):
         reply = tools.call("status", {}, identity="ses_b")
         name = store.get("ses_b").name
         conn.close()
-    assert reply.text == f"Registered as {name}: 1 unread, 1 total message."
+    assert reply.text == (f"[chat] registered as {name}: 1 unread of 1 total - call chat_read to read them."
+                          " You are woken automatically when a message arrives - no need to poll.")
 
 
 @pytest.mark.rules("R16", "R4", "R14")
@@ -112,15 +131,16 @@ def test_the_tool_roster_marks_an_undetected_checkout(tmp_path):
 
 
 @pytest.mark.rules("R31")
-def test_the_hook_line_prints_what_the_seeds_say():
-    """R31: seed 001 -- the hook "prints you are NAME (unread count)" and the
-    model "passes that name as the as argument"; seed 000 -- tools take the
-    name the hook printed as `as`. The line names the tools like the replies."""
-    line = hook_line_text("ba-sil-00001", 2)
-    assert line.startswith("thatch chat: you are ba-sil-00001 (2 unread)")
-    assert 'pass as: "ba-sil-00001" on the thatch_chat_* tools' in line
-    assert line.endswith("; call thatch_chat_read to read your mail")
-    assert hook_line_text("ba-sil-00001", 0) == \
-        'thatch chat: you are ba-sil-00001 (0 unread) - pass as: "ba-sil-00001" on the thatch_chat_* tools'
-    assert leave_line_text("mcp_0123456789ab").startswith(
-        "thatch chat: you left the directory - call thatch_chat_register")
+def test_the_hook_line_prints_what_the_real_hook_prints():
+    """R31: seed 001 -- the hook "prints you are NAME (unread count)"; the real
+    line is `[thatch] chat: you are NAME (...)` plus the project's other
+    sessions with mail, and the leave line says how to rejoin."""
+    assert hook_line_text("ba-sil-00001", 0) == "[thatch] chat: you are ba-sil-00001 (no unread mail for you)."
+    assert hook_line_text("ba-sil-00001", 2) == "[thatch] chat: you are ba-sil-00001 (2 unread message(s) for you)."
+    assert hook_line_text("ba-sil-00001", 1, [("ky-rie-00002", 3), ("lo-ra-00003", 1)]) == (
+        "[thatch] chat: you are ba-sil-00001 (1 unread message(s) for you). "
+        "Others in this project with unread mail: ky-rie-00002 (3), lo-ra-00003 (1).")
+    assert leave_line_text("mcp_0123456789ab") == (
+        "[thatch] chat: this conversation left the chat directory (chat_unregister) and will not receive mail. "
+        "If the user asks to rejoin, call thatch_chat_register with no arguments - that mints a fresh identity; "
+        'the old one stays closed. To rejoin as this conversation, pass as: "mcp_0123456789ab".')

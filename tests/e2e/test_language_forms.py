@@ -95,7 +95,7 @@ def test_replicated_blocks_run_as_the_processes_and_sessions_they_stand_for(tmp_
         steps:
           - at: 1m
             broadcast: {from: alice, body: hello}
-            expect: {ok: true, contains: "Broadcast sent to 8 sessions"}
+            expect: {ok: true, contains: "[broadcast] to 8 sessions\\n"}
         expect:
           - messages: {from: alice, via_broadcast: true, count: 8}
           - wakes: {session: b3, count: 1}

@@ -329,7 +329,7 @@ def test_p8_fails_when_a_broadcast_mails_stale_sessions(tmp_path):
     ], [act("20s", "kill", process="h3"), {"at": "150s", "broadcast": {"from": "alice", "body": "all hands"}}],
         duration="3m")
     good, bad = assert_break("P8", spec, tmp_path, "stale opencode session carol", store=StaleBroadcastStore)
-    assert "Skipped 1 stale" in next(e for e in good.events("tool-result", session="alice"))["data"]["text"]
+    assert "\nskipped stale: " in next(e for e in good.events("tool-result", session="alice"))["data"]["text"]
 
 
 @pytest.mark.rules("R12")

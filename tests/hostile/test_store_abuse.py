@@ -66,9 +66,9 @@ REFUSED = [
     ("store-send-surrogate-body", lambda w: w.store.send("ses_alice", "ses_bob", "caf" + SURROGATE).error,
      "Message body must be valid text (unpaired surrogate \\udc80 at character 4)."),
     ("store-send-surrogate-to", lambda w: w.store.send("ses_alice", SURROGATE, "hi").error,
-     'No registered session named "\\udc80". Use thatch_chat_list to see who is available.'),
+     'No registered session named "\\udc80". Use chat_list to see who is available.'),
     ("store-send-surrogate-sender", lambda w: w.store.send(SURROGATE, "ses_bob", "hi").error,
-     "You are not registered - call thatch_chat_register first."),
+     "You are not registered - call chat_register first."),
     ("store-broadcast-surrogate-body", lambda w: w.store.broadcast("ses_alice", SURROGATE).error,
      "Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
     ("store-register-surrogate-id", lambda w: w.store.register("ses_" + SURROGATE).error,
@@ -76,23 +76,24 @@ REFUSED = [
     ("store-send-bytes-body", lambda w: w.store.send("ses_alice", "ses_bob", b"hi").error,
      "Message body must be text."),
     ("tool-send-surrogate-body", tool("send", {"to": "ses_bob", "body": SURROGATE}),
-     "Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
+     "Not sent: Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
     ("tool-send-surrogate-to", tool("send", {"to": SURROGATE, "body": "hi"}),
-     'No registered session named "\\udc80". Use thatch_chat_list to see who is available.'),
-    ("tool-send-bytes-body", tool("send", {"to": "ses_bob", "body": b"hi"}), "Message body must be text."),
-    ("tool-send-int-body", tool("send", {"to": "ses_bob", "body": 42}), "Message body must be text."),
-    ("tool-send-dict-body", tool("send", {"to": "ses_bob", "body": {"text": "hi"}}), "Message body must be text."),
-    ("tool-send-list-body", tool("send", {"to": "ses_bob", "body": ["hi"]}), "Message body must be text."),
-    ("tool-send-true-body", tool("send", {"to": "ses_bob", "body": True}), "Message body must be text."),
+     'Not sent: No registered session named "\\udc80". Use chat_list to see who is available.'),
+    ("tool-send-bytes-body", tool("send", {"to": "ses_bob", "body": b"hi"}), "Not sent: Message body must be text."),
+    ("tool-send-int-body", tool("send", {"to": "ses_bob", "body": 42}), "Not sent: Message body must be text."),
+    ("tool-send-dict-body", tool("send", {"to": "ses_bob", "body": {"text": "hi"}}),
+     "Not sent: Message body must be text."),
+    ("tool-send-list-body", tool("send", {"to": "ses_bob", "body": ["hi"]}), "Not sent: Message body must be text."),
+    ("tool-send-true-body", tool("send", {"to": "ses_bob", "body": True}), "Not sent: Message body must be text."),
     ("tool-send-int-to", tool("send", {"to": 7, "body": "hi"}),
-     'The recipient ("to") must be text: a name from thatch_chat_list or a session id.'),
-    ("tool-broadcast-dict-body", tool("broadcast", {"body": {"x": 1}}), "Message body must be text."),
+     'Not sent: The recipient ("to") must be text: a name from chat_list or a session id.'),
+    ("tool-broadcast-dict-body", tool("broadcast", {"body": {"x": 1}}), "Not sent: Message body must be text."),
     ("tool-broadcast-surrogate", tool("broadcast", {"message": SURROGATE}),
-     "Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
+     "Not sent: Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
     ("tool-surrogate-identity-register", tool("register", {}, identity="ses_" + SURROGATE),
-     "A session id must be valid text (unpaired surrogate \\udc80 at character 5)."),
+     "Registration failed: A session id must be valid text (unpaired surrogate \\udc80 at character 5)."),
     ("tool-surrogate-identity-read", tool("read", {}, identity=SURROGATE),
-     "You are not registered - call thatch_chat_register first."),
+     "You are not registered - call chat_register first."),
     ("tool-args-not-a-mapping", tool("send", ["ses_bob", "hi"]), "Tool arguments must be an object."),
     ("tool-name-surrogate", lambda w: w.tools.call(SURROGATE, {}, identity="ses_alice"),
      "Unknown chat tool '\\udc80'."),
@@ -101,9 +102,9 @@ REFUSED = [
     ("mcp-register-as-surrogate", mcp("chat_register", {"as": "x" + SURROGATE}),
      'The "as" name must be valid text (unpaired surrogate \\udc80 at character 2).'),
     ("mcp-body-surrogate", mcp("thatch_chat_send", {"as": "ses_alice", "to": "ses_bob", "body": SURROGATE}),
-     "Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
+     "Not sent: Message body must be valid text (unpaired surrogate \\udc80 at character 1)."),
     ("mcp-body-bytes", mcp("thatch_chat_send", {"as": "ses_alice", "to": "ses_bob", "body": b"\xff"}),
-     "Message body must be text."),
+     "Not sent: Message body must be text."),
     ("mcp-tool-int", mcp(12, {}), "Unknown chat tool 12."),
 ]
 
@@ -143,7 +144,7 @@ def test_a_transcript_record_with_a_surrogate_id_is_skipped_not_raised(world, tm
         json.dumps({"type": "continued-in", "continuedInSessionId": "new-host"}) + "\n")
     before = world.counts()
     line = chat_hook_line(world.store, StaticConfig(), "new-host", transcript_path=str(tmp_path / "new-host.jsonl"))
-    assert line.startswith("thatch chat: you are ")
+    assert line.startswith("[thatch] chat: you are ")
     assert world.counts()["chat_sessions"] == before["chat_sessions"] + 1  # registered fresh, nothing adopted
 
 

@@ -100,36 +100,41 @@ def test_a_chat_id_is_an_opencode_id_or_an_mcp_id_and_anything_else_is_hashed():
     assert not "4f1c9a2e-0b7d-4c3e-9a51-2d6e8f0a1b3c".startswith(design.CHAT_ID_PREFIXES)
 
 
-# --- the hook line (R31, R36, D-mcp-1) ----------------------------------------------
+# --- the hook line (R31, R36, D-real-text-8) ------------------------------------------
 
-def _documented_hook_line() -> str:
-    """The identity line as the decision record spells it (D-mcp-1), NAME and N as placeholders."""
-    text = (repo.ROOT / "docs" / "decisions" / "mcp.md").read_text(encoding="utf-8")
-    m = re.search(r"^D-mcp-1: The identity hook prints `([^`]+)`", text, re.M)
-    assert m, "D-mcp-1 no longer quotes the identity line"
-    return m.group(1)
+def _documented_hook_lines() -> list[str]:
+    """The identity lines as the decision record spells them (D-real-text-8), NAME and N as placeholders."""
+    text = (repo.ROOT / "docs" / "decisions" / "fidelity.md").read_text(encoding="utf-8")
+    m = re.search(r"\*\*D-real-text-8:.*?\n\n", text, re.S)
+    assert m, "D-real-text-8 is gone"
+    lines = re.findall(r"`(\[thatch\] chat: you are NAME [^`]+|\(N unread message\(s\) for you\)\.)`",
+                       " ".join(m.group(0).split()))
+    assert len(lines) == 2, "D-real-text-8 no longer quotes both identity lines"
+    return [lines[0], lines[0].replace("(no unread mail for you).", lines[1])]
 
 
 @pytest.mark.rules("R31", "R36")
 def test_the_hook_line_grammar_reads_the_documented_line():
     """R31, R36: the line printed at session start and on every prompt names the assigned name and
-    the unread count (seed 000); D-mcp-1 fixes its wording, and design.HOOK_LINE_RE reads both back."""
-    line = _documented_hook_line()
-    assert "NAME" in line and "(N unread)" in line
-    filled = line.replace("NAME", "ba-sil-00042").replace("(N unread)", "(3 unread)")
-    m = design.HOOK_LINE_RE.match(filled)
-    assert m and (m.group("name"), m.group("unread")) == ("ba-sil-00042", "3")
-    with_mail = filled + "; call thatch_chat_read to read your mail"
-    assert design.HOOK_LINE_RE.match(with_mail).group("name") == "ba-sil-00042"
+    the unread count (seed 000); D-real-text-8 records the real wording, and design.HOOK_LINE_RE reads
+    both forms back, with or without the project's other sessions after it."""
+    empty, with_mail = _documented_hook_lines()
+    m = design.HOOK_LINE_RE.match(empty.replace("NAME", "ba-sil-00042"))
+    assert m and (m.group("name"), design.hook_unread(m)) == ("ba-sil-00042", 0)
+    filled = with_mail.replace("NAME", "ba-sil-00042").replace("(N ", "(3 ")
+    m = design.HOOK_LINE_RE.match(filled + " Others in this project with unread mail: ky-rie-00002 (1).")
+    assert m and (m.group("name"), design.hook_unread(m)) == ("ba-sil-00042", 3)
 
 
 @pytest.mark.rules("R7", "R31")
 def test_the_hook_line_grammar_does_not_read_other_lines():
     """R7, R31: the leave line and a mail reminder carry no identity to read back."""
     assert not design.HOOK_LINE_RE.match(
-        'thatch chat: you left the directory - call thatch_chat_register to rejoin (pass as: "mcp_ba7816bf8f01")')
+        design.LEAVE_LINE_PREFIX + ' (chat_unregister) and will not receive mail. To rejoin as this conversation, '
+        'pass as: "mcp_ba7816bf8f01".')
     assert not design.HOOK_LINE_RE.match("You have 2 unread chat messages from ba-sil-00001.")
-    assert not design.HOOK_LINE_RE.match("thatch chat: you are ba-sil-00001 (two unread)")
+    assert not design.HOOK_LINE_RE.match("[thatch] chat: you are ba-sil-00001 (two unread message(s) for you).")
+    assert not design.HOOK_LINE_RE.match("[thatch] chat: 2 unread messages for ba-sil-00001 from ky-rie-00002.")
 
 
 # --- names (R2) ----------------------------------------------------------------------

@@ -55,8 +55,8 @@ def test_between_counts_only_what_falls_in_the_half_open_window(db):
 def test_between_selects_the_echoes_of_the_window(db):
     """R27: `echoes` with `between` counts (and looks in) only the bubbles of the window."""
     h = H(); base_world(h)
-    h.ev(2 * MIN, "echo", "h1", "alice", text=f"[chat] -> {N_BOB}: one")
-    h.ev(9 * MIN, "echo", "h1", "alice", text=f"[chat] -> {N_BOB}: two")
+    h.ev(2 * MIN, "echo", "h1", "alice", text=f"[chat] to {N_BOB}: one")
+    h.ev(9 * MIN, "echo", "h1", "alice", text=f"[chat] to {N_BOB}: two")
     vs = judge([{"echoes": {"session": "alice", "between": ["5m", "10m"], "contains": "two", "count": 1}},
                 {"echoes": {"session": "alice", "between": ["5m", "10m"], "not_contains": "one"}},
                 {"echoes": {"session": "alice", "between": ["1m", "10m"], "not_contains": "one"}}], h, db)

@@ -23,7 +23,7 @@ def _leave_and_return(h: H) -> None:
     h.call(4 * MIN, "h1", "bob", "unregister", {}, True, "You left the chat directory.")
     h.sample(5 * MIN, {"alice": (N_ALICE, False, 5 * MIN), "bob": (None, False, 0)})
     h.call(20 * MIN, "h1", "alice", "list", {}, True, f"Active (1):\n- {N_ALICE} (you, 0 unread)")
-    h.call(25 * MIN, "h1", "bob", "register", {}, True, f"You are registered as {N_BOB2}.")
+    h.call(25 * MIN, "h1", "bob", "register", {}, True, f"[registered] {N_BOB2}")
     h.registered(25 * MIN, "h1", "bob", BOB, N_BOB2, how="explicit")
     h.call(26 * MIN, "h1", "alice", "list", {}, True, f"Active (2):\n- {N_ALICE} (you, 0 unread)\n- {N_BOB2}")
 
@@ -110,7 +110,7 @@ def test_python_built_hook_line_with_a_bad_hook_fails_instead_of_passing(tmp_pat
     their verdict with the reason, where `absent` / `count: 0` used to pass vacuously."""
     db = make_db(tmp_path / "t.db")
     h = H(); base_world(h)
-    h.ev(10_000, "hook", "c1", "carol", hook="Stop", line="thatch chat: 1 unread message for x", decision="block")
+    h.ev(10_000, "hook", "c1", "carol", hook="Stop", line="[thatch] chat: 1 unread message for x", decision="block")
     spec = _hook_spec({"session": "carol", "hook": "stop", "absent": True},
                       {"session": "carol", "hook": "Stoop", "count": 0},
                       {"session": "alice", "absent": True},

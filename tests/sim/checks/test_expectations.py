@@ -36,9 +36,10 @@ def h():
     h.sample(90_000, {"alice": (N_ALICE, False, 89_000), "bob": (N_BOB, True, 0)})
     h.call(100_000, "h1", "alice", "list", {}, True,
            f"Active (1):\n- {N_ALICE} (you, 0 unread)\n\nStale (1):\n- {N_BOB}")
-    h.ev(110_000, "hook", "c1", "bob", hook="UserPromptSubmit", line=f'thatch chat: you are {N_BOB} (1 unread)',
-         decision=None)
-    h.ev(120_000, "hook", "c1", "bob", hook="Stop", line=f"thatch chat: 1 unread message for {N_BOB}", decision="block")
+    h.ev(110_000, "hook", "c1", "bob", hook="UserPromptSubmit",
+         line=f"[thatch] chat: you are {N_BOB} (1 unread message(s) for you).", decision=None)
+    h.ev(120_000, "hook", "c1", "bob", hook="Stop", line=f"[thatch] chat: 1 unread message for {N_BOB}",
+         decision="block")
     return h
 
 
@@ -115,11 +116,11 @@ def test_step_reply_expectations_are_judged(h, db):
     with `{label}` expanded; a step that left no reply fails instead of passing."""
     h.call(130_000, "h1", "alice", "send", {"to": "x"}, False,
            'No registered session named "x". Use chat_list to see who is available.', step=0)
-    h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=1)
+    h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"[sent] to {N_BOB} (ses_x)", step=1)
     steps = [
         {"at": "130s", "send": {"from": "alice", "to_raw": "x"}, "expect": {"ok": False, "contains": 'named "x"'}},
         {"at": "140s", "send": {"from": "alice", "to": "bob"},
-         "expect": {"ok": True, "equals": "Message sent to {bob} (active)."}},
+         "expect": {"ok": True, "equals": "[sent] to {bob} (ses_x)"}},
         {"at": "141s", "send": {"from": "alice", "to": "bob"}, "expect": {"ok": True, "contains": "{bob}"}},
         {"at": "142s", "send": {"from": "alice", "to": "bob"}},
     ]
@@ -129,7 +130,7 @@ def test_step_reply_expectations_are_judged(h, db):
     assert "no reply recorded" in vs[2].message
     spec = make_spec(steps=[{**steps[1], "expect": {"ok": False}}])
     h2 = H(); base_world(h2)
-    h2.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=0)
+    h2.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"[sent] to {N_BOB} (ses_x)", step=0)
     (v,) = [v for v in check_expectations(spec, RunView(spec, h2.done(), db, RUN_INFO)) if v.check.startswith("step#")]
     assert v.status == "fail" and "ok=True" in v.message
 
@@ -156,22 +157,22 @@ def test_echoes_count_select_and_exclude(db):
     the text (at least one, or count/min/max of them), `not_contains` must be in none; {label} expanded."""
     h = H(); base_world(h)
     h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
-    h.ev(30_000, "echo", "h1", "alice", text=f"[chat] registered as {N_ALICE}")
-    h.ev(40_000, "echo", "h1", "alice", text=f"[chat] -> {N_BOB}: hello")
+    h.ev(30_000, "echo", "h1", "alice", text=f"[chat] {N_ALICE} registered in the session directory")
+    h.ev(40_000, "echo", "h1", "alice", text=f"[chat] to {N_BOB}: hello")
     h.ev(90_000, "echo", "h1", "alice", text="[chat] broadcast to 1 session: bye")
     vs = judge([
         {"at": "40s", "echoes": {"session": "alice", "count": 2}},                           # 0 pass
         {"echoes": {"session": "alice", "min": 3, "max": 3}},                                # 1 pass
-        {"echoes": {"session": "alice", "contains": "-> {bob}: hello"}},                     # 2 pass
+        {"echoes": {"session": "alice", "contains": "to {bob}: hello"}},                     # 2 pass
         {"echoes": {"session": "alice", "contains": "[chat]", "count": 3}},                  # 3 pass
         {"at": "1m", "echoes": {"session": "alice", "contains": "broadcast"}},               # 4 fail: not yet
-        {"echoes": {"session": "alice", "not_contains": "registered as {alice}"}},           # 5 fail
+        {"echoes": {"session": "alice", "not_contains": "{alice} registered in the"}},       # 5 fail
         {"echoes": {"session": "bob", "count": 0, "not_contains": "[chat]"}},                # 6 pass
         {"echoes": {"session": "alice", "max": 1}},                                          # 7 fail
     ], h, db)
     assert [v.status for v in vs] == ["pass", "pass", "pass", "pass", "fail", "fail", "pass", "fail"]
     assert vs[4].message == "alice got 0 echoes containing 'broadcast' by 1m, want at least 1"
-    assert vs[5].message.startswith(f"alice got an echo containing 'registered as {N_ALICE}' by end: ")
+    assert vs[5].message.startswith(f"alice got an echo containing '{N_ALICE} registered in the' by end: ")
     assert vs[5].witness[0]["kind"] == "echo"
     assert vs[7].message == "alice got 3 echoes by end, want at most 1"
 

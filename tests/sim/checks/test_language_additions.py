@@ -23,7 +23,7 @@ def test_hook_line_count_counts_matching_lines(db):
     """R36: hook_line with count/min/max counts the matching printed lines of the named hook."""
     h = H(); base_world(h)
     for t in (10_000, 20_000, 30_000):
-        h.ev(t, "hook", "w1", "bob", hook="stop", line=f"thatch chat: 1 unread message for {N_BOB}",
+        h.ev(t, "hook", "w1", "bob", hook="stop", line=f"[thatch] chat: 1 unread message for {N_BOB}",
              decision="followup")
     h.ev(40_000, "hook", "w1", "bob", hook="stop", line=None, decision=None)
     procs = [{"id": "h1", "sessions": [{"id": "alice"}]}, {"id": "w1", "kind": "cursor", "sessions": [{"id": "bob"}]}]
@@ -58,13 +58,13 @@ def test_p5_credits_cursor_claimed_as_to_the_claimed_session(tmp_path):
                  messages=((BOB, ALICE, "spoof", 10_000, None, 0),))
     h = H(); base_world(h)
     h.call(10_000, "w1", "eve", "send", {"to": N_ALICE, "body": "spoof", "as": N_BOB}, True,
-           f"Message sent to {N_ALICE} (active).")
+           f"[sent] to {N_ALICE} (ses_x)")
     spec = make_spec(processes=procs)
     assert p5_no_loss(RunView(spec, h.done(), db, RUN_INFO)).status == "pass"
     # The same claim from an opencode session is not trusted: a row from bob is not eve's send.
     h2 = H(); base_world(h2)
     h2.call(10_000, "h1", "alice", "send", {"to": N_BOB, "body": "x", "as": N_BOB}, True,
-            f"Message sent to {N_BOB} (active).")
+            f"[sent] to {N_BOB} (ses_x)")
     db2 = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)))
     assert p5_no_loss(RunView(make_spec(), h2.done(), db2, RUN_INFO)).status == "fail"
 

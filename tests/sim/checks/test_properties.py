@@ -407,7 +407,7 @@ def test_p6_leave_then_register_needs_a_fresh_name(db):
     h.sample(30_000, {"bob": (N_BOB, False, 29_000)})
     _, leave = h.call(40_000, "h1", "bob", "unregister", {}, True, "You left the chat directory.")
     h.sample(60_000, {"bob": (None, False, 0)})
-    h.call(70_000, "h1", "bob", "register", {}, True, f"You are registered as {N_BOB}.")
+    h.call(70_000, "h1", "bob", "register", {}, True, f"[registered] {N_BOB}")
     bad = h.registered(70_000, "h1", "bob", BOB, N_BOB, how="explicit")
     v = judge("P6", h, db)
     assert v.status == "fail" and in_witness(v, leave, bad)
@@ -426,7 +426,7 @@ def test_p7_passes_a_leave_until_explicit_register(db):
     h = H(); base_world(h)
     h.call(40_000, "h1", "bob", "unregister", {}, True, "You left the chat directory.")
     h.sample(60_000, {"bob": (None, False, 0)})
-    h.call(70_000, "h1", "bob", "register", {}, True, "You are registered as e-cho-00002.")
+    h.call(70_000, "h1", "bob", "register", {}, True, "[registered] e-cho-00002")
     h.sample(90_000, {"bob": ("e-cho-00002", False, 70_000)})
     v = judge("P7", h, db)
     assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
@@ -453,8 +453,8 @@ def _bcast_world(h):
 
 
 def _bcast_text(recips, skipped=()):
-    text = f"Broadcast sent to {len(recips)} session{'' if len(recips) == 1 else 's'}: {', '.join(recips)}."
-    return text + (f" Skipped {len(skipped)} stale: {', '.join(skipped)}." if skipped else "")
+    text = f"[broadcast] to {len(recips)} session{'' if len(recips) == 1 else 's'}\nrecipients: {', '.join(recips)}"
+    return text + (f"\nskipped stale: {', '.join(skipped)}" if skipped else "")
 
 
 @pytest.mark.rules("R12", "R35")
@@ -546,10 +546,10 @@ def _fork_world(h, new_name):
     h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
     h.start(0, "c1", {"carol": "host-old"}, kind="claude-code")
     h.ev(1_000, "hook", "c1", "carol", hook="SessionStart",
-         line=f'thatch chat: you are {N_CAROL} (0 unread) - pass as: "{N_CAROL}"', decision=None)
+         line=f'[thatch] chat: you are {N_CAROL} (no unread mail for you).', decision=None)
     f = h.ev(50_000, "fork", "c1", "carol", old_host_id="host-old", new_host_id="host-new")
     line = h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit",
-                line=f'thatch chat: you are {new_name} (1 unread) - pass as: "{new_name}"', decision=None)
+                line=f'[thatch] chat: you are {new_name} (1 unread message(s) for you).', decision=None)
     return f, line
 
 
@@ -736,6 +736,7 @@ def test_p8_follows_a_hookless_mcp_mint_to_its_rows(tmp_path):
     h = H(); h.start(0, "h1", {"bob": BOB}); h.start(0, "c1", {"ghost": "host-ghost"}, kind="claude-code")
     h.ev(0, "registered", "h1", "bob", how="first-prompt", name=N_BOB, session_id=BOB)
     h.ev(30_000, "registered", "c1", "ghost", how="explicit", name=name, session_id=None)
-    h.call(60_000, "c1", "ghost", "broadcast", {"body": "joined"}, True, f"Broadcast sent to 1 session: {N_BOB}.")
+    h.call(60_000, "c1", "ghost", "broadcast", {"body": "joined"}, True,
+           f"[broadcast] to 1 session\nrecipients: {N_BOB}")
     assert judge("P8", h, db, spec).status == "pass"
 

@@ -37,14 +37,14 @@ def _rate_cap(h, yes):
 def _ping_pong(h, yes):
     for k in range(2):
         h.call(60_000 + k * 60_000, "h1", "alice", "send", {"to": N_BOB, "body": f"a{k}"}, True,
-               f"Message sent to {N_BOB} (active).")
+               f"[sent] to {N_BOB} (ses_x)")
         if yes or k == 0:
             h.call(90_000 + k * 60_000, "h1", "bob", "send", {"to": N_ALICE, "body": f"b{k}"}, True,
-                   f"Message sent to {N_ALICE} (active).")
+                   f"[sent] to {N_ALICE} (ses_x)")
 
 
 def _broadcast_skip(h, yes):
-    text = f"Broadcast sent to 1 session: {N_BOB}." + (" Skipped 1 stale: ze-phyr-00001." if yes else "")
+    text = f"[broadcast] to 1 session\nrecipients: {N_BOB}" + ("\nskipped stale: ze-phyr-00001" if yes else "")
     h.call(60_000, "h1", "alice", "broadcast", {"body": "x"}, True, text)
 
 
@@ -52,7 +52,7 @@ def _adoption(h, yes):
     h.ev(50_000, "fork", "c1", "carol", old_host_id="a", new_host_id="b")
     if yes:
         h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit",
-             line='thatch chat: you are o-pal-00001 (0 unread) - pass as: "o-pal-00001"', decision=None)
+             line='[thatch] chat: you are o-pal-00001 (no unread mail for you).', decision=None)
 
 
 def _rehost(h, yes):
@@ -84,7 +84,7 @@ def _refusal(h, yes):
 
 def _echo(h, yes):
     if yes:
-        h.ev(60_000, "echo", "h1", "bob", text="[chat] -> x: y")
+        h.ev(60_000, "echo", "h1", "bob", text="[chat] to x: y")
 
 
 def _tombstone_gate(h, yes):
@@ -99,11 +99,11 @@ def _store_busy(h, yes):
 
 
 def _stop_reminder(h, yes):
-    h.ev(60_000, "hook", "c1", "carol", hook="Stop", line="thatch chat: 1 unread", decision="block" if yes else None)
+    h.ev(60_000, "hook", "c1", "carol", hook="Stop", line="[thatch] chat: 1 unread", decision="block" if yes else None)
 
 
 def _cursor_followup(h, yes):
-    h.ev(60_000, "hook", "u1", "dora", hook="stop", line="thatch chat: 1 unread" if yes else "",
+    h.ev(60_000, "hook", "u1", "dora", hook="stop", line="[thatch] chat: 1 unread" if yes else "",
          decision="followup" if yes else None)
 
 

@@ -64,7 +64,8 @@ FRESH = "new-comer-00001"
 
 def _hook(h, t, name, unread=0):
     return h.ev(t, "hook", "c1", "carol", hook="UserPromptSubmit", decision=None,
-                line=f'thatch chat: you are {name} ({unread} unread) - pass as: "{name}"')
+                line=f"[thatch] chat: you are {name} ({unread} unread message(s) for you)."
+                if unread else f"[thatch] chat: you are {name} (no unread mail for you).")
 
 
 def _chain_world(tmp_path, forks: int, shown: str, *, mail_left_behind: bool = False):

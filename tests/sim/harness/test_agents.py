@@ -8,13 +8,13 @@ from simulator.harness.agents import (
     PingPongAgent, ReaderAgent, SilentAgent, TurnState, make_agent, senders_in_read,
 )
 from simulator.scenario.model import Agent as AgentSpec
-from thatch_core.prompts import chat_inbox_frame
+from thatch_core.prompts import chat_inbox_frame, inbox_line
 
 READ = chat_inbox_frame([
-    "from ba-sil-00001 at 2026-01-05T09:00:31Z: hello",
-    "from unknown (ses_abcdef123456, departed) at 2026-01-05T09:00:32Z: bye",
-    "from ot-ter-00002 at 2026-01-05T09:00:33Z: from x at y: tricky body",
-    "from ba-sil-00001 at 2026-01-05T09:00:34Z: again",
+    inbox_line("ba-sil-00001", "2026-01-05T09:00:31Z", "hello"),
+    inbox_line("unknown (ses_abcdef12, departed)", "2026-01-05T09:00:32Z", "bye"),
+    inbox_line("ot-ter-00002", "2026-01-05T09:00:33Z", "[from x, Jan 5 09:00Z] tricky body"),
+    inbox_line("ba-sil-00001", "2026-01-05T09:00:34Z", "again"),
 ])
 
 
@@ -38,7 +38,7 @@ def test_senders_in_read_skips_departed_and_dedups():
     """R10: a departed sender renders as unknown (<id[:12]>, departed) and
     cannot be answered; names are deduplicated in first-seen order."""
     assert senders_in_read(READ) == ["ba-sil-00001", "ot-ter-00002"]
-    assert senders_in_read("No unread messages.") == []
+    assert senders_in_read("Inbox empty.") == []
 
 
 def test_reader_reads_on_mail_turns_only():

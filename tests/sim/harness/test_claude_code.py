@@ -20,6 +20,7 @@ import pytest
 from freezegun import freeze_time
 
 from simulator import clock
+from simulator.design import LEAVE_LINE_PREFIX
 from harnesskit import make_ctx, session_info, typed_act
 from simulator.history import read_events
 from simulator.protocol import OP_ACT, OP_FORK, OP_START, OP_STOP, OP_TURN_END, Command
@@ -174,7 +175,7 @@ def test_stop_hook_reminds_and_the_turn_continues_with_a_read(host, tmp_path):
     with store_at(tmp_path, 50_000) as store:
         store.send(BOB, alice, "third")
     h.act(60_000, "prompt", text="next")
-    assert "(1 unread)" in h.hooks("UserPromptSubmit")[-1]["line"]
+    assert "(1 unread message(s) for you)" in h.hooks("UserPromptSubmit")[-1]["line"]
 
 
 @pytest.mark.rules("R33")
@@ -201,12 +202,12 @@ def test_fork_appends_continued_in_and_the_next_hook_adopts(host, tmp_path):
     # The record stays the old transcript's last line: the new id's turns go to its own file.
     assert (h.ctx.transcripts_dir / f"{A}.jsonl").read_text().splitlines() == old_transcript
     assert (h.ctx.transcripts_dir / f"{A2}.jsonl").is_file()
-    assert f"you are {name} (1 unread)" in h.hooks("SessionStart")[-1]["line"]
+    assert f"you are {name} (1 unread message(s) for you)" in h.hooks("SessionStart")[-1]["line"]
     with store_at(tmp_path, 32_000) as store:
         assert store.get(mcp_session_id(A)) is None
         assert store.get(mcp_session_id(A2)).name == name
     # tools still act as the adopted identity
-    assert h.act(33_000, "status").result["text"].startswith(f"Registered as {name}: 1 unread")
+    assert h.act(33_000, "status").result["text"].startswith(f"[chat] registered as {name}: 1 unread")
 
 
 @pytest.mark.rules("R36", "R31")
@@ -226,7 +227,7 @@ def test_a_resumed_conversation_announces_its_mail_at_session_start(host, tmp_pa
     assert [(f.at, f.args) for f in reply.followups] == [(60_000, typed_act("appear", "alice"))]
     again.act(60_000, "appear")
     line = again.hooks("SessionStart")[0]["line"]
-    assert line.startswith(f"thatch chat: you are {name} (1 unread)")
+    assert line.startswith(f"[thatch] chat: you are {name} (1 unread message(s) for you).")
 
 
 @pytest.mark.rules("R6", "R7", "R31")
@@ -242,7 +243,7 @@ def test_leave_sticks_for_the_hook_and_an_explicit_register_mints_a_fresh_name(h
     old = h.events("registered")[0]["data"]["name"]
     assert h.act(2_000, "unregister").result["ok"]
     h.act(3_000, "prompt", text="still there?")
-    assert h.hooks("UserPromptSubmit")[-1]["line"].startswith("thatch chat: you left the directory")
+    assert h.hooks("UserPromptSubmit")[-1]["line"].startswith(LEAVE_LINE_PREFIX)
     reply = h.act(4_000, "register").result
     fresh = h.events("registered")[-1]["data"]
     assert reply["ok"] and fresh["how"] == "explicit" and fresh["name"] != old

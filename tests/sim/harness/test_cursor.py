@@ -43,7 +43,7 @@ def test_prompt_hook_registers_the_mcp_id_and_prints_the_name(workspace, tmp_pat
     d = workspace()
     line = hooks(d, "alice", "UserPromptSubmit")[0]["line"]
     name = d.events("registered", "alice")[0]["data"]["name"]
-    assert line.startswith(f"thatch chat: you are {name} (0 unread)")
+    assert line == f"[thatch] chat: you are {name} (no unread mail for you)."
     conn = open_db(tmp_path / "thatch.db")
     try:
         assert conn.execute("SELECT name FROM chat_sessions WHERE session_id = ?",
@@ -53,7 +53,7 @@ def test_prompt_hook_registers_the_mcp_id_and_prints_the_name(workspace, tmp_pat
     d.act(2_000, "status", "alice")
     call = d.events("tool-call", "alice")[-1]["data"]
     assert call["args"] == {"as": name}
-    assert d.events("tool-result", "alice")[-1]["data"]["text"].startswith(f"Registered as {name}")
+    assert d.events("tool-result", "alice")[-1]["data"]["text"].startswith(f"[chat] registered as {name}:")
 
 
 @pytest.mark.rules("R36")
@@ -124,7 +124,7 @@ def test_cursor_identity_is_the_claimed_as(workspace):
     bob = d.events("registered", "bob")[0]["data"]["name"]
     d.act(2_000, "status", "alice", **{})
     reply = d.harness.tool("alice", "thatch_chat_status", {"as": bob})
-    assert reply.text.startswith(f"Registered as {bob}")
+    assert reply.text.startswith(f"[chat] registered as {bob}:")
 
 
 def test_cursor_has_no_poller_and_no_fork(workspace):

@@ -158,12 +158,12 @@ def test_echo_bubbles_for_conversational_calls_only(drivers):
     d.act(33_000, "send", "alice", to_raw="nobody-00001", body="x", step=6)
     d.act(34_000, "read", "bob", step=7)
     echoes = [(e["session"], e["data"]["text"]) for e in d.events("echo")]
-    assert echoes[0][0] == "alice" and echoes[0][1].startswith("[chat] -> ") and "hello bob" in echoes[0][1]
-    assert echoes[1][0] == "bob" and echoes[1][1].startswith("[chat] read 1 message")
+    assert echoes[0][0] == "alice" and echoes[0][1].startswith("[chat] to ") and "hello bob" in echoes[0][1]
+    assert echoes[1][0] == "bob" and echoes[1][1].startswith("[chat] inbox\n[thatch] chat inbox: 1 message(s)")
     assert len(echoes) == 2
     results = {e["data"]["step"]: e["data"] for e in d.events("tool-result") if "step" in e["data"]}
     assert results[6]["ok"] is False and 'No registered session named "nobody-00001"' in results[6]["text"]
-    assert results[5]["ok"] and results[5]["text"].startswith("Active (2):")
+    assert results[5]["ok"] and results[5]["text"].startswith("[chat] 2 sessions registered\nActive (2):")
     # no turn other than the two user turns
     assert [e["data"]["cause"] for e in d.events("turn-start")] == ["user", "user"]
 
