@@ -74,7 +74,7 @@ def test_hook_carries_a_legacy_mixed_case_id_over_to_the_real_one(store):
     store.register("peer", kind="opencode")
     store.send("peer", res.name, "kept")
     line = chat_hook_line(store, ON, "Host-A")
-    assert name_of(line) == res.name and "(1 unread)" in line
+    assert name_of(line) == res.name and "(1 unread message(s) for you)" in line
     assert store.get(old) is None and store.get(mcp_session_id("host-a")).name == res.name
 
     gone = legacy_mcp_session_id("Host-B")
