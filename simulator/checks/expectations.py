@@ -158,7 +158,7 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     if "contains" in arg and view.expand(arg["contains"], at) not in line:
         return f"hook line {line!r} lacks {view.expand(arg['contains'], at)!r}", wit
     if "matches" in arg and not re.search(view.expand(arg["matches"], at), line):
-        return f"hook line {line!r} does not match {arg['matches']!r}", wit
+        return f"hook line {line!r} does not match {view.expand(arg['matches'], at)!r}", wit
     if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
         return f"hook line {line!r} contains {view.expand(arg['not_contains'], at)!r}", wit
     return None, wit
@@ -365,7 +365,7 @@ def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[s
     if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev["i"]) in text:
         return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev['i'])!r}"
     if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev["i"]), text):
-        return f"reply {shown!r} does not match {exp.matches!r}"
+        return f"reply {shown!r} does not match {_expand_at(view, exp.matches, ev['i'])!r}"
     return None
 
 

@@ -10,6 +10,7 @@ from simulator.checks.view import RunView
 from simulator.design import HOOK_LINE_RE, MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
 from simulator.events import FORK, HOOK, LEAVE, REGISTERED, SAMPLE, data_of, hook_line, sample_rows
 from simulator.result import Verdict
+from simulator.scenario.durations import format_duration as span
 
 
 def _legacy_name(view: RunView, label: str, name: str) -> bool:
@@ -104,7 +105,8 @@ def p7_tombstones(view: RunView) -> Verdict:
                     continue
                 wit = [leave, sample_row(e, label) if e["kind"] == SAMPLE else e]
                 return verdict(p7_tombstones, "fail",
-                               f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
+                               f"{label} left at t={span(leave['t'])} but shows registered as {name} "
+                               f"at t={span(e['t'])} "
                                "without an explicit chat_register", wit)
     return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
 

@@ -30,6 +30,7 @@ from simulator.events import (
     PROCESS_START, REGISTERED, RUN_END, RUN_START, SAMPLE, SLEEP_END, SLEEP_START, STEP_DROPPED, STORE_ERROR,
     TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE, data_of,
 )
+from simulator.scenario.durations import format_duration
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
 
 ORCH = "orchestrator"
@@ -129,13 +130,8 @@ def fmt_t(ms: int, long_run: bool) -> str:
 
 
 def fmt_span(ms: int) -> str:
-    """A duration for humans: 2h 10m, 4m 30s, 12s."""
-    s = ms // 1000
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    parts = [f"{d}d" if d else "", f"{h}h" if h else "", f"{m}m" if m else "", f"{s}s" if s and not d else ""]
-    return " ".join(p for p in parts if p) or f"{ms}ms"
+    """A duration for humans, in whole seconds (under a second: exact): 2h10m, 4m30s, 12s."""
+    return format_duration(ms if ms < 1000 else ms // 1000 * 1000)
 
 
 def fmt_data(obj: Any, limit: Optional[int] = None) -> str:

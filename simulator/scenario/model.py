@@ -285,6 +285,9 @@ Reach = Literal[
 ]
 
 PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
+# The messaging policies' promises (simulator/checks/policies.py), judged where a process runs under a policy;
+# never listed in `properties:`, but tallied and reported beside the P-ids.
+POLICY_PROMISE_IDS = ("Q1", "Q2", "Q3")
 
 # The pytest markers a scenario's `markers:` may carry, with their meaning: the
 # one list the loader validates against and the pytest plugin registers.

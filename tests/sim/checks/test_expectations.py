@@ -198,3 +198,15 @@ def test_every_dict_expectation_documents_the_keys_it_reads():
     read = set(re.findall(r"""arg\[["'](\w+)["']\]|arg\.get\(["'](\w+)""", source))
     read = {a or b for a, b in read} | set(re.findall(r'"(\w+)" in arg\b', source))
     assert read - set().union(*EXPECTATION_KEYS.values()) == set()
+
+
+def test_a_failing_matches_shows_its_placeholder_expanded(h, db):
+    """A step reply's and a hook line's failing `matches` print the pattern with `{label}` expanded to the name
+    it was compared with, not the placeholder."""
+    h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=0)
+    spec = make_spec(steps=[{"at": "140s", "send": {"from": "alice", "to": "bob"},
+                             "expect": {"matches": "^Message sent to {bob} \\(stale\\)"}}])
+    (v,) = [v for v in check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO)) if v.check.startswith("step#")]
+    assert v.status == "fail" and f"does not match '^Message sent to {N_BOB} \\\\(stale\\\\)'" in v.message
+    (v,) = judge([{"hook_line": {"session": "bob", "matches": "^you are {bob}"}}], h, db, MCP_BOB)
+    assert v.status == "fail" and f"does not match '^you are {N_BOB}'" in v.message
