@@ -9,7 +9,6 @@ from historykit import RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
 from simulator.checks.policies import POLICY_CHECKS
 from simulator.checks.registry import REGISTRY
-from simulator.checks.view import RunView
 from simulator.scenario.model import POLICY_PROMISE_IDS
 
 TWO_HOSTS = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "sessions": [{"id": "carol"}]}]
