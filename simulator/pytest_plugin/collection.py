@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable
 
 import pytest
 
