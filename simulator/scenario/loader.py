@@ -332,6 +332,9 @@ def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioE
         model = _model_at(path[:-1])
         allowed = list(_fields_by_key(model)) if model else []
         hint = did_you_mean(key, allowed) or f"write one of: {', '.join(allowed)}"
+        if key == "between" and len(path) == 3 and path[0] == "expect":  # beside the body, where `at` goes
+            hint = ("move `between` inside the expectation, into its body: `<kind>: {..., between: [from, until]}` "
+                    "(`at` is the key that goes beside it)")
         return UnknownKeyError(f"unknown key `{key}`", file=file, line=pos.line_of(path)[0], key_path=path, hint=hint)
     if kind == "missing" and path:
         key = str(path[-1])

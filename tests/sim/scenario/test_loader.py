@@ -89,6 +89,13 @@ CASES = [
     ("per_hour_without_window.yaml", 10, BadValueError,
      "expect[0].wakes.per_hour: `per_hour` without `between` — add `between: [from, until]`: the stretch whose "
      "every rolling hour is judged"),
+    # `at` and `between` swapped: the fix says where the key goes
+    ("between_beside_expectation.yaml", 11, UnknownKeyError,
+     "expect[0].between: unknown key `between` — move `between` inside the expectation, into its body: "
+     "`<kind>: {..., between: [from, until]}` (`at` is the key that goes beside it)"),
+    ("at_inside_expectation.yaml", 10, UnknownKeyError,
+     "expect[0].unread.at: unknown key `at` in a `unread` expectation — move `at` beside it: `- unread: {...}` "
+     "with `at: 5m` on the next line, level with `unread:` (inside, `between: [from, until]` judges a window)"),
 ]
 
 
