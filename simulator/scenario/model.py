@@ -177,6 +177,9 @@ class ReplyExpectation(Strict):
     contains: Optional[str] = Field(None, description="A substring the reply must contain.")
     matches: Optional[str] = Field(None, description="A regular expression the reply must match (re.search).")
     not_contains: Optional[str] = Field(None, description="A substring the reply must NOT contain.")
+    silent: Optional[bool] = Field(None, description=(
+        "Only on a prompt to a claude-code or cursor session: true = its hooks ran and printed nothing (chat "
+        "disabled, nothing to say); false = they printed a line. Not with the text keys."))
 
 
 

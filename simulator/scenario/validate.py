@@ -251,6 +251,8 @@ class _Checker:
         line a prompt prints on an MCP host. Anything else would fail every run
         with "no reply recorded", so it is refused here instead."""
         action = step.action
+        if step.expect.silent is not None:
+            self.silent_expect(base, step)
         if action in REPLY_ACTIONS:
             return
         if action in HOOK_REPLY_ACTIONS:
@@ -267,6 +269,18 @@ class _Checker:
                    "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
                    f"`registered: {{session: ...}}`); only {', '.join(REPLY_ACTIONS)} steps and prompts "
                    f"on {_kinds_text('hooks')} sessions have a reply")
+
+    def silent_expect(self, base: KeyPath, step: Step) -> None:
+        """`silent:` judges a prompt's hook output: a tool step always replies, and a text key
+        beside `silent: true` could never hold."""
+        where = base + ("expect", "silent")
+        if step.action not in HOOK_REPLY_ACTIONS:
+            self.error(where, f"`silent:` on a `{step.action}` step, which replies with a text, not hook output",
+                       "use `silent:` on a `prompt` step of a claude-code or cursor session; for a tool reply "
+                       "write `ok:`, `equals:`, `contains:` or `matches:`")
+        elif step.expect.silent and any(getattr(step.expect, k) is not None for k in REPLY_TEXT_KEYS):
+            self.error(where, "`silent: true` beside a text key: a hook that printed nothing has no text to match",
+                       "keep `silent: true` alone, or drop it and match the line with `contains:`/`equals:`")
 
     def never_started(self, path: KeyPath, label: str, action: str) -> None:
         proc = self.procs.get(label)

@@ -186,6 +186,28 @@ def test_expect_only_on_steps_that_leave_a_reply():
         """) == []
 
 
+def test_silent_is_for_a_prompts_hooks_and_stands_alone():
+    """`expect: {silent: ...}` judges a prompt's hook output: refused on a tool step and beside a text key."""
+    assert errors_of("""\
+        steps:
+          - at: 1m
+            read: {session: bob}
+            expect: {silent: true}
+          - at: 1m
+            prompt: {session: carol}
+            expect: {silent: true, contains: "you are"}
+          - at: 2m
+            prompt: {session: carol}
+            expect: {silent: true}
+        """) == [
+        "w.yaml:17: steps[0].expect.silent: `silent:` on a `read` step, which replies with a text, not hook output "
+        "— use `silent:` on a `prompt` step of a claude-code or cursor session; for a tool reply write `ok:`, "
+        "`equals:`, `contains:` or `matches:`",
+        "w.yaml:20: steps[1].expect.silent: `silent: true` beside a text key: a hook that printed nothing has no text "
+        "to match — keep `silent: true` alone, or drop it and match the line with `contains:`/`equals:`",
+    ]
+
+
 def test_expectation_bodies_take_only_the_keys_they_read():
     """Dict-typed expectations refuse unknown keys (with the closest key or the list) and values of the wrong type."""
     assert errors_of("""\
