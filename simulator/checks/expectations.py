@@ -347,7 +347,8 @@ def _silence_problem(view: RunView, step: Step) -> tuple[Optional[str], list]:
         return f"the {data_of(crashed[0]).get('hook')} hook crashed, so it printed nothing by accident", crashed[:1]
     lines = [h for h in hooks if data_of(h).get("line")]
     if step.expect.silent and lines:
-        return f"the {data_of(lines[0]).get('hook')} hook printed {data_of(lines[0])['line']!r}, want nothing", lines[:1]
+        said = data_of(lines[0])
+        return f"the {said.get('hook')} hook printed {said['line']!r}, want nothing", lines[:1]
     if not step.expect.silent and not lines:
         return "the prompt's hooks printed nothing, want a line", hooks[-1:]
     return None, (lines or hooks)[-1:]
