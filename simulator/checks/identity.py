@@ -59,7 +59,8 @@ def p6_names(view: RunView) -> Verdict:
         if not NAME_RE.match(name) and not _legacy_name(view, label, name):
             return verdict(p6_names, "fail", f"{label}'s name {name!r} is not an assigned name (base-00001)", [e])
         key = name.lower()
-        if key in owner and owner[key][0] != label:
+        # a fork's older id (`fork.older_as`) hands its name on to the new id: one conversation's lineage
+        if key in owner and view.lineage(owner[key][0]) != view.lineage(label):
             return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}",
                            [owner[key][1], e])
         prev, pe = last.get(label, (None, None))

@@ -413,8 +413,21 @@ class Scenario(Strict):
     # simulator.scenario.validate so they can point at the exact step with file:line.
 
     def session_labels(self) -> dict[str, str]:
-        """session label -> process label (sessions declared in processes)."""
-        return {s.id: p.id for p in self.processes for s in p.sessions}
+        """session label -> process label (sessions declared in processes, and the older ids forks keep
+        running under `fork.older_as`, in the forked session's process)."""
+        declared = {s.id: p.id for p in self.processes for s in p.sessions}
+        for label, forked in self.older_labels().items():
+            if label not in declared and forked in declared:
+                declared[label] = declared[forked]
+        return declared
+
+    def older_labels(self) -> dict[str, str]:
+        """`fork.older_as` label -> the label of the session whose fork it stands for (first fork naming it)."""
+        out: dict[str, str] = {}
+        for step in self.steps:
+            if step.action == "fork" and step.args.older_as:
+                out.setdefault(step.args.older_as, step.args.session)
+        return out
 
     def checked_properties(self) -> tuple[str, ...]:
         if isinstance(self.properties, AllExcept):

@@ -189,12 +189,39 @@ class _Checker:
                 self.error(path + ("session",), f"fork of `{fields['session']}`, a session of a {kind} process",
                            "fork models a Claude Code session-id fork: "
                            f"name a session of a {_kinds_text(needs)} process")
+        if action == "fork" and fields.get("older_as"):
+            self.older_label(path + ("older_as",), step)
         if action == "crash" and fields["process"] in self.procs:
             kind = self.procs[fields["process"]].kind
             if not step.kind.accepts(kind):
                 others = " or ".join(k for k in HOSTS if not HOSTS[k].has(needs))
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
                            f"crash points run inside {_kinds_text(needs)} processes: use `kill` for a {others} host")
+
+    def older_label(self, path: KeyPath, step: Step) -> None:
+        """`fork.older_as` names a new label: not a declared session's, not another fork's."""
+        label = step.args.older_as
+        declared = {s.id for p in self.spec.processes for s in p.sessions}
+        if label in declared:
+            self.error(path, f"`{label}` is already a declared session",
+                       "name the older id with a label of its own (e.g. `" + step.args.session + "-before`)")
+        elif any(other.action == "fork" and other.args.older_as == label
+                 for other in self.spec.steps[:self.spec.steps.index(step)]):
+            self.error(path, f"`{label}` already names the older id of an earlier fork",
+                       "give each fork's older id its own label")
+
+    def older_label_used_early(self) -> None:
+        """A step may target a fork's older id only after that fork."""
+        forks = {s.args.older_as: i for i, s in reversed(list(enumerate(self.spec.steps)))
+                 if s.action == "fork" and s.args.older_as}
+        for i, step in enumerate(self.spec.steps):
+            kind = step.kind
+            label = kind.actor(step.args) if kind.actor_key else None
+            if label in forks and i <= forks[label]:
+                self.error(("steps", i, step.action, kind.actor_key),
+                           f"`{label}` is the older id of the fork at steps[{forks[label]}], which has not happened "
+                           "by this step", f"move the step after steps[{forks[label]}], or target "
+                           f"`{self.spec.steps[forks[label]].args.session}`")
 
     def resumed_kind(self, path: KeyPath, session: str, process: str) -> None:
         """A resume starts an opencode process on an opencode session id (`-s <ses_...>`):
@@ -395,6 +422,7 @@ def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: s
     checker = _Checker(spec, positions, file, units_required)
     checker.declarations()
     checker.steps()
+    checker.older_label_used_early()
     checker.expectations()
     checker.properties()
     for i, row in enumerate(spec.legacy):  # a legacy row's owner must be a declared session
