@@ -16,6 +16,7 @@ from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, 
 from simulator.checks.deliverable import Gate, chat_enabled
 from simulator.checks.registry import REGISTRY
 from simulator.checks.view import RunView
+from simulator.scenario.durations import format_duration
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, RENUDGE_MS
 
 END = 600_000
@@ -156,7 +157,7 @@ def test_a_full_rate_cap_defers_the_wake_until_the_oldest_wake_ages_out(tmp_path
     thaw = 100_000 + HOUR_MS
     assert run(thaw + 10_000, thaw + 60_000).status == "pass"
     late = run(None, thaw + 60_000)
-    assert late.status == "fail" and f"from t={thaw}" in late.message, late.message
+    assert late.status == "fail" and f"from t={format_duration(thaw)}" in late.message, late.message
     short = run(None, thaw + 20_000)
     assert short.status == "skipped" and "rate cap" in short.message, short.message
 
