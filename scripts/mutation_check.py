@@ -151,34 +151,10 @@ MUTANTS: list[Mutant] = [
       '"DELETE FROM chat_sessions WHERE auto = 1 AND last_seen < ? RETURNING session_id"',
       '"DELETE FROM chat_sessions WHERE last_seen < ? RETURNING session_id"',
       "prune deletes legacy rows too", "R26"),
-    M("sweep-same-pass", "thatch_core/store_upkeep.py",
-      """            swept = self.conn.execute(
-                "DELETE FROM chat_messages WHERE read_at IS NULL AND to_session IN ("
-                " SELECT p.session_id FROM chat_pruned p WHERE p.pruned_at < ?"
-                " AND NOT EXISTS (SELECT 1 FROM chat_sessions s WHERE s.session_id = p.session_id))",
-                (now,)).rowcount
-            pruned = [r[0] for r in self.conn.execute(
-                "DELETE FROM chat_sessions WHERE auto = 1 AND last_seen < ? RETURNING session_id",
-                (clock.iso(now_ms - AUTO_TTL_DAYS * DAY_MS),)).fetchall()]
-            self.conn.executemany(
-                "INSERT INTO chat_pruned (session_id, pruned_at) VALUES (?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET pruned_at = excluded.pruned_at",
-                [(sid, now) for sid in pruned])
-""",
-      """            pruned = [r[0] for r in self.conn.execute(
-                "DELETE FROM chat_sessions WHERE auto = 1 AND last_seen < ? RETURNING session_id",
-                (clock.iso(now_ms - AUTO_TTL_DAYS * DAY_MS),)).fetchall()]
-            self.conn.executemany(
-                "INSERT INTO chat_pruned (session_id, pruned_at) VALUES (?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET pruned_at = excluded.pruned_at",
-                [(sid, now) for sid in pruned])
-            swept = self.conn.execute(
-                "DELETE FROM chat_messages WHERE read_at IS NULL AND to_session IN ("
-                " SELECT p.session_id FROM chat_pruned p WHERE p.pruned_at <= ?"
-                " AND NOT EXISTS (SELECT 1 FROM chat_sessions s WHERE s.session_id = p.session_id))",
-                (now,)).rowcount
-""",
-      "unread mail of sessions pruned in this pass is swept in the same pass", "R26"),
+    M("sweep-young-mail", "thatch_core/store_upkeep.py",
+      '''"DELETE FROM chat_messages WHERE read_at IS NULL AND created_at < ?"''',
+      '''"DELETE FROM chat_messages WHERE read_at IS NULL AND created_at <> ?"''',
+      "the sweep takes unread mail to absent recipients whatever its age", "R26"),
     M("prune-resets-counters", "thatch_core/store_upkeep.py",
       """        return PruneResult(pruned=tuple(sorted(pruned)),""",
       """        if pruned:

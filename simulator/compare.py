@@ -62,13 +62,12 @@ def _latencies(view: RunView) -> tuple[list[float], int]:
     return waits, unread
 
 
-def _wake_rates(view: RunView) -> tuple[float, int]:
-    """(the busiest recipient's wakes per hour of the run, the most one recipient got in a rolling hour)."""
+def _peak_hour(view: RunView) -> int:
+    """The most wakes one recipient got in a rolling hour: what a per-recipient hourly cap bounds (an
+    average over the run would spread a burst over the quiet hours and the drain)."""
     by: dict[str, list[int]] = {}
     for w in view.of(WAKE):
         by.setdefault(w.get("session"), []).append(w["t"])
-    hours = max(view.t_end, 1) / HOUR_MS
-    rate = max((len(ts) / hours for ts in by.values()), default=0.0)
     peak = 0
     for ts in by.values():
         ts.sort()
@@ -77,7 +76,7 @@ def _wake_rates(view: RunView) -> tuple[float, int]:
             while t - ts[lo] >= HOUR_MS:
                 lo += 1
             peak = max(peak, hi - lo + 1)
-    return rate, peak
+    return peak
 
 
 def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResult) -> PolicyRun:
@@ -86,18 +85,18 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
     sends = [c for c in view.calls_of("send") if c.result is not None]
     notices = [NOTICE_RE.match(r["body"]) for r in view.db["messages"]]
     waits, unread = _latencies(view)
-    rate, peak = _wake_rates(view)
     promises = {v.check: v.status for v in result.verdicts if _is_promise(v.check)}
     script = [v for v in result.verdicts if not _is_promise(v.check)]
     return PolicyRun(
         policy=label, options=options.describe(), ok=result.ok, promises=promises,
         script_passed=sum(1 for v in script if v.ok), script_total=len(script),
         failed=[v.check for v in result.verdicts if not v.ok],
+        failures=[(v.check, v.title) for v in result.verdicts if not v.ok],
         sent=len(sends), delivered=sum(1 for c in sends if c.ok and not HELD_REPLY_RE.match(c.text)),
         held=sum(1 for c in sends if c.ok and HELD_REPLY_RE.match(c.text)), refused=sum(1 for c in sends if not c.ok),
         expired=sum(1 for m in notices if m and m["outcome"] == "expired"),
         declined=sum(1 for m in notices if m and m["outcome"] == "was refused"),
-        wakes=len(view.of(WAKE)), wakes_per_recipient_hour=rate, peak_hour=peak,
+        wakes=len(view.of(WAKE)), peak_hour=_peak_hour(view), wake_cap=options.wake_cap,
         read_median_s=statistics.median(waits) if waits else None, read_worst_s=max(waits) if waits else None,
         unread=unread, wake_times=[w["t"] for w in view.of(WAKE)], error=result.error)
 

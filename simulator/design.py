@@ -9,6 +9,8 @@ not move its own yardstick.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 
 SECOND_MS = 1_000
@@ -32,10 +34,25 @@ QODER_SENDER_CAP = 3
 DIALOG_EXPIRY_MS = 5 * MINUTE_MS
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
+# R33 (docs/transcripts.md): Claude Code keeps `<host session id>.jsonl` per session; a conversation
+# that moves to a new id ends its OLD transcript with {"type":"continued-in","continuedInSessionId":...}.
+# A hook reads only the last non-empty line in the final 4096 bytes of at most 200 sibling
+# transcripts, newest modification first.
+TRANSCRIPT_SUFFIX = ".jsonl"
+CONTINUED_IN_TYPE = "continued-in"
+CONTINUED_IN_KEY = "continuedInSessionId"
+CONTINUATION_TAIL_BYTES = 4096
+MAX_SCANNED_TRANSCRIPTS = 200
 # R7/R26: the hourly prune removes leave tombstones older than 7 days.
 TOMBSTONE_TTL_MS = 7 * 86_400_000
 # R26: the hourly prune deletes auto rows silent for 7 days.
 AUTO_ROW_TTL_MS = 7 * 86_400_000
+# R26: in the same pass it deletes unread mail older than 7 days to any session not in
+# the directory (pruned, or gone by a leave); younger mail waits for a later pass.
+MAIL_SWEEP_AGE_MS = 7 * 86_400_000
+# R2: the per-base counters as the real thatch keeps them (`next` is the base's next
+# unassigned number), read as how many names each base has minted.
+COUNTERS_QUERY = "SELECT base, next - 1 FROM chat_name_counters ORDER BY base"
 # Stored stamps (created_at, delivered_at, read_at, last_seen) have second resolution.
 STAMP_RESOLUTION_MS = SECOND_MS
 
@@ -46,6 +63,9 @@ NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
 # Messaging policies: the replies and notices that say what a policy did (docs/authoring-scenarios.md,
 # "Messaging policies"). A held send is accepted but not stored until its recipient's user approves it.
 HELD_REPLY_RE = re.compile(r"^Message to (?P<to>\S+) is held for its user's approval")
+# A held message behind an approval prompt says when the prompt lapses; one parked for a later
+# review (a prompt already open, or the user's own standing hold) says it waits instead.
+HELD_DEADLINE_RE = re.compile(r"if nobody answers within (?P<wait>\S+) it expires")
 CAP_REFUSAL_RE = re.compile(r"^Not sent: you have sent (?P<to>\S+) (?P<cap>\d+) messages? since your user last wrote")
 EXITED_REFUSAL_RE = re.compile(r"^Not sent: (?P<to>.+?) has exited \(")
 INBOUND_REFUSAL_RE = re.compile(r"^Not delivered: (?P<to>\S+) (?:refuses messages|runs with nobody to review)")
@@ -73,3 +93,24 @@ def mcp_session_id(host_session_id: str) -> str:
 def is_stale(last_seen_ms: int | None, now_ms: int) -> bool:
     """More than 60 s since the last beat; no readable beat at all counts as stale (R14)."""
     return last_seen_ms is None or now_ms - last_seen_ms > STALE_MS
+
+
+def continued_in_record(old_host_session_id: str, new_host_session_id: str) -> dict:
+    """The last line Claude Code writes to a conversation's old transcript when it moves to a new
+    id (R33): the record type, the old id as `sessionId`, the new id under `continuedInSessionId`."""
+    return {"type": CONTINUED_IN_TYPE, "sessionId": old_host_session_id, CONTINUED_IN_KEY: new_host_session_id}
+
+
+def continued_in_target(path: str | os.PathLike) -> str | None:
+    """The new host id a transcript's last non-empty line (within the final 4096 bytes) hands the
+    conversation to; None for any other last line, an unreadable or an empty file (R33)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - CONTINUATION_TAIL_BYTES))
+            lines = [x for x in fh.read().decode("utf-8", "replace").split("\n") if x.strip()]
+        rec = json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    target = rec.get(CONTINUED_IN_KEY) if isinstance(rec, dict) and rec.get("type") == CONTINUED_IN_TYPE else None
+    return target if isinstance(target, str) and target else None

@@ -150,3 +150,68 @@ def long_example(run_dir: Path, hours: int = 24) -> RunResult:
             h.sample(t + k * 30000, {})
         t += 20 * 30000
     return _result(h, wit, t, run_dir, "long-quiet-day")
+
+
+REVIEWER, WORKER = "dew-drop-00001", "gra-nite-00001"
+_NOTICE_TABLE = ("CREATE TABLE chat_messages (id INTEGER PRIMARY KEY, from_session TEXT, to_session TEXT, body TEXT, "
+                 "created_at TEXT, delivered_at TEXT, read_at TEXT)")
+
+
+def _notice_row(conn, by: str, to: str, held: int, body: str, outcome: str, stamp: str) -> None:
+    conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at) VALUES (?, ?, ?, ?)",
+                 (by, to, f'[chat notice] your held message #{held} to {REVIEWER} ("{body}") {outcome}', stamp))
+
+
+def policy_example(run_dir: Path) -> RunResult:
+    """A qoder-style run: worker's four sends to reviewer are held (a prompt), parked, refused and
+    delivered; the user declines the parked one at 4m and the held one expires at 6m. The two
+    notices are rows of the run's database, as thatch_core stores them."""
+    import sqlite3
+
+    h, o = _Hist(), "orchestrator"
+    h.ev(0, o, "run-start", scenario="held-and-expired", seed=7, dispatch_mode="serial", epoch_ms=1767603600000)
+    h.ev(0, o, "process-start", target="h1", proc_kind="opencode", incarnation=0, sessions={"reviewer": "ses_r1"})
+    h.ev(0, o, "process-start", target="h2", proc_kind="opencode", incarnation=0, sessions={"worker": "ses_w1"})
+    h.ev(10, "h1", "registered", "reviewer", session_id="ses_r1", name=REVIEWER, how="first-prompt")
+    h.ev(20, "h2", "registered", "worker", session_id="ses_w1", name=WORKER, how="first-prompt")
+    replies = [(True, f"Message to {REVIEWER} is held for its user's approval: its agent sees it only once approved; "
+                      "if nobody answers within 5m it expires and you are told."),
+               (True, f"Message to {REVIEWER} is held for its user's approval: its agent sees it only once approved; "
+                      "it waits until its user reviews it."),
+               (False, f"Not sent: you have sent {REVIEWER} 3 messages since your user last wrote; wait."),
+               (True, f"Sent to {REVIEWER} (active).")]
+    for k, (ok, text) in enumerate(replies):
+        t = 60_000 + k * 10_000
+        h.ev(t, "h2", "tool-call", "worker", tool="thatch_chat_send", args={"to": REVIEWER, "body": f"note {k}"})
+        h.ev(t, "h2", "tool-result", "worker", tool="thatch_chat_send", ok=ok, text=text, step=k)
+    h.ev(240_000, "h1", "tool-call", "reviewer", tool="decline", args={})
+    h.ev(240_000, "h1", "tool-result", "reviewer", tool="decline", ok=True, step=4,
+         text=f"Declined held message #2 from {WORKER}: it was dropped and the sender told it was refused.")
+    h.ev(360_000, "h2", "wake", "worker", senders=[REVIEWER], count=2, hosted=True, text="...")
+    h.ev(600_000, o, "run-end")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(run_dir / "thatch.db")
+    conn.execute(_NOTICE_TABLE)
+    _notice_row(conn, "ses_r1", "ses_w1", 2, "note 1", "was refused by its user and dropped.", "2026-01-05T09:04:00Z")
+    _notice_row(conn, "ses_r1", "ses_w1", 1, "note 0", "expired: nobody reviewed it within 5m, so it was dropped "
+                "(not refused).", "2026-01-05T09:06:00Z")
+    conn.commit()
+    conn.close()
+    return RunResult(scenario="held-and-expired", seed=7, run_dir=run_dir, db_path=run_dir / "thatch.db",
+                     history_path=run_dir / "history.jsonl", history=h.events,
+                     verdicts=[Verdict("Q3", "dropped-reported", "pass")], virtual_ms=600_000, dispatches=h.dispatch)
+
+
+def long_label_example(run_dir: Path) -> RunResult:
+    """example_result with long session labels and chat names: the digits that tell names apart come last."""
+    import json
+
+    result = example_result(run_dir)
+    text = json.dumps(result.history)
+    for short, longer in {"alice": "integration-reviewer-alice", "bob": "release-captain-bob"}.items():
+        text = text.replace(f'"{short}"', f'"{longer}"')
+    for name in (ALICE, BOB, CAROL):
+        text = text.replace(name, "sorrel-meadow-" + name.replace("-", ""))
+    result.history = json.loads(text)
+    return result

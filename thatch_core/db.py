@@ -15,13 +15,17 @@ same WAL database. Three habits keep that safe (see docs/pitfalls.md):
 
 Schema versions (``PRAGMA user_version``):
 
-- 0: a fresh file, or the 002-era schema (:data:`LEGACY_SCHEMA_002`, which
-  never stamped a version):
-  ``chat_sessions`` without ``auto``/``worktree`` and with a case-sensitive
-  ``name``, ``chat_messages`` without ``via_broadcast``, no counters,
-  tombstones, host-pid or pruned tables.
-- 2: the current schema (:data:`SCHEMA_VERSION`). 1 is reserved for the
-  002-era layout should a stamped copy of it ever turn up.
+- 0: a fresh file, a file the real thatch wrote (it never stamps a version;
+  its chat tables are already the current ones), or the 002-era schema
+  (:data:`LEGACY_SCHEMA_002`): ``chat_sessions`` without ``auto``/``worktree``
+  and with a case-sensitive ``name``, ``chat_messages`` without
+  ``via_broadcast``, no counters, tombstones or host-pid tables.
+- 2: thatch_core's earlier schema: the real tables without their defaults,
+  ``chat_name_counters.counter`` (the last number drawn) and
+  ``chat_host_pids (pid, session_id, recorded_at)``.
+- 3: the current schema (:data:`SCHEMA_VERSION`): the real thatch's chat
+  tables, columns and defaults, plus thatch_core's own tables. 1 is reserved
+  for the 002-era layout should a stamped copy of it ever turn up.
 
 Migration is idempotent and inspects the actual tables rather than trusting
 the stamp, so a half-migrated or hand-edited file converges too.
@@ -67,7 +71,7 @@ class StoreFault(StoreError):
         return FAULT_KINDS[self.kind][1]
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Retry budget for SQLITE_BUSY that escapes the busy handler. Counted in
 # attempts, never in elapsed time: time.monotonic is frozen under freezegun.
@@ -93,30 +97,71 @@ FAULT_KINDS = {
 _FAULT_CODES = {11: "corrupt", 26: "corrupt", 8: "read-only", 13: "full", 10: "disk", 14: "unopenable",
                 3: "unopenable", 23: "unopenable"}
 
-_SESSIONS_DDL = """
+# The chat tables exactly as the real thatch creates them (src/db.ts): the
+# same tables, columns, types, constraints and defaults, so one thatch.db
+# serves both (D-real-store-5). Timestamps default to the second-resolution
+# UTC form every writer uses, so string comparison between stamps holds.
+_NOW_DEFAULT = "(strftime('%Y-%m-%dT%H:%M:%SZ','now'))"
+
+_SESSIONS_DDL = f"""
 CREATE TABLE chat_sessions (
     session_id    TEXT PRIMARY KEY,
     name          TEXT NOT NULL UNIQUE COLLATE NOCASE,
     topic         TEXT,
     project       TEXT,
-    host_kind     TEXT NOT NULL DEFAULT 'opencode',
+    host_kind     TEXT NOT NULL DEFAULT ('opencode'),
+    registered_at TEXT NOT NULL DEFAULT {_NOW_DEFAULT},
+    last_seen     TEXT NOT NULL DEFAULT {_NOW_DEFAULT},
     auto          INTEGER NOT NULL DEFAULT 0,
-    worktree      TEXT,
-    registered_at TEXT NOT NULL,
-    last_seen     TEXT NOT NULL
+    worktree      TEXT NOT NULL DEFAULT ('')
 )"""
 
-_MESSAGES_DDL = """
-CREATE TABLE IF NOT EXISTS chat_messages (
+# Endpoints are deliberately not foreign keys (R11): leaving the directory
+# must never be blocked by, or cascade into, message history.
+_MESSAGES_DDL = f"""
+CREATE TABLE chat_messages (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     from_session  TEXT NOT NULL,
     to_session    TEXT NOT NULL,
     body          TEXT NOT NULL,
-    created_at    TEXT NOT NULL,
+    created_at    TEXT NOT NULL DEFAULT {_NOW_DEFAULT},
     delivered_at  TEXT,
     read_at       TEXT,
     via_broadcast INTEGER NOT NULL DEFAULT 0
 )"""
+
+# `next` is the next unassigned number of a base (a first draw hands out 1
+# and stores 2), as in the real thatch; schema 2 kept the last drawn number
+# in `counter` (migrated as counter + 1).
+_COUNTERS_DDL = """
+CREATE TABLE chat_name_counters (
+    base TEXT PRIMARY KEY,
+    next INTEGER NOT NULL DEFAULT 1
+)"""
+
+_TOMBSTONES_DDL = f"""
+CREATE TABLE chat_leave_tombstones (
+    session_id TEXT PRIMARY KEY,
+    left_at    TEXT NOT NULL DEFAULT {_NOW_DEFAULT}
+)"""
+
+_HOST_PIDS_DDL = f"""
+CREATE TABLE chat_host_pids (
+    ppid       INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seen_at    TEXT NOT NULL DEFAULT {_NOW_DEFAULT}
+)"""
+
+# Tables the real thatch keeps that thatch_core never writes (a reaped
+# session's name claim, which seed 001 rules out: a returning session gets a
+# fresh name; plugin machinery markers). Created so a thatch_core file has
+# every real chat table; a real file's rows in them are kept untouched.
+_REAL_ONLY_DDL = (
+    "CREATE TABLE IF NOT EXISTS chat_name_claims ("
+    " name TEXT PRIMARY KEY, session_id TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS chat_machinery ("
+    f" session_id TEXT PRIMARY KEY, reason TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT {_NOW_DEFAULT})",
+)
 
 # The 002-era layout, exactly as chat.ts created it (never stamped a
 # user_version). Nothing here creates it: it is what `_migrate` must accept,
@@ -144,15 +189,9 @@ CREATE TABLE chat_messages (
 )""",
 )
 
-# Endpoints are deliberately not foreign keys (R11): leaving the directory
-# must never be blocked by, or cascade into, message history.
-_OTHER_DDL = (
-    "CREATE TABLE IF NOT EXISTS chat_name_counters ("
-    " base TEXT PRIMARY KEY, counter INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS chat_leave_tombstones ("
-    " session_id TEXT PRIMARY KEY, left_at TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS chat_host_pids ("
-    " pid INTEGER PRIMARY KEY, session_id TEXT NOT NULL, recorded_at TEXT NOT NULL)",
+# thatch_core's own tables: the prune record (which sessions a pass pruned:
+# PruneResult, and what the simulator's judges read) and the indexes.
+_OTHER_DDL = _REAL_ONLY_DDL + (
     "CREATE TABLE IF NOT EXISTS chat_pruned ("
     " session_id TEXT PRIMARY KEY, pruned_at TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS chat_messages_to_unread"
@@ -411,11 +450,40 @@ def _table_sql(conn: sqlite3.Connection, table: str) -> str | None:
 _NOCASE_NAME_RE = re.compile(r"\bname\b[^,]*\bCOLLATE\s+NOCASE\b", re.IGNORECASE)
 
 
+def _shape(conn: sqlite3.Connection, table: str) -> dict[str, tuple]:
+    """Column name -> (declared type, NOT NULL, has a default, primary-key position)."""
+    return {r[1]: (str(r[2]).upper(), bool(r[3]), r[4] is not None, r[5])
+            for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _wanted_shapes() -> dict[str, dict[str, tuple]]:
+    """What each rebuilt table must look like, read off its DDL (stated once, above)."""
+    mem = sqlite3.connect(":memory:")
+    try:
+        out = {}
+        for table, ddl in _REBUILT.items():
+            mem.execute(ddl)
+            out[table] = _shape(mem, table)
+        return out
+    finally:
+        mem.close()
+
+
+def _is_current(conn: sqlite3.Connection, table: str) -> bool:
+    """Every wanted column is there with the wanted type, nullability, default and key.
+    Extra columns (a development build's) are left alone."""
+    have = _shape(conn, table)
+    return all(have.get(col) == want for col, want in _WANTED[table].items())
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring the schema to :data:`SCHEMA_VERSION`; a no-op when it is there.
 
     Runs inside the caller's ``BEGIN IMMEDIATE``: a second process opening
-    at the same moment waits, then finds the work done.
+    at the same moment waits, then finds the work done. A file the real
+    thatch wrote (never stamped) already has the current tables and only
+    gains thatch_core's own; schema 2 files and 002-era files are rebuilt
+    table by table, every row kept.
     """
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
@@ -426,10 +494,47 @@ def _migrate(conn: sqlite3.Connection) -> None:
         )
     _ensure_sessions(conn)
     _ensure_messages(conn)
+    _ensure_table(conn, "chat_name_counters", _COUNTER_COPY)
+    _ensure_table(conn, "chat_leave_tombstones", {})
+    _ensure_table(conn, "chat_host_pids", _HOST_PID_COPY)
     for ddl in _OTHER_DDL:
         conn.execute(ddl)
     if version != SCHEMA_VERSION:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+# Schema 2 names -> the current column's value, for the tables whose columns changed.
+_COUNTER_COPY = {"next": ("counter", "counter + 1")}  # the last drawn -> the next unassigned
+_HOST_PID_COPY = {"ppid": ("pid", "pid"), "seen_at": ("recorded_at", "recorded_at")}
+
+
+def _ensure_table(conn: sqlite3.Connection, table: str, renamed: dict[str, tuple[str, str]]) -> None:
+    """Create ``table``, or rebuild an old one into the current layout keeping every row.
+
+    A current column is copied as it is; one schema 2 called otherwise comes
+    from its ``renamed`` expression; one neither has takes its default.
+    """
+    if _table_sql(conn, table) is None:
+        conn.execute(_REBUILT[table])
+        return
+    if _is_current(conn, table):
+        return
+    have = _columns(conn, table)
+    cols, exprs = [], []
+    for col in _WANTED[table]:
+        old, expr = renamed.get(col, (col, col))
+        if col in have:
+            cols.append(col)
+            exprs.append(col)
+        elif old in have:
+            cols.append(col)
+            exprs.append(expr)
+    tmp = f"{table}_migrating"
+    conn.execute(f"DROP TABLE IF EXISTS {tmp}")
+    conn.execute(_REBUILT[table].replace(table, tmp, 1))
+    conn.execute(f"INSERT INTO {tmp} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM {table}")
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {tmp} RENAME TO {table}")
 
 
 def _ensure_sessions(conn: sqlite3.Connection) -> None:
@@ -437,10 +542,9 @@ def _ensure_sessions(conn: sqlite3.Connection) -> None:
     if sql is None:
         conn.execute(_SESSIONS_DDL)
         return
-    cols = _columns(conn, "chat_sessions")
-    if all(c in cols for c in _SESSION_COLUMNS) and _NOCASE_NAME_RE.search(sql):
+    if _is_current(conn, "chat_sessions") and _NOCASE_NAME_RE.search(sql):
         return
-    _rebuild_sessions(conn, cols)
+    _rebuild_sessions(conn, _columns(conn, "chat_sessions"))
 
 
 def _rebuild_sessions(conn: sqlite3.Connection, cols: list[str]) -> None:
@@ -448,9 +552,11 @@ def _rebuild_sessions(conn: sqlite3.Connection, cols: list[str]) -> None:
 
     Old rows become legacy rows (``auto = 0``: prune keeps them, their topic
     is never refreshed from titles) unless the old table already had an
-    ``auto`` column. The name gains NOCASE uniqueness; two old names that
-    differ only in case cannot both survive that, so the later-registered
-    one gets a ``-2``, ``-3`` ... suffix (D-store-6) instead of being lost.
+    ``auto`` column; an undetected checkout reads ``''`` as the real schema
+    stores it. The name gains NOCASE uniqueness; two old names that differ
+    only in case cannot both survive that, so the later-registered one gets a
+    ``-2``, ``-3`` ... suffix (D-store-6) instead of being lost (the real
+    thatch keeps one and drops the others: D-real-store-6).
     """
     now = clock.iso()
     select = ", ".join(c if c in cols else "NULL" for c in _SESSION_COLUMNS)
@@ -467,7 +573,7 @@ def _rebuild_sessions(conn: sqlite3.Connection, cols: list[str]) -> None:
         taken.add(candidate.casefold())
         fixed.append((
             sid, candidate, topic, project, kind or "opencode",
-            1 if auto else 0, worktree, reg or seen or now, seen or reg or now,
+            1 if auto else 0, worktree or "", reg or seen or now, seen or reg or now,
         ))
     conn.execute("DROP TABLE IF EXISTS chat_sessions_migrating")
     conn.execute(_SESSIONS_DDL.replace("chat_sessions", "chat_sessions_migrating", 1))
@@ -481,12 +587,35 @@ def _rebuild_sessions(conn: sqlite3.Connection, cols: list[str]) -> None:
 
 
 def _ensure_messages(conn: sqlite3.Connection) -> None:
-    conn.execute(_MESSAGES_DDL)
+    """``chat_messages`` in the current layout. Old rows predate broadcast
+    marking and read as ordinary sends; a rebuild (to gain the created_at
+    default) keeps every id and the AUTOINCREMENT high-water mark, so no
+    message id is ever handed out twice."""
+    if _table_sql(conn, "chat_messages") is None:
+        conn.execute(_MESSAGES_DDL)
+        return
     cols = _columns(conn, "chat_messages")
-    # Old rows predate broadcast marking: they read as ordinary sends.
-    if "via_broadcast" not in cols:
-        conn.execute("ALTER TABLE chat_messages ADD COLUMN via_broadcast INTEGER NOT NULL DEFAULT 0")
-    if "delivered_at" not in cols:
-        conn.execute("ALTER TABLE chat_messages ADD COLUMN delivered_at TEXT")
-    if "read_at" not in cols:
-        conn.execute("ALTER TABLE chat_messages ADD COLUMN read_at TEXT")
+    for col, decl in (("via_broadcast", "INTEGER NOT NULL DEFAULT 0"), ("delivered_at", "TEXT"),
+                      ("read_at", "TEXT")):
+        if col not in cols:
+            conn.execute(f"ALTER TABLE chat_messages ADD COLUMN {col} {decl}")
+    if _is_current(conn, "chat_messages"):
+        return
+    seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chat_messages'").fetchone()
+    _ensure_table(conn, "chat_messages", {})
+    if seq is None:
+        return
+    if conn.execute("SELECT 1 FROM sqlite_sequence WHERE name = 'chat_messages'").fetchone():
+        conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'chat_messages'", (seq[0],))
+    else:
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('chat_messages', ?)", (seq[0],))
+
+
+_REBUILT = {
+    "chat_sessions": _SESSIONS_DDL,
+    "chat_messages": _MESSAGES_DDL,
+    "chat_name_counters": _COUNTERS_DDL,
+    "chat_leave_tombstones": _TOMBSTONES_DDL,
+    "chat_host_pids": _HOST_PIDS_DDL,
+}
+_WANTED = _wanted_shapes()

@@ -105,10 +105,13 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         return row_of(r) if r else None
 
     def _find(self, name_or_id: str) -> SessionRow | None:
-        # Id first: an id can then never be shadowed by a (legacy) name.
+        # Name first, as the real thatch resolves it: an assigned name never
+        # contains `_` and every session id does, so neither can shadow the
+        # other; a legacy free-text name spelled exactly like another
+        # session's id would win (D-real-store-3).
         if not is_id(name_or_id):
             return None
-        return self._get(name_or_id) or self._by_name(name_or_id.strip())
+        return self._by_name(name_or_id.strip()) or self._get(name_or_id)
 
     @guarded
     def get(self, session_id: str) -> SessionRow | None:
@@ -117,7 +120,7 @@ class ChatStore(UpkeepMixin, PolicyMixin):
 
     @guarded
     def find(self, name_or_id: str) -> SessionRow | None:
-        """Resolve a session id, or a display name case-insensitively."""
+        """Resolve a display name (case-insensitively), else a session id."""
         return self._find(name_or_id)
 
     @guarded
@@ -184,21 +187,24 @@ class ChatStore(UpkeepMixin, PolicyMixin):
                 return RegisterResult(ok=True, session_id=session_id, name=existing.name,
                                       reclaimed=True, topic=new_topic)
             name = self._mint_and_insert(session_id, kind, project, topic, auto, worktree, now)
-            # A session that comes back after a prune keeps its queued mail:
-            # it is registered again, so the later sweep must not touch it.
+            # A session that comes back after a prune leaves the prune record;
+            # mail still queued for its id has a registered recipient again,
+            # which no sweep touches.
             self.conn.execute("DELETE FROM chat_pruned WHERE session_id = ?", (session_id,))
         return RegisterResult(ok=True, session_id=session_id, name=name, drawn=True, topic=topic,
                               rejoined=rejoined)
 
     def _draw(self) -> str:
         base = self.rng.choice(NAME_POOL)
+        # `next` is the base's next unassigned number: a first draw hands out
+        # 1 and stores 2; every draw hands out `next` and moves it on.
         # RETURNING rows must be fetched before COMMIT (docs/pitfalls.md).
-        counter = self.conn.execute(
-            "INSERT INTO chat_name_counters (base, counter) VALUES (?, 1) "
-            "ON CONFLICT(base) DO UPDATE SET counter = counter + 1 RETURNING counter",
+        drawn = self.conn.execute(
+            "INSERT INTO chat_name_counters (base, next) VALUES (?, 2) "
+            "ON CONFLICT(base) DO UPDATE SET next = next + 1 RETURNING next - 1",
             (base,),
         ).fetchone()[0]
-        return format_name(base, counter)
+        return format_name(base, drawn)
 
     def _mint_and_insert(self, session_id, kind, project, topic, auto, worktree, now) -> str:
         # A minted name can only collide with a legacy (claimed-era) name
@@ -210,7 +216,7 @@ class ChatStore(UpkeepMixin, PolicyMixin):
                 self.conn.execute(
                     "INSERT INTO chat_sessions (session_id, name, topic, project, host_kind, auto,"
                     " worktree, registered_at, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, name, topic, project, kind, 1 if auto else 0, worktree, now, now))
+                    (session_id, name, topic, project, kind, 1 if auto else 0, worktree or "", now, now))
                 return name
             except sqlite3.IntegrityError:
                 if self._get(session_id) is not None:  # cannot happen under the write lock
@@ -222,8 +228,9 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         """Leave: delete the row and write a tombstone in one transaction (R7).
 
         The tombstone is written even when no row exists, so a leave that
-        overtakes an in-flight auto-registration still sticks. Returns
-        whether a row was deleted. Messages stay as history (R11). An
+        overtakes an in-flight auto-registration still sticks (seed 000; the
+        real thatch writes nothing for an id without a row: D-real-store-4).
+        Returns whether a row was deleted. Messages stay as history (R11). An
         unusable id (None, not a string, blank) is refused: False, no write.
         """
         if not is_id(session_id):

@@ -35,7 +35,9 @@ def row_of(r: Sequence) -> SessionRow:
         session_id=sid, name=name,
         topic=topic or None,  # an empty legacy topic reads as no topic
         project=project, host_kind=kind if kind in HOST_KINDS else "opencode",
-        auto=bool(auto), worktree=worktree, registered_at=reg, last_seen=seen,
+        # The real schema stores an undetected checkout as '' (its column is NOT NULL).
+        auto=bool(auto), worktree=worktree if worktree in ("root", "worktree") else None,
+        registered_at=reg, last_seen=seen,
     )
 
 

@@ -20,28 +20,29 @@ class UpkeepMixin:
 
     @guarded
     def prune(self) -> PruneResult:
-        """One hourly prune pass, one transaction (R26).
+        """One hourly prune pass, one transaction (R26), as the real thatch sweeps.
 
-        Order matters: the mail sweep runs first and only for sessions pruned
-        on an *earlier* pass (``pruned_at`` before now) that are not
-        registered again, so a session pruned now keeps its mail until the
-        next pass. Counters are never touched: names are never reissued.
+        Auto rows silent for longer than the TTL leave the directory (recorded
+        in ``chat_pruned``); then unread mail older than the same cutoff to any
+        recipient no longer in the directory (pruned now or earlier, or gone by
+        a leave) is deleted. Newer unread mail to an absent recipient waits
+        for a later pass, once it ages past the moving cutoff. Read mail is
+        history and stays. Counters are never touched: names are never reissued.
         """
         now_ms = clock.now_ms()
         now = clock.iso(now_ms)
+        cutoff = clock.iso(now_ms - AUTO_TTL_DAYS * DAY_MS)
         with immediate(self.conn):
-            swept = self.conn.execute(
-                "DELETE FROM chat_messages WHERE read_at IS NULL AND to_session IN ("
-                " SELECT p.session_id FROM chat_pruned p WHERE p.pruned_at < ?"
-                " AND NOT EXISTS (SELECT 1 FROM chat_sessions s WHERE s.session_id = p.session_id))",
-                (now,)).rowcount
             pruned = [r[0] for r in self.conn.execute(
                 "DELETE FROM chat_sessions WHERE auto = 1 AND last_seen < ? RETURNING session_id",
-                (clock.iso(now_ms - AUTO_TTL_DAYS * DAY_MS),)).fetchall()]
+                (cutoff,)).fetchall()]
             self.conn.executemany(
                 "INSERT INTO chat_pruned (session_id, pruned_at) VALUES (?, ?) "
                 "ON CONFLICT(session_id) DO UPDATE SET pruned_at = excluded.pruned_at",
                 [(sid, now) for sid in pruned])
+            swept = self.conn.execute(
+                "DELETE FROM chat_messages WHERE read_at IS NULL AND created_at < ?"
+                " AND to_session NOT IN (SELECT session_id FROM chat_sessions)", (cutoff,)).rowcount
             expired = [r[0] for r in self.conn.execute(
                 "DELETE FROM chat_leave_tombstones WHERE left_at < ? RETURNING session_id",
                 (clock.iso(now_ms - TOMBSTONE_TTL_DAYS * DAY_MS),)).fetchall()]
@@ -58,7 +59,7 @@ class UpkeepMixin:
         a leave must survive the fork too, or the new id's hook would
         silently rejoin under a fresh name (R7). Either way mail in both
         columns, host-pid anchors and any tombstone follow, and both ids
-        leave ``chat_pruned`` (a continued session's mail is never swept).
+        leave ``chat_pruned`` (the new id is live, not pruned).
 
         Returns True when an identity moved. False, changing nothing, when
         the ids are unusable or equal, when ``old_id`` has neither a row nor
@@ -95,18 +96,20 @@ class UpkeepMixin:
             return False
         with immediate(self.conn):
             self.conn.execute(
-                "INSERT INTO chat_host_pids (pid, session_id, recorded_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(pid) DO UPDATE SET session_id = excluded.session_id,"
-                " recorded_at = excluded.recorded_at", (pid, session_id, clock.iso()))
+                "INSERT INTO chat_host_pids (ppid, session_id, seen_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(ppid) DO UPDATE SET session_id = excluded.session_id,"
+                " seen_at = excluded.seen_at", (pid, session_id, clock.iso()))
         return True
 
     @guarded
     def resolve_host_pid(self, pid: int) -> str | None:
-        """The session anchored to ``pid`` if recorded within 600 s (bounds pid reuse)."""
+        """The registered session anchored to ``pid`` if recorded within 600 s (bounds pid
+        reuse). An anchor to a session no longer in the directory resolves to nothing."""
         if not is_row_id(pid):
             return None
         row = self.conn.execute(
-            "SELECT session_id, recorded_at FROM chat_host_pids WHERE pid = ?", (pid,)).fetchone()
+            "SELECT p.session_id, p.seen_at FROM chat_host_pids p"
+            " JOIN chat_sessions s ON s.session_id = p.session_id WHERE p.ppid = ?", (pid,)).fetchone()
         if row is None:
             return None
         try:

@@ -8,7 +8,7 @@ from typing import Optional
 from simulator.checks.faults import crash_cut_short
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
-from simulator.design import HELD_REPLY_RE
+from simulator.design import HELD_REPLY_RE, MAIL_SWEEP_AGE_MS, STAMP_RESOLUTION_MS
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
@@ -30,9 +30,16 @@ def _ever_pruned(view: RunView) -> set[str]:
 
 
 def _maybe_swept(view: RunView, label: str, call: Call, pruned: set[str], ever_pruned: set[str]) -> bool:
-    """Could `label`'s unread mail from `call` have been swept after a prune (R26)? It is, or
-    was, pruned, or its row was silent long enough after the call to be."""
-    if label in ever_pruned or any(s in pruned for s in view.ids.get(label, ())):
+    """Could prune have swept `label`'s unread mail from `call` (R26)? Only mail older than the
+    sweep age goes (its stamp may sit up to a second before the call), and only while its
+    recipient is out of the directory: it was pruned, left, has no row at the end, or was
+    silent long enough after the call to be pruned."""
+    if view.t_end - call.t <= MAIL_SWEEP_AGE_MS - STAMP_RESOLUTION_MS:
+        return False
+    ids = view.ids.get(label, ())
+    if label in ever_pruned or any(s in pruned for s in ids) or view.leaves(label):
+        return True
+    if not any(r["session_id"] in ids for r in view.db["sessions"]):
         return True
     return call.result is not None and view.could_be_pruned(label, call.result, {"i": float("inf"), "t": view.t_end})
 
@@ -86,7 +93,7 @@ def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[st
                            f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} stored {len(got)} times",
                            [w for c in calls[:3] for w in c.witness()] + [{"db_row": r} for r in got[:3]])
         if len(got) < len(calls):
-            if any(sid in pruned for sid in view.ids.get(key[1], ())) or key[1] in _ever_pruned(view):
+            if any(_maybe_swept(view, key[1], c, pruned, _ever_pruned(view)) for c in calls):
                 continue
             return verdict(p5_no_loss, "fail",
                            f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} but {len(got)} row(s) in the db",

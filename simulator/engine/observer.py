@@ -121,7 +121,7 @@ class Observer:
             ids = self._ids(arg.get("session"))
             names = self._read_db(
                 f"SELECT name FROM chat_sessions WHERE session_id IN ({','.join('?' * len(ids))})", ids)
-            counters = self._read_db("SELECT base, counter FROM chat_name_counters ORDER BY base")
+            counters = self._read_db(design.COUNTERS_QUERY)
             return {"name": names[0][0] if names else None, "counters": dict(counters)}
         if kind == "tombstones":
             ids = self._ids(arg.get("session"))

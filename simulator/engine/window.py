@@ -254,7 +254,9 @@ def _renumber(numbers: dict[int, int]):
 
 def _store_facts(db_path: Path) -> tuple[set[str], float]:
     """(session ids with a directory row or a leave tombstone, the first virtual instant a
-    prune sweep could delete a row or sweep mail: never when nothing is old enough)."""
+    prune sweep could delete a row or sweep mail: never when nothing is old enough). Unread
+    mail is at risk once it is older than the sweep age, whoever it is addressed to: its
+    recipient may leave or be pruned before then (R26)."""
     conn = sqlite3.connect(str(db_path), timeout=10, isolation_level=None)
     try:
         conn.execute("PRAGMA query_only = 1")
@@ -262,14 +264,13 @@ def _store_facts(db_path: Path) -> tuple[set[str], float]:
             "SELECT session_id FROM chat_sessions UNION SELECT session_id FROM chat_leave_tombstones")}
         oldest_auto = conn.execute("SELECT min(last_seen) FROM chat_sessions WHERE auto = 1").fetchone()[0]
         oldest_leave = conn.execute("SELECT min(left_at) FROM chat_leave_tombstones").fetchone()[0]
-        pruned = conn.execute("SELECT count(*) FROM chat_pruned").fetchone()[0]
+        oldest_unread = conn.execute("SELECT min(created_at) FROM chat_messages WHERE read_at IS NULL").fetchone()[0]
     finally:
         conn.close()
-    if pruned:
-        return known, float("-inf")
     risks = [vclock.virtual_ms(ms) + ttl for ms, ttl in (
         (vclock.parse_iso_ms(oldest_auto), design.AUTO_ROW_TTL_MS),
-        (vclock.parse_iso_ms(oldest_leave), design.TOMBSTONE_TTL_MS))
+        (vclock.parse_iso_ms(oldest_leave), design.TOMBSTONE_TTL_MS),
+        (vclock.parse_iso_ms(oldest_unread), design.MAIL_SWEEP_AGE_MS))
         if ms is not None]
     return known, float(min(risks, default=float("inf")))
 

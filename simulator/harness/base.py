@@ -34,11 +34,10 @@ import json
 import random
 from typing import Any, Callable, Optional
 
-from thatch_core.continuation import predecessor_map
 from thatch_core.db import StoreError
 from thatch_core.mcp import mcp_session_id
 
-from simulator.design import CHAT_ID_PREFIXES, MAX_CONTINUATION_HOPS
+from simulator.design import CHAT_ID_PREFIXES, MAX_CONTINUATION_HOPS, TRANSCRIPT_SUFFIX, continued_in_target
 from simulator.events import READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
@@ -329,12 +328,21 @@ class Harness:
         out = [session_id]
         if not session_id.startswith(CHAT_ID_PREFIXES):
             out.append(mcp_session_id(session_id))
-            successor = {old: new for new, old in predecessor_map(self.ctx.transcripts_dir).items()}
+            successor = self._successors()
             cur, hops = session_id, 0
             while cur in successor and hops < MAX_CONTINUATION_HOPS:
                 cur, hops = successor[cur], hops + 1
                 out.append(mcp_session_id(cur))
         return out
+
+    def _successors(self) -> dict[str, str]:
+        """old host id -> the new id its transcript's last line hands the conversation to (R33)."""
+        found = {}
+        for path in sorted(self.ctx.transcripts_dir.glob(f"*{TRANSCRIPT_SUFFIX}")):
+            target = continued_in_target(path)
+            if target is not None:
+                found[path.name[: -len(TRANSCRIPT_SUFFIX)]] = target
+        return found
 
     def lookup_name(self, session_id: str) -> Optional[str]:
         """The assigned name a run session goes by now (None: unregistered)."""

@@ -12,8 +12,9 @@ The harness process IS the Claude Code host and never opens the database:
   (`chat_hook_line`, R31) and Stop at every turn end (`claude_stop_hook`,
   R36). The host records a `hook` event per run;
 - the host writes a JSONL transcript per host session id under
-  `ctx.transcripts_dir`; OP_FORK appends the continued-in record to the old
-  transcript and switches the session to the new host id, so the next hook
+  `ctx.transcripts_dir`; OP_FORK ends the old transcript with Claude Code's
+  continued-in record (its last line, in the format simulator/design.py
+  states) and switches the session to the new host id, so the next hook
   sees an unknown id and adopts (R33); with `older_as` the old id keeps
   running in this host as a session of its own.
 
@@ -31,10 +32,9 @@ from typing import Any, Optional
 
 from thatch_core import clock
 from thatch_core.config import ConfigSource
-from thatch_core.continuation import append_continued_in, transcript_path_for
 from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp_session_id
 
-from simulator.design import HOOK_LINE_RE
+from simulator.design import HOOK_LINE_RE, TRANSCRIPT_SUFFIX, continued_in_record
 from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.agents import TurnState, make_agent
 from simulator.harness.base import Harness
@@ -108,7 +108,7 @@ class ClaudeCodeHarness(Harness):
     # -- transcripts -------------------------------------------------------------
 
     def transcript_path(self, label: str):
-        return transcript_path_for(self.ctx.transcripts_dir, self.host_ids[label])
+        return self.ctx.transcripts_dir / f"{self.host_ids[label]}{TRANSCRIPT_SUFFIX}"
 
     def _append_transcript(self, label: str, record: dict[str, Any]) -> None:
         path = self.transcript_path(label)
@@ -239,9 +239,9 @@ class ClaudeCodeHarness(Harness):
         self.sid(label)
         new_id = str(cmd.args["new_host_id"])
         old_id = self.host_ids[label]
-        old_path = self.transcript_path(label)
-        old_path.parent.mkdir(parents=True, exist_ok=True)
-        append_continued_in(old_path, old_id, new_id)
+        # The record is the old transcript's last line: nothing is written
+        # under the old id once the session goes by the new one.
+        self._append_transcript(label, continued_in_record(old_id, new_id))
         self.host_ids[label] = new_id
         self.session_started[label] = False   # the continued session starts again (SessionStart)
         self.forked.add(label)

@@ -3,10 +3,12 @@
 `thatch-sim compare` (simulator/compare.py) runs each scenario under each
 policy set with the same seed and measures every run into a `PolicyRun`;
 this module lays them side by side: a text table per scenario for the
-terminal, and a page with the same tables and a small inline-SVG chart per
-scenario (the wake prompts over virtual time, one line per policy set), so
-the difference a policy makes can be seen at a glance. Inline CSS and SVG
-only, like the run report: nothing is fetched, the file opens offline.
+terminal, and a page with the same tables, what each column means (a table),
+every failed check by id and title, and an inline-SVG chart per scenario as
+wide as the page (the wake prompts over virtual time, one line per policy
+set, with labelled axes and the values under the pointer), so the difference
+a policy makes can be seen at a glance. Inline CSS and SVG only, like the
+run report: nothing is fetched, the file opens offline.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ class PolicyRun:
     expired: int
     declined: int
     wakes: int
-    wakes_per_recipient_hour: float    # the busiest recipient's wakes over the run's hours
     peak_hour: int                     # most wakes one recipient got in a rolling hour
     read_median_s: Optional[float]     # send -> read, over every message read
     read_worst_s: Optional[float]
     unread: int                        # messages never read by the end
     wake_times: list[int] = field(default_factory=list)
     error: Optional[str] = None
+    failures: list[tuple[str, str]] = field(default_factory=list)   # (id, title) of everything that failed
+    wake_cap: Optional[int] = None     # the set's wakes per recipient per rolling hour (None: no cap)
 
 
 @dataclass
@@ -79,16 +82,41 @@ def promise_cell(run: PolicyRun) -> str:
     return f"{len(judged) - len(bad)}/{len(judged)}" + (f" (fail {' '.join(bad)})" if bad else "")
 
 
-COLUMNS = ("policy", "promises", "script", "sent", "held", "refused", "expired", "declined", "wakes/rcpt/h", "peak 1h",
-           "wait median", "wait worst", "unread")
+# Each column and what it counts: the page shows this as the column legend.
+COLUMN_MEANINGS = (
+    ("policy", "the policy set the scenario ran under"),
+    ("promises", "thatch's properties P1-P10 and the policies' Q1-Q3 that held, of those judged"),
+    ("script", "the scenario's own expectations, step replies and reach claims that held "
+               "(written for the policy the scenario names)"),
+    ("sent", "send attempts"),
+    ("held", "sends held for the recipient's user's approval"),
+    ("refused", "sends refused (sender cap, recipient refuses or has exited)"),
+    ("expired", "held messages nobody reviewed in time"),
+    ("declined", "held messages the recipient's user declined"),
+    ("peak wakes/h", "the most wake prompts one recipient got in any rolling hour, beside the set's cap on it"),
+    ("wait median", "from a send to the recipient's read (a held message: from its send), the median"),
+    ("wait worst", "the same, the longest"),
+    ("unread", "messages never read by the end of the run"),
+)
+COLUMNS = tuple(name for name, _ in COLUMN_MEANINGS)
+
+
+def peak_cell(run: PolicyRun) -> str:
+    """`6 (cap 6)`: the busiest rolling hour of one recipient, beside the cap that bounds it."""
+    return f"{run.peak_hour} ({'no cap' if run.wake_cap is None else f'cap {run.wake_cap}'})"
 
 
 def row_cells(run: PolicyRun) -> list[str]:
     if run.error:
         return [run.policy, "error", run.error.splitlines()[0][:60]] + [""] * (len(COLUMNS) - 3)
     return [run.policy, promise_cell(run), f"{run.script_passed}/{run.script_total}", str(run.sent), str(run.held),
-            str(run.refused), str(run.expired), str(run.declined), f"{run.wakes_per_recipient_hour:.1f}",
-            str(run.peak_hour), _secs(run.read_median_s), _secs(run.read_worst_s), str(run.unread)]
+            str(run.refused), str(run.expired), str(run.declined), peak_cell(run),
+            _secs(run.read_median_s), _secs(run.read_worst_s), str(run.unread)]
+
+
+def failure_lines(run: PolicyRun) -> list[str]:
+    """`expect#0: wakes of reviewer at 9m`: every failed check with its title."""
+    return [f"{check}: {title}" if title else check for check, title in run.failures] or list(run.failed)
 
 
 def text_table(comparisons: list[ScenarioComparison]) -> str:
@@ -105,16 +133,19 @@ def text_table(comparisons: list[ScenarioComparison]) -> str:
             if run.options != "thatch":
                 out.append(f"  {run.policy}: {run.options}")
         for run in comp.runs:
-            if run.failed:
-                out.append(f"  {run.policy} failed: {', '.join(run.failed)}")
+            for line in failure_lines(run):
+                out.append(f"  {run.policy} failed: {line}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
 # -- the chart -------------------------------------------------------------------------
 
-W, H, PAD_L, PAD_R, PAD_T, PAD_B = 500, 190, 40, 175, 12, 30
+# The chart's own units: it is drawn as wide as the page (`width="100%"`, the height follows).
+VW, VH = 1000, 260
+PAD_L, PAD_R, PAD_T, PAD_B = 62, 18, 34, 44
 DASHES = ("", "7 4", "2 3", "10 3 2 3")
+MAX_POINTS = 400   # hover points per line (a long run's wakes are thinned evenly)
 
 
 def _ticks(run_ms: int) -> list[int]:
@@ -123,49 +154,70 @@ def _ticks(run_ms: int) -> list[int]:
     return list(range(0, run_ms + 1, step))
 
 
+def y_ticks(top: int) -> list[int]:
+    """0 and evenly spaced round counts up to the first one at or above `top` (at most about 6 steps)."""
+    step = next(s for m in (1, 10, 100, 1000, 10_000) for s in (m, 2 * m, 5 * m) if top / s <= 6)
+    return list(range(0, -(-max(top, 1) // step) * step + 1, step))
+
+
+def _axes(total: int, ymax: int, x, y) -> list[str]:
+    """The plot's frame, gridlines, tick labels and axis titles."""
+    plot_w, plot_h = VW - PAD_L - PAD_R, VH - PAD_T - PAD_B
+    parts = [f'<rect x="{PAD_L}" y="{PAD_T}" width="{plot_w}" height="{plot_h}" fill="#fafbfc" stroke="#d0d7de"/>']
+    for t in _ticks(total):
+        parts.append(f'<line x1="{x(t):.1f}" y1="{PAD_T}" x2="{x(t):.1f}" y2="{PAD_T + plot_h}" stroke="#eef1f4"/>'
+                     f'<text x="{x(t):.1f}" y="{PAD_T + plot_h + 15}" class="tk" text-anchor="middle">'
+                     f'{span(t) if t else "0"}</text>')
+    for n in y_ticks(ymax):
+        parts.append(f'<line x1="{PAD_L}" y1="{y(n):.1f}" x2="{PAD_L + plot_w}" y2="{y(n):.1f}" stroke="#eef1f4"/>'
+                     f'<text x="{PAD_L - 6}" y="{y(n) + 4:.1f}" class="tk" text-anchor="end">{n}</text>')
+    mid = PAD_T + plot_h / 2
+    parts.append(f'<text x="{PAD_L + plot_w / 2:.0f}" y="{VH - 8}" class="ax" text-anchor="middle">'
+                 'virtual time since the scenario start</text>'
+                 f'<text x="16" y="{mid:.0f}" class="ax" transform="rotate(-90 16 {mid:.0f})" '
+                 'text-anchor="middle">wake prompts so far</text>')
+    return parts
+
+
+def _series(k: int, run: PolicyRun, total: int, x, y) -> list[str]:
+    """One policy set's step line, a hover point at every wake, and its entry in the chart's key."""
+    color, dash = PALETTE[k % len(PALETTE)], DASHES[k % len(DASHES)]
+    style = f' stroke-dasharray="{dash}"' if dash else ""
+    times = sorted(run.wake_times)
+    points, dots = [f"{x(0):.1f},{y(0):.1f}"], []
+    every = max(1, -(-len(times) // MAX_POINTS))
+    for n, t in enumerate(times, start=1):
+        points += [f"{x(t):.1f},{y(n - 1):.1f}", f"{x(t):.1f},{y(n):.1f}"]
+        if n % every == 0 or n == len(times):
+            dots.append(f'<circle cx="{x(t):.1f}" cy="{y(n):.1f}" r="3" fill="{color}">'
+                        f'<title>{escape(run.policy)}: wake {n} of {len(times)} at {span(t)}</title></circle>')
+    points.append(f"{x(total):.1f},{y(len(times)):.1f}")
+    # Sets that behave alike draw the same line: dashes and a pixel's shift keep each one visible.
+    key_x = PAD_L + 8 + 220 * k
+    return [f'<g class="series" transform="translate(0 {-1.5 * k:.1f})">'
+            f'<polyline fill="none" stroke="{color}" stroke-width="2"{style} points="{" ".join(points)}">'
+            f'<title>{escape(run.policy)}: {len(times)} wake prompts</title></polyline>{"".join(dots)}</g>',
+            f'<line x1="{key_x}" y1="{PAD_T - 14}" x2="{key_x + 24}" y2="{PAD_T - 14}" stroke="{color}" '
+            f'stroke-width="3"{style}/><text x="{key_x + 30}" y="{PAD_T - 10}" class="lg">'
+            f'{escape(run.policy[:24])}: {len(times)} wakes</text>']
+
+
 def chart_svg(comp: ScenarioComparison) -> str:
     """Wake prompts received so far (all sessions) over virtual time, one step line per policy set."""
-    top = max([len(r.wake_times) for r in comp.runs] + [1])
     total = max(comp.run_ms, 1)
-    plot_w, plot_h = W - PAD_L - PAD_R, H - PAD_T - PAD_B
+    ymax = y_ticks(max([len(r.wake_times) for r in comp.runs] + [1]))[-1]
+    plot_w, plot_h = VW - PAD_L - PAD_R, VH - PAD_T - PAD_B
 
     def x(t: int) -> float:
         return PAD_L + plot_w * min(t, total) / total
 
     def y(n: int) -> float:
-        return PAD_T + plot_h * (1 - n / top)
+        return PAD_T + plot_h * (1 - n / ymax)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" '
-             f'aria-label="wake prompts over time, {escape(comp.name)}">',
-             f'<rect x="{PAD_L}" y="{PAD_T}" width="{plot_w}" height="{plot_h}" fill="#fafbfc" stroke="#d0d7de"/>']
-    for t in _ticks(total):
-        parts.append(f'<line x1="{x(t):.1f}" y1="{PAD_T}" x2="{x(t):.1f}" y2="{PAD_T + plot_h}" '
-                     'stroke="#eef1f4"/>'
-                     f'<text x="{x(t):.1f}" y="{H - 12}" class="tk" text-anchor="middle">'
-                     f'{span(t) if t else "0"}</text>')
-    parts.append(f'<text x="{PAD_L - 6}" y="{PAD_T + 10}" class="tk" text-anchor="end">{top}</text>'
-                 f'<text x="{PAD_L - 6}" y="{PAD_T + plot_h}" class="tk" text-anchor="end">0</text>'
-                 f'<text x="12" y="{PAD_T + plot_h / 2:.0f}" class="tk" '
-                 f'transform="rotate(-90 12 {PAD_T + plot_h / 2:.0f})" '
-                 f'text-anchor="middle">wakes</text>')
+    parts = [f'<svg class="chart" viewBox="0 0 {VW} {VH}" width="100%" role="img" '
+             f'aria-label="wake prompts over time, {escape(comp.name)}">', *_axes(total, ymax, x, y)]
     for k, run in enumerate(comp.runs):
-        color = PALETTE[k % len(PALETTE)]
-        points, n = [f"{x(0):.1f},{y(0):.1f}"], 0
-        for t in sorted(run.wake_times):
-            points.append(f"{x(t):.1f},{y(n):.1f}")
-            n += 1
-            points.append(f"{x(t):.1f},{y(n):.1f}")
-        points.append(f"{x(total):.1f},{y(n):.1f}")
-        # Sets that behave alike draw the same line: dashes and a pixel's shift keep each one visible.
-        dash = DASHES[k % len(DASHES)]
-        style = f' stroke-dasharray="{dash}"' if dash else ""
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{style} '
-                     f'transform="translate(0 {-1.5 * k:.1f})" '
-                     f'points="{" ".join(points)}"/>')
-        ly = PAD_T + 14 + 16 * k
-        parts.append(f'<line x1="{W - PAD_R + 8}" y1="{ly - 4}" x2="{W - PAD_R + 28}" y2="{ly - 4}" '
-                     f'stroke="{color}" stroke-width="3"{style}/>'
-                     f'<text x="{W - PAD_R + 32}" y="{ly}" class="lg">{escape(run.policy[:20])} ({n})</text>')
+        parts += _series(k, run, total, x, y)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -178,23 +230,19 @@ header{padding:14px 20px 8px;border-bottom:1px solid #d0d7de}
 h1{font-size:19px;margin:0 0 6px}h2{font-size:15px;margin:16px 0 4px}
 .meta{color:#57606a}section{padding:0 20px 10px;border-bottom:1px solid #eaeef2}
 .story{color:#57606a;max-width:1000px;margin:2px 0 8px}
-.wrap{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap;margin-top:6px}
 table{border-collapse:collapse;margin:4px 0}
 td,th{border:1px solid #d0d7de;padding:3px 6px;text-align:right;white-space:nowrap}
 th{background:#f6f8fa}td:first-child,th:first-child{text-align:left;font-weight:bold}
 td.good{color:#1a7f37}td.bad{color:#cf222e;font-weight:bold}
+table.cols td,table.cols th{text-align:left;white-space:normal}table.cols td:first-child{white-space:nowrap}
+details{margin:6px 0}
 .opts{color:#57606a;margin:2px 0}.fails{color:#cf222e;margin:2px 0}
+ul.fails{margin:2px 0 6px;padding-left:22px}ul.fails code{color:#1f2328}
+svg.chart{display:block;margin:8px 0}
 svg text{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif}\
-svg .tk{font-size:10px;fill:#57606a}svg .lg{font-size:10.5px;fill:#1f2328}
+svg .tk{font-size:11px;fill:#57606a}svg .lg{font-size:12px;fill:#1f2328}svg .ax{font-size:12px;fill:#1f2328}
+svg g.series circle{opacity:.55}svg g.series circle:hover{opacity:1}
 """
-
-LEGEND = ("promises: thatch's properties P1-P10 and the policies' Q1-Q3 that held, of those judged; "
-          "script: the scenario's own expectations, step replies and reach claims (written for the policy it names); "
-          "sent: send attempts; "
-          "held / refused / expired / declined: what the recipients' policies and users did; "
-          "wakes/rcpt/h: the busiest recipient's wake prompts "
-          "per hour of the run; peak 1h: most wakes one recipient got in a rolling hour; wait: from a send to the "
-          "recipient's read (a held message from its send), median and worst; unread: never read by the end.")
 
 
 def _tone(run: PolicyRun, column: int) -> str:
@@ -205,20 +253,30 @@ def _tone(run: PolicyRun, column: int) -> str:
     return ' class="bad"' if bad else ' class="good"'
 
 
+def _column_legend() -> str:
+    rows = "".join(f"<tr><td>{escape(name)}</td><td>{escape(meaning)}</td></tr>" for name, meaning in COLUMN_MEANINGS)
+    return (f'<details open><summary>What the columns count</summary><table class="cols">'
+            f"<tr><th>column</th><th>meaning</th></tr>{rows}</table></details>")
+
+
+def _failures(run: PolicyRun) -> str:
+    items = "".join(f"<li><code>{escape(check)}</code> {escape(title)}</li>" for check, title in
+                    (run.failures or [(c, "") for c in run.failed]))
+    return f'<div class="fails"><b>{escape(run.policy)}</b> failed:</div><ul class="fails">{items}</ul>'
+
+
 def _section(comp: ScenarioComparison) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
     rows = "".join("<tr>" + "".join(f"<td{_tone(r, i)}>{escape(c)}</td>" for i, c in enumerate(row_cells(r)))
                    + "</tr>" for r in comp.runs)
     notes = "".join(f'<div class="opts"><b>{escape(r.policy)}</b>: {escape(r.options)}</div>'
                     for r in comp.runs if r.options != "thatch")
-    notes += "".join(f'<div class="fails"><b>{escape(r.policy)}</b> failed: {escape(", ".join(r.failed))}</div>'
-                     for r in comp.runs if r.failed)
+    notes += "".join(_failures(r) for r in comp.runs if r.failed)
     return (f'<section id="{escape(comp.name)}"><h2>{escape(comp.name)}</h2>'
             f'<div class="meta">{escape(comp.file)} · seed {comp.seed} · '
             f'{span(comp.run_ms)} with the drain</div>'
             f'<div class="story">{escape(comp.story)}</div>'
-            f'<table><tr>{head}</tr>{rows}</table>'
-            f'<div class="wrap">{chart_svg(comp)}<div>{notes}</div></div></section>')
+            f'<table><tr>{head}</tr>{rows}</table>{notes}{chart_svg(comp)}</section>')
 
 
 def render_page(comparisons: list[ScenarioComparison], policies: list[str]) -> str:
@@ -226,5 +284,5 @@ def render_page(comparisons: list[ScenarioComparison], policies: list[str]) -> s
     return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>policy comparison</title>"
             f"<style>{CSS}</style></head><body><header><h1>Messaging policies side by side</h1>"
             f'<div class="meta">{len(comparisons)} scenario(s) under {escape(", ".join(policies))}, '
-            f"each with its own seed in every set</div><div class=\"meta\">{escape(LEGEND)}</div></header>"
+            f"each with its own seed in every set</div>{_column_legend()}</header>"
             f"{body}</body></html>\n")

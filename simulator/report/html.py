@@ -26,7 +26,9 @@ from typing import Any, Callable, Optional
 from simulator.events import data_of
 from simulator.history import encode_event, event_place
 from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
-from simulator.report.svg import C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS, render_timeline
+from simulator.report.outcomes import DECLINED, EXPIRED, HELD, PARKED, REFUSED
+from simulator.report.svg import (C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS,
+                                  render_timeline, swatch)
 from simulator.result import RunResult
 
 SLICE_AROUND = 3  # history events shown on either side of each witness in the text slice
@@ -66,7 +68,10 @@ svg .ll-dead{stroke:#d0d7de;stroke-width:1;stroke-dasharray:3 4}
 svg .ll-proc{stroke:#57606a;stroke-width:2.5}svg .ll-ses{stroke:#8c959f;stroke-width:1.5}
 svg .phase{stroke:#8c959f;stroke-dasharray:8 4}
 svg .brk{fill:#fbf7ec}svg .brkl{stroke:#d4a72c;stroke-dasharray:2 3}svg .brkt{fill:#7d5a00;font-style:italic}
-svg g.ev:hover .lb{font-weight:bold}
+svg g.ev:hover .lb{text-decoration:underline}
+svg .o-held{fill:#b35c00;font-weight:bold}svg .o-parked{fill:#57606a;font-weight:bold}\
+svg .o-refused{fill:#a40e26;font-weight:bold}svg .o-declined{fill:#8250df;font-weight:bold}\
+svg .o-expired{fill:#bc4c00;font-weight:bold}
 pre.slice{font-family:"DejaVu Sans Mono",monospace;font-size:11.5px;background:#f6f8fa;\
 padding:8px;overflow:auto;max-width:1350px}
 pre.slice b{color:#cf222e}
@@ -158,10 +163,22 @@ def _line_swatch(color: str, dash: str = "") -> str:
             "</svg>")
 
 
+# What became of a message, in the legend's words (the marks are `svg.SEND_STYLE` and the notices').
+OUTCOME_WORDS = {
+    HELD: "held for approval (a prompt with a deadline)",
+    PARKED: "parked for a later review (no deadline)",
+    REFUSED: "refused (never stored)",
+    EXPIRED: "held message expired → notice to its sender",
+    DECLINED: "held message declined → notice to its sender",
+}
+
+
 def _legend() -> list[str]:
     """What the diagram's lines, bars and outlines mean."""
+    outcomes = "".join(f'<span class="o" data-outcome="{o}">{swatch(o)} {_e(words)}</span>'
+                       for o, words in OUTCOME_WORDS.items())
     return ['<section><div class="key">'
-            f"<span>{_line_swatch(C_MSG)} message (send)</span>"
+            f"<span>{_line_swatch(C_MSG)} message delivered (send)</span>"
             f"<span>{_line_swatch(C_MSG, '6 3')} broadcast</span>"
             f"<span>{_line_swatch(C_WAKE, '4 2')} wake prompt (poller → session)</span>"
             f'<span><i class="sw" style="background:{C_FRESH}"></i>heartbeat fresh</span>'
@@ -171,7 +188,7 @@ def _legend() -> list[str]:
             '<span><i class="sw" style="background:#dde6f5"></i>machine asleep</span>'
             f'<span><i class="sw" style="border:2px solid {C_WITNESS};height:6px"></i>witness</span>'
             "<span>solid lifeline = process alive, dashed = not running · hover for details</span>"
-            "</div></section>"]
+            f'</div><div class="key">{outcomes}</div></section>']
 
 
 def _omitted_note(layout: Layout) -> list[str]:
@@ -207,7 +224,7 @@ def render_html(result: RunResult) -> str:
     """The whole report page as one string."""
     history = result.history
     end_t = max(result.virtual_ms, max((int(e.get("t", 0)) for e in history), default=0))
-    head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t)
+    head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t, result.db_path)
     match = witness_matcher(history)
     timeline = f'<div class="scroll"><div class="sticky">{head_svg}</div>{body_svg}</div>'
     out = [*_page_head(result), *_header(result, layout), *_verdict_table(result, layout, match),

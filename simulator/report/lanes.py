@@ -14,7 +14,13 @@ the row cap; and the y of every row along virtual time.
 Lanes: the orchestrator, then per process (first-seen order) its own lane
 followed by one lane per session it hosted, keyed `(proc, session)`. A session
 resumed in another process therefore gets a second lane under that process,
-which is what a reader wants to see: who hosted it when.
+which is what a reader wants to see: who hosted it when. A machine-wide step
+(`thatch chat list` / `tail`) runs in no session's process: its events get a
+lane of their own (`CLI`), whichever fake host carried them out.
+
+Lanes are spaced to their text: `place_lanes` takes the room each lane's
+labels need (measured by the drawing) and moves the lanes apart, so a label
+is never cut short.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import bisect
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from simulator.events import (
@@ -30,11 +37,13 @@ from simulator.events import (
     PROCESS_START, REGISTERED, RUN_END, RUN_START, SAMPLE, SLEEP_END, SLEEP_START, STEP_DROPPED, STORE_ERROR,
     TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE, data_of,
 )
+from simulator.report.outcomes import NOTICE, REFUSED, read_notices, send_outcome
 from simulator.scenario.durations import format_duration
-from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
+from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, MACHINE, STEPS
 
 ORCH = "orchestrator"
-LANE_W = 150            # px between lanes: room for a ~22-character label
+CLI = "thatch chat"     # the lane of the machine-wide CLI steps (a space: no process label has one)
+LANE_W = 150            # px between lanes at least
 LEFT = 92               # time axis gutter
 ROW_H = 22              # px per drawn event
 BREAK_MS = 10 * 60_000  # an idle stretch this long is drawn as a labelled break
@@ -57,6 +66,8 @@ TIER0 = {RUN_START, RUN_END, PHASE, PROCESS_START, PROCESS_EXIT, FAULT, FAULT_FI
          LOCK_RELEASED}
 TIER1 = {WAKE, TOOL_RESULT, SAMPLE}
 MESSAGE_TOOLS = {"thatch_chat_send", "thatch_chat_broadcast"}
+# Steps that run on the machine, not in a session's process: their tool events are the CLI's.
+MACHINE_TOOLS = frozenset(k.key for k in STEPS.values() if k.target == MACHINE)
 
 
 LaneKey = tuple[str, Optional[str]]   # (proc, session); session None = the process lane itself
@@ -67,6 +78,15 @@ class Lane:
     key: LaneKey
     x: int = 0
     start_t: Optional[int] = None    # first virtual time the lane exists
+    left: int = 0                    # the lane's column: from midway to the previous lane...
+    right: int = 0                   # ...to midway to the next one (the last lane: its own room)
+
+
+def lane_key_of(e: dict[str, Any]) -> LaneKey:
+    """The lane of the process that did `e`: its own, or the CLI's for a machine-wide step."""
+    if e.get("kind") in (TOOL_CALL, TOOL_RESULT) and data_of(e).get("tool") in MACHINE_TOOLS:
+        return (CLI, None)
+    return (e.get("proc") or ORCH, e.get("session"))
 
 
 @dataclass
@@ -83,6 +103,9 @@ class Layout:
     recipients: dict[int, list[LaneKey]]   # history index -> target lanes
     bodies: dict[int, str] = field(default_factory=dict)      # history index -> message body (from its tool-call)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # sample index -> [(label, new state)]
+    outcomes: dict[int, str] = field(default_factory=dict)   # send result index -> delivered/held/parked/refused
+    extra: dict[int, dict[str, Any]] = field(default_factory=dict)  # row index past the history -> drawn-only event
+    failed: dict[str, str] = field(default_factory=dict)     # failing check -> its title
     width: int = 0                                       # lanes' width (the drawing widens it to fit labels)
     height: int = 0
     end_t: int = 0
@@ -171,17 +194,37 @@ def witness_matcher(history: list[dict[str, Any]]):
 
 
 def witness_indices(history: list[dict[str, Any]], verdicts) -> dict[int, int]:
-    """History positions named by failing verdicts' witnesses -> W numbers (1-based, first-seen)."""
+    """History positions named by failing verdicts' witnesses -> W numbers (1-based, first-seen).
+
+    A failing expectation, step reply or fault whose verdict names no event (a "0 wakes, want 1"
+    has nothing to point at) is witnessed by its own record: the observation, the step's result,
+    the fault's events, else the run's end."""
     match = witness_matcher(history)
     out: dict[int, int] = {}
     for v in verdicts:
         if v.ok:
             continue
-        for w in v.witness or []:
-            n = match(w)
-            if n is not None and n not in out:
+        found = [n for n in map(match, v.witness or []) if n is not None]
+        for n in found or own_record(history, v.check):
+            if n not in out:
                 out[n] = len(out) + 1
     return out
+
+
+_OWN_KINDS = {"expect": (EXPECTATION,), "step": (TOOL_RESULT, STEP_DROPPED),
+              "fault": (FAULT, FAULT_FIRED, FAULT_NOT_FIRED, CRASH)}
+
+
+def own_record(history: list[dict[str, Any]], check: str) -> list[int]:
+    """The events that record an `expect#N`, `step#N` or `fault#N` (else the run's end; else none)."""
+    family, _, number = check.partition("#")
+    if family not in _OWN_KINDS or not number.isdigit():
+        return []
+    field_name = "index" if family == "expect" else "step"
+    hits = [n for n, e in enumerate(history)
+            if e.get("kind") in _OWN_KINDS[family] and data_of(e).get(field_name) == int(number)]
+    ends = [n for n, e in enumerate(history) if e.get("kind") == RUN_END]
+    return hits[:3] or ends[-1:]
 
 
 def _ident(e: dict[str, Any]) -> tuple:
@@ -246,7 +289,7 @@ class _Census:
 
     def see_lifecycle(self, e: dict[str, Any]) -> None:
         """Processes starting and exiting, and every process or session an event happens in."""
-        proc, ses, t, d = e.get("proc") or ORCH, e.get("session"), int(e.get("t", 0)), data_of(e)
+        (proc, ses), t, d = lane_key_of(e), int(e.get("t", 0)), data_of(e)
         kind = e.get("kind")
         if kind == PROCESS_START and d.get("target"):
             target = d["target"]
@@ -262,6 +305,9 @@ class _Census:
             spans = self.alive[d["target"]]
             if spans and spans[-1][1] is None:
                 spans[-1] = (spans[-1][0], t)
+        elif proc == CLI:
+            self.add(proc, None, t)
+            self.proc_kind[CLI] = "command line"
         elif proc != ORCH:
             self.add(proc, ses, t)
             if proc not in self.alive:
@@ -296,18 +342,59 @@ def _census(history: list[dict[str, Any]]) -> _Census:
 
 
 def _place_lanes(census: _Census) -> tuple[dict[LaneKey, Lane], list[tuple[str, list[Optional[str]]]]]:
-    """The orchestrator's lane, then per process its own lane followed by its sessions' lanes."""
-    lanes: dict[LaneKey, Lane] = {}
+    """The orchestrator's lane, then per process its own lane followed by its sessions' lanes
+    (positions come from `place_lanes`)."""
+    lanes: dict[LaneKey, Lane] = {(ORCH, None): Lane((ORCH, None), 0, 0)}
     groups: list[tuple[str, list[Optional[str]]]] = []
-    x = LEFT + LANE_W // 2
-    lanes[(ORCH, None)] = Lane((ORCH, None), x, 0)
     for proc in census.procs:
         members: list[Optional[str]] = [None] + census.sessions[proc]
         groups.append((proc, members))
         for ses in members:
-            x += LANE_W
-            lanes[(proc, ses)] = Lane((proc, ses), x, census.lane_start.get((proc, ses)))
+            lanes[(proc, ses)] = Lane((proc, ses), 0, census.lane_start.get((proc, ses)))
     return lanes, groups
+
+
+@dataclass
+class Room:
+    """What the lanes' text needs, in px: how far right of its lane a lane's row labels reach,
+    half the widest header label of each lane, the width of each process group's header."""
+    right: dict[LaneKey, float] = field(default_factory=dict)
+    half: dict[LaneKey, float] = field(default_factory=dict)
+    group: dict[str, float] = field(default_factory=dict)
+
+
+def _xs(first: float, gaps: list[float]) -> list[float]:
+    xs = [first]
+    for g in gaps:
+        xs.append(xs[-1] + g)
+    return xs
+
+
+def place_lanes(layout: Layout, room: Room) -> None:
+    """Space the lanes (at least LANE_W apart) so every label fits in its lane's column."""
+    keys = list(layout.lanes)
+    half = [max(LANE_W / 2, room.half.get(k, 0.0)) for k in keys]
+    gaps = [max(LANE_W, room.right.get(a, 0.0), half[i] + half[i + 1]) for i, a in enumerate(keys[:-1])]
+    first = LEFT + half[0]
+    last_extra = max(half[-1], room.right.get(keys[-1], 0.0))
+    pos = {k: i for i, k in enumerate(keys)}
+    for proc, members in layout.groups:
+        lo, hi = pos[(proc, members[0])], pos[(proc, members[-1])]
+        xs = _xs(first, gaps)
+        left = (xs[lo - 1] + xs[lo]) / 2 if lo else LEFT
+        right = (xs[hi] + xs[hi + 1]) / 2 if hi + 1 < len(xs) else xs[hi] + last_extra
+        short = room.group.get(proc, 0.0) - (right - left)
+        if short > 0 and hi + 1 < len(xs):
+            gaps[hi] += 2 * short
+        elif short > 0:
+            last_extra += short
+    xs = _xs(first, gaps)
+    for i, k in enumerate(keys):
+        lane = layout.lanes[k]
+        lane.x = round(xs[i])
+        lane.left = round((xs[i - 1] + xs[i]) / 2) if i else LEFT
+        lane.right = round((xs[i] + xs[i + 1]) / 2) if i + 1 < len(xs) else math.ceil(xs[i] + last_extra)
+    layout.width = layout.lanes[keys[-1]].right + 10
 
 
 @dataclass
@@ -317,6 +404,7 @@ class _Picks:
     recipients: dict[int, list[LaneKey]] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    outcomes: dict[int, str] = field(default_factory=dict)
 
 
 def _freshness_moves(registered_now: dict[str, dict[str, Any]], fresh_state: dict[str, str]) -> list[tuple[str, str]]:
@@ -343,7 +431,7 @@ def _pick_rows(history: list[dict[str, Any]], witness: dict[int, int], census: _
     fresh_state: dict[str, str] = {}
     for n, e in enumerate(history):
         kind, d = e.get("kind"), data_of(e)
-        key = (e.get("proc") or ORCH, e.get("session"))
+        key = lane_key_of(e)
         if kind == TOOL_CALL:
             last_call[key] = d
         elif kind == SAMPLE:
@@ -354,10 +442,12 @@ def _pick_rows(history: list[dict[str, Any]], witness: dict[int, int], census: _
                 picks.changes[n] = moved
         if kind in ROW_KINDS or n in witness or n in picks.changes:
             picks.rows.append(n)
-        if kind == TOOL_RESULT and d.get("ok") and d.get("tool") in MESSAGE_TOOLS:
+        if kind == TOOL_RESULT and d.get("tool") in MESSAGE_TOOLS:
+            picks.outcomes[n] = outcome = send_outcome(d.get("ok"), str(d.get("text", "")))
             call = last_call.get(key) or {}
-            picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
-                                                   census.sessions)
+            if outcome != REFUSED or d.get("tool") == "thatch_chat_send":  # a refused broadcast names no one
+                picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
+                                                       census.sessions)
             picks.bodies[n] = str((call.get("args") or {}).get("body", ""))
         elif kind in (FAULT, FAULT_FIRED):
             target = _fault_target(e, proc_set, lanes) or step_target.get(d.get("step"))
@@ -397,8 +487,9 @@ def _place_rows(layout: Layout, history: list[dict[str, Any]], picked: list[int]
     layout.height = y_end + 16
 
 
-def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Layout:
-    """Lanes from who appears in the history, rows from what is drawn, y from virtual time."""
+def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0, db_path: Optional[Path] = None) -> Layout:
+    """Lanes from who appears in the history, rows from what is drawn (and the notices the database
+    holds), y from virtual time."""
     census = _census(history)
     lanes, groups = _place_lanes(census)
     witness = witness_indices(history, verdicts)
@@ -406,10 +497,42 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> Lay
     omitted: dict[str, int] = {}
     picked = _cap(history, picks.rows, witness, omitted) if len(picks.rows) > MAX_ROWS else picks.rows
     layout = Layout(lanes, groups, census.proc_kind, census.names, [], [], witness, omitted, census.alive,
-                    picks.recipients, picks.bodies, picks.changes)
-    _place_rows(layout, history, picked, end_t)
-    layout.width = max(lane.x for lane in lanes.values()) + LANE_W // 2 + 40
+                    picks.recipients, picks.bodies, picks.changes, picks.outcomes)
+    layout.failed = {v.check: v.title for v in verdicts if not v.ok}
+    notices = _notice_events(history, census, lanes, db_path)
+    layout.extra = {len(history) + k: e for k, e in enumerate(notices)}
+    _place_rows(layout, history + notices, _merge(history, picked, notices), end_t)
+    place_lanes(layout, Room())
     return layout
+
+
+def _notice_events(history: list[dict[str, Any]], census: _Census, lanes: dict[LaneKey, Lane],
+                   db_path: Optional[Path]) -> list[dict[str, Any]]:
+    """The stored notices as drawn-only events, on the lane of the held message's recipient."""
+    epoch = next((data_of(e).get("epoch_ms") for e in history if e.get("kind") == RUN_START), None)
+    out = []
+    for notice in read_notices(db_path, epoch):
+        by = census.ids.get(notice.by)
+        if by is None:
+            continue
+        lane = session_lane(lanes, by, notice.t)
+        out.append({"i": "db", "t": notice.t, "proc": lane.key[0] if lane else ORCH, "session": by, "kind": NOTICE,
+                    "data": {"held": notice.held, "outcome": notice.outcome, "to": census.ids.get(notice.to)}})
+    return out
+
+
+def _merge(history: list[dict[str, Any]], picked: list[int], notices: list[dict[str, Any]]) -> list[int]:
+    """Rows in time order, a notice after the rows of its instant but before a wake then: it is
+    stored before the poll that wakes its reader. Notices are numbered after the history."""
+    out, k, base = [], 0, len(history)
+    for n in picked:
+        e = history[n]
+        t = int(e.get("t", 0))
+        while k < len(notices) and (notices[k]["t"] < t or (notices[k]["t"] == t and e.get("kind") == WAKE)):
+            out.append(base + k)
+            k += 1
+        out.append(n)
+    return out + list(range(base + k, base + len(notices)))
 
 
 def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[LaneKey]:

@@ -8,8 +8,17 @@ No script, no external reference: hover details are SVG `<title>` elements,
 and the witness badges carry ids (`w1`, `w2`...) the page links to.
 
 Glyphs are plain SVG shapes rather than emoji so the picture is the same on a
-machine with only the DejaVu/Liberation fonts (the CI image). The SVG is as
-wide as the lanes, or wider when a label drawn right of the last lane needs it.
+machine with only the DejaVu/Liberation fonts (the CI image). Labels are not
+cut: the rows are drawn once to measure how much room each lane's labels take
+(`textwidth`), the lanes are spaced to it (`lanes.place_lanes`), and the rows
+are drawn again in their places. Only free text (a user's prompt, a message
+body, an SQL statement) is shortened, with an ellipsis; the hover title has
+it whole.
+
+A message's arrow says what became of it: delivered (solid), held behind an
+approval prompt, parked for a later review, refused (it stops short with a
+cross); a held message that expired or was declined sends its sender a
+notice, drawn from the reviewer's lane back to the sender.
 """
 
 from __future__ import annotations
@@ -24,20 +33,32 @@ from simulator.events import (
     STEP_DROPPED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_PROMPT, WAKE, data_of, sample_rows,
 )
 from simulator.history import event_place
-from simulator.report.lanes import (LANE_W, LEFT, ORCH, ROW_H, Layout, build_layout, fmt_data, fmt_span, fmt_t,
-                                    sample_state)
+from simulator.report.lanes import (CLI, LEFT, ORCH, ROW_H, Layout, Room, build_layout, fmt_data, fmt_span, fmt_t,
+                                    lane_key_of, place_lanes, sample_state)
+from simulator.report.outcomes import (APPROVED, DECLINED, EXPIRED, HELD, NOTICE, PARKED, REFUSED, refusal_reason,
+                                       review_outcome)
+from simulator.report.textwidth import text_width
 
 C_MSG, C_WAKE, C_FAULT, C_BAD = "#1f6fd1", "#8a3ffc", "#9a6700", "#8b1a1a"
 C_FRESH, C_STALE, C_UNREG, C_BUSY = "#2ea043", "#f0a000", "#d0d7de", "#c9b6f2"
+C_HELD, C_PARKED, C_REFUSED, C_DECLINED, C_EXPIRED = "#b35c00", "#6e7781", "#a40e26", "#8250df", "#bc4c00"
 C_WITNESS = "#e5000b"
-LABEL_CHARS = 23
-# Estimated text width, to size the SVG to its labels. DejaVu Sans bold averages
-# about 0.62 em a character and labels turn bold on hover, so 0.64 em errs wide.
-# Font sizes are the page CSS's (`html.CSS`) for each text class.
-CHAR_EM = 0.64
-FONT_PX = {"sm": 9.5, "ln": 12.0, "gn": 12.0, "wb": 10.0}
+FREE_TEXT_CHARS = 28   # a prompt's or body's excerpt (the hover title has it whole)
+# Font sizes and weights are the page CSS's (`html.CSS`) for each text class.
+FONT_PX = {"sm": 9.5, "ln": 12.0, "gn": 12.0, "wb": 10.0, "tm": 10.5}
+BOLD_CLASSES = {"ln", "gn", "wb", "bad", "stale", "msg", "o-held", "o-parked", "o-refused", "o-declined",
+                "o-expired"}
 DEFAULT_FONT_PX = 10.5
 RIGHT_PAD = 12
+LABEL_GAP = 9          # from a lane to the start of its row labels
+NEXT_LANE_GAP = 16     # from the end of a row label to the next lane (its freshness bar sits left of it)
+
+# Each outcome's arrow: colour, dash, arrowhead marker, and the glyph at the recipient's end.
+SEND_STYLE = {
+    HELD: (C_HELD, "5 3", "ah-held", "pause"),
+    PARKED: (C_PARKED, "2 3", "ah-parked", "park"),
+    REFUSED: (C_REFUSED, "", "", "x"),
+}
 
 
 def _x(s: Any) -> str:
@@ -46,7 +67,8 @@ def _x(s: Any) -> str:
     return escape(text, quote=True)
 
 
-def _clip(s: Any, n: int = LABEL_CHARS) -> str:
+def _clip(s: Any, n: int = FREE_TEXT_CHARS) -> str:
+    """Free text cut to `n` characters with an ellipsis."""
     s = " ".join(str(s).split())
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -61,11 +83,27 @@ def _text(x: float, y: float, s: str, cls: str = "lb", anchor: str = "start") ->
     return f'<text class="{cls}" x="{x:.0f}" y="{y:.0f}"{a}>{_x(s)}</text>'
 
 
+def label_width(s: str, cls: str) -> float:
+    """How wide a text of these classes is drawn (an estimate that errs wide)."""
+    classes = cls.split()
+    px = next((FONT_PX[c] for c in classes if c in FONT_PX), DEFAULT_FONT_PX)
+    return text_width(s, px, bold=any(c in BOLD_CLASSES for c in classes), mono="tm" in classes)
+
+
 def _text_right(x: float, s: str, cls: str, anchor: str) -> float:
-    """How far right a text reaches (an estimate from its length and font size)."""
-    px = next((FONT_PX[c] for c in cls.split() if c in FONT_PX), DEFAULT_FONT_PX)
-    width = len(s) * px * CHAR_EM
+    """How far right a text reaches."""
+    width = label_width(s, cls)
     return x + (width if anchor == "start" else width / 2 if anchor == "middle" else 0)
+
+
+def _fit(s: str, px_room: float, cls: str) -> str:
+    """`s`, shortened with an ellipsis until it fits in `px_room` (free text only)."""
+    s = " ".join(str(s).split())
+    if label_width(s, cls) <= px_room:
+        return s
+    while len(s) > 1 and label_width(s + "…", cls) > px_room:
+        s = s[:-1]
+    return s.rstrip() + "…"
 
 
 class _Sheet:
@@ -91,6 +129,8 @@ _GLYPH_PATHS = {
     "fork": ("M0,7 L0,0 L-5,-6 M0,0 L5,-6", 'stroke="{c}" stroke-width="2.2" fill="none"'),
     "check": ("M-5,0 L-1,4 L5,-5", 'stroke="{c}" stroke-width="2.5" fill="none"'),
     "diamond": ("M0,-5 L5,0 L0,5 L-5,0 Z", 'fill="{c}"'),
+    "pause": ("M-3,-6 L-3,6 M3,-6 L3,6", 'stroke="{c}" stroke-width="3"'),
+    "hourglass": ("M-5,-6 L5,-6 L-5,6 L5,6 Z", 'fill="{c}"'),
 }
 
 
@@ -110,6 +150,13 @@ def _glyph(kind: str, x: float, y: float, color: str) -> str:
         return f'<rect x="{x - 5:.0f}" y="{y - 5:.0f}" width="10" height="10" fill="{color}"/>'
     if kind == "ring":
         return f'<circle cx="{x:.0f}" cy="{y:.0f}" r="4.5" fill="#fff" stroke="{color}" stroke-width="2"/>'
+    if kind == "park":  # an outlined box: put aside for later
+        return (f'<rect x="{x - 5:.0f}" y="{y - 5:.0f}" width="10" height="10" fill="#fff" stroke="{color}" '
+                f'stroke-width="2"/>')
+    if kind == "ban":  # a struck circle: declined
+        return (f'<circle cx="{x:.0f}" cy="{y:.0f}" r="5" fill="#fff" stroke="{color}" stroke-width="2"/>'
+                f'<path d="M{x - 3.5:.0f},{y + 3.5:.0f} L{x + 3.5:.0f},{y - 3.5:.0f}" stroke="{color}" '
+                'stroke-width="2"/>')
     return f'<circle cx="{x:.0f}" cy="{y:.0f}" r="3.5" fill="{color}"/>'
 
 
@@ -121,36 +168,46 @@ def _arrow(x1: float, x2: float, y: float, color: str, marker: str, dash: str = 
             f'stroke-width="{width}"{d} marker-end="url(#{marker})"/>')
 
 
-def _lane_x(layout: Layout, e: dict[str, Any]) -> float:
-    key = (e.get("proc") or ORCH, e.get("session"))
-    lane = layout.lanes.get(key) or layout.lanes.get((key[0], None)) or layout.lanes[(ORCH, None)]
-    return lane.x
+def _lane_of(layout: Layout, e: dict[str, Any]):
+    key = lane_key_of(e)
+    return layout.lanes.get(key) or layout.lanes.get((key[0], None)) or layout.lanes[(ORCH, None)]
 
 
 class _Row(_Sheet):
-    """One diagram row being drawn: its event, its lane's x, and the x span its witness box covers."""
+    """One diagram row being drawn: its event, its lane, the x span its witness box covers, and
+    how far right of each lane its labels reach (the room `place_lanes` gives that lane)."""
 
     def __init__(self, layout: Layout, n: int, e: dict[str, Any], y: float) -> None:
         super().__init__()
         self.layout, self.n, self.e, self.y = layout, n, e, y
         self.d: dict[str, Any] = data_of(e)
         self.t = int(e.get("t", 0))
-        self.at(_lane_x(layout, e))
+        self.room: dict[Any, float] = {}
+        self.at(_lane_of(layout, e))
 
-    def at(self, x: float) -> None:
-        """Draw on the lane at x; the witness box spans a full-length label right of it."""
-        self.x, self.lo, self.hi = x, x - 8, x + 8 + 6.2 * LABEL_CHARS
+    def at(self, lane) -> None:
+        """Draw on `lane`; the witness box spans the glyph and whatever label follows it."""
+        self.lane, self.x, self.lo, self.hi = lane, lane.x, lane.x - 8, lane.x + 8
 
     def at_process(self) -> None:
         """Draw on the lane of the process the event is about (`data.target`), when it has one."""
         lane = self.layout.lanes.get((self.d.get("target"), None))
         if lane is not None:
-            self.at(lane.x)
+            self.at(lane)
+
+    def label(self, lane, s: str, cls: str = "lb") -> None:
+        """A label right of `lane`'s glyph, whole; the lane is spaced to make room for it."""
+        x = lane.x + LABEL_GAP
+        self.text(x, self.y + 4, s, cls)
+        reach = LABEL_GAP + label_width(s, cls)
+        self.room[lane.key] = max(self.room.get(lane.key, 0.0), reach + NEXT_LANE_GAP)
+        if lane is self.lane:
+            self.hi = max(self.hi, x + label_width(s, cls) + 4)
 
     def mark(self, glyph: str, color: str, label: str, cls: str = "lb") -> None:
-        """A glyph on the lane with a clipped label right of it."""
+        """A glyph on the lane with its label right of it."""
         self.add(_glyph(glyph, self.x, self.y, color))
-        self.text(self.x + 9, self.y + 4, _clip(label), cls)
+        self.label(self.lane, label, cls)
 
 
 def _draw_process_start(row: _Row) -> None:
@@ -161,8 +218,8 @@ def _draw_process_start(row: _Row) -> None:
     resumed = row.layout.lanes.get((d.get("target"), d["resumed"])) if d.get("resumed") else None
     if resumed is not None:
         row.add(_glyph("ring", resumed.x, row.y, C_FRESH))
-        row.text(resumed.x + 9, row.y + 4, f"resumed {d.get('how', '')}")
-        row.hi = max(row.hi, resumed.x + 8 + 6.2 * 12)
+        row.label(resumed, f"resumed {d.get('how', '')}")
+        row.hi = max(row.hi, row.right + 4)
 
 
 def _draw_process_exit(row: _Row) -> None:
@@ -187,7 +244,7 @@ def _draw_fault(row: _Row) -> None:
         return
     x, tx = row.x, lanes[targets[0]].x
     row.add(_arrow(x, tx, row.y, C_FAULT, "ah-fault", "2 3", 1.3))
-    row.text((x + tx) / 2, row.y - 4, f"{d.get('fault')} {verb}", "lb sm", "middle")
+    row.text((x + tx) / 2, row.y - 4, f"{d.get('fault')} {verb}", "lb sm al", "middle")
     row.add(_glyph("bolt", x, row.y, C_FAULT))
     row.lo, row.hi = min(x, tx) - 10, max(x, tx) + 10
 
@@ -215,13 +272,16 @@ def _draw_registered(row: _Row) -> None:
 
 
 def _draw_user_prompt(row: _Row) -> None:
-    row.mark("dot", "#6e7781", f"user: {row.d.get('text', '')}", "lb muted")
+    row.mark("dot", "#6e7781", f"user: {_clip(row.d.get('text', ''))}", "lb muted")
 
 
 def _draw_expectation(row: _Row) -> None:
     d, ok = row.d, row.d.get("ok")
-    if ok is None:  # observed here, judged by the checkers afterwards (see the verdict table)
-        row.mark("diamond", "#57606a", f"expect#{d.get('index', '?')} {d.get('kind', '')} observed", "lb muted")
+    check = f"expect#{d.get('index', '?')}"
+    if ok is None and check in row.layout.failed:  # observed here, and the checkers found it wrong
+        row.mark("x", C_BAD, f"{check} FAILED: {row.layout.failed[check]}", "lb bad")
+    elif ok is None:  # observed here, judged by the checkers afterwards (see the verdict table)
+        row.mark("diamond", "#57606a", f"{check} {d.get('kind', '')} observed", "lb muted")
     else:
         row.mark("check" if ok else "x", C_FRESH if ok else C_BAD,
                  f"expect#{d.get('index', '?')} {'ok' if ok else 'FAILED'}", "lb" if ok else "lb bad")
@@ -247,10 +307,10 @@ def _draw_freshness_changes(row: _Row) -> None:
             continue
         xs.append(lane.x)
         row.add(f'<rect x="{lane.x - 11}" y="{row.y - 3:.0f}" width="8" height="6" fill="{_CHANGE_COLOR[state]}"/>')
-        row.text(lane.x + 9, row.y + 4, f"→ {'not registered' if state == 'unreg' else state}",
-                 "lb sm stale" if state == "stale" else "lb sm muted")
+        row.label(lane, f"→ {'not registered' if state == 'unreg' else state}",
+                  "lb sm stale" if state == "stale" else "lb sm muted")
     if xs:
-        row.lo, row.hi = min(xs) - 14, max(xs) + 8 + 6.2 * 14
+        row.lo, row.hi = min(xs) - 14, row.right + 4
 
 
 def _draw_sample(row: _Row) -> None:
@@ -295,27 +355,84 @@ def _draw_wake(row: _Row) -> None:
     row.lo = min(px, row.x) - 8
 
 
+def _send_arrow(row: _Row, tx: float, ya: float, outcome: str, bcast: bool) -> None:
+    """One recipient's arrow, styled by what became of the message (SEND_STYLE; delivered: plain)."""
+    x = row.x
+    if outcome not in SEND_STYLE:
+        row.add(_arrow(x, tx, ya, C_MSG, "ah-msg", "6 3" if bcast else "", 1.8))
+        return
+    color, dash, marker, glyph = SEND_STYLE[outcome]
+    if outcome == REFUSED:  # it never reached the recipient: the arrow stops halfway, crossed out
+        mid = (x + tx) / 2
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        row.add(f'<line x1="{x:.0f}" y1="{ya:.0f}" x2="{mid:.0f}" y2="{ya:.0f}" stroke="{color}" '
+                f'stroke-width="1.8"{d}/>', _glyph(glyph, mid, ya, color))
+        return
+    row.add(_arrow(x, tx - (12 if tx > x else -12), ya, color, marker, dash, 1.8), _glyph(glyph, tx, ya, color))
+
+
 def _draw_message(row: _Row, tool: str, targets: list[tuple[str, Optional[str]]]) -> None:
     """A send or broadcast: arrows to the recipients' lanes, the body on the sender's side."""
     x, y = row.x, row.y
     lanes = [(label, row.layout.lane_for_session(label, row.t) if label else None) for _, label in targets]
     bcast = tool == "broadcast"
+    outcome = row.layout.outcomes.get(row.n, "delivered")
     xs = [lane.x for _, lane in lanes if lane is not None and lane.x != x]
     # The arrow runs a little below the row centre so its label fits above it.
     ya = y + 3
     for tx in xs:
-        row.add(_arrow(x, tx, ya, C_MSG, "ah-msg", "6 3" if bcast else "", 1.8))
+        _send_arrow(row, tx, ya, outcome, bcast)
     missing = [str(label) for label, lane in lanes if lane is None]
-    far = max(xs, key=lambda v: abs(v - x)) if xs else x + 60
     body = row.layout.bodies.get(row.n, "")
-    label = f"{'broadcast' if bcast else 'msg'}" + (f" → {', '.join(missing)}?" if missing else "") + \
-        (f" “{_clip(body, 24)}”" if body else "")
-    # Label just off the sender, on the arrow's side, so it never sits on an arrowhead.
+    what = "broadcast" if bcast else "msg" if outcome == "delivered" else outcome
+    if outcome == REFUSED:
+        what += f" ({refusal_reason(str(row.d.get('text', '')))})"
+    color = SEND_STYLE.get(outcome, (C_MSG,))[0]
+    row.add(_glyph("dot", x, ya, color))
+    if not xs:  # no lane to point at: a mark with the whole label, on the sender's lane
+        row.label(row.lane, f"{what} → {', '.join(missing) or '?'}" + (f" “{_clip(body)}”" if body else ""),
+                  "lb sm msg" if outcome == "delivered" else "lb sm bad")
+        return
+    far = max(xs, key=lambda v: abs(v - x))
+    label = what + (f" → {', '.join(missing)}?" if missing else "") + (f" “{body}”" if body else "")
+    # Label just off the sender, on the arrow's side, so it never sits on an arrowhead; free text,
+    # so it is shortened to the arrow's length.
     right = far >= x
-    row.text(x + (12 if right else -12), y - 2, _clip(label, max(12, int(abs(far - x) / 6.2))),
-             "lb sm msg", "start" if right else "end")
-    row.add(_glyph("dot", x, ya, C_MSG))
+    cls = "lb sm msg al" if outcome == "delivered" else f"lb sm o-{outcome} al"
+    row.text(x + (12 if right else -12), y - 2, _fit(label, abs(far - x) - 24, cls), cls,
+             "start" if right else "end")
     row.lo, row.hi = min([x] + xs) - 8, max([x] + xs) + 8
+
+
+def _draw_review(row: _Row) -> None:
+    """A user's review of a held message: approved (a tick) or declined (a struck circle)."""
+    reviewed = review_outcome(str(row.d.get("text", "")))
+    if reviewed is None:
+        row.mark("dot", "#6e7781", f"{row.d.get('tool')}: nothing held", "lb muted")
+    elif reviewed[0] == APPROVED:
+        row.mark("check", C_FRESH, f"approved held #{reviewed[1]}")
+    else:
+        row.mark("ban", C_DECLINED, f"declined held #{reviewed[1]}", "lb o-declined")
+
+
+def _draw_notice(row: _Row) -> None:
+    """A held message expired or was declined: the mark on its recipient's lane, the notice to its sender."""
+    d = row.d
+    expired = d.get("outcome") == EXPIRED
+    color = C_EXPIRED if expired else C_DECLINED
+    what = f"held #{d.get('held')} {'expired' if expired else 'declined'} → notice"
+    row.add(_glyph("hourglass" if expired else "ban", row.x, row.y, color))
+    to = row.layout.lane_for_session(d["to"], row.t) if d.get("to") else None
+    if to is None or to.x == row.x:
+        row.label(row.lane, what, f"lb o-{d.get('outcome')}")
+        return
+    ya = row.y + 3
+    row.add(_arrow(row.x, to.x, ya, color, "ah-notice" if expired else "ah-declined", "1 3", 1.8))
+    right = to.x > row.x
+    cls = f"lb sm o-{EXPIRED if expired else DECLINED} al"
+    row.text(row.x + (12 if right else -12), row.y - 2, _fit(what, abs(to.x - row.x) - 24, cls), cls,
+             "start" if right else "end")
+    row.lo, row.hi = min(row.x, to.x) - 8, max(row.x, to.x) + 8
 
 
 def _draw_tool_result(row: _Row) -> None:
@@ -324,8 +441,11 @@ def _draw_tool_result(row: _Row) -> None:
     if targets:
         _draw_message(row, tool, targets)
         return
+    if tool in ("approve", "decline"):
+        _draw_review(row)
+        return
     ok = row.d.get("ok")
-    row.mark("dot" if ok else "ring", "#6e7781" if ok else C_BAD, f"{tool} {'ok' if ok else 'refused'}",
+    row.mark("dot" if ok else "ring", "#6e7781" if ok else C_BAD, f"{tool} {'ok' if ok else 'failed'}",
              "lb muted" if ok else "lb bad")
 
 
@@ -356,6 +476,7 @@ _DRAWERS: dict[str, Callable[[_Row], None]] = {
     PHASE: _draw_phase,
     WAKE: _draw_wake,
     TOOL_RESULT: _draw_tool_result,
+    NOTICE: _draw_notice,
 }
 
 
@@ -425,7 +546,8 @@ def _markers() -> list[str]:
     return ["<defs>",
             *(f'<marker id="{mid}" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="7" markerHeight="7" '
               f'orient="auto"><path d="M0,0 L10,5 L0,10 Z" fill="{c}"/></marker>'
-              for mid, c in (("ah-msg", C_MSG), ("ah-wake", C_WAKE), ("ah-fault", C_FAULT))),
+              for mid, c in (("ah-msg", C_MSG), ("ah-wake", C_WAKE), ("ah-fault", C_FAULT), ("ah-held", C_HELD),
+                             ("ah-parked", C_PARKED), ("ah-notice", C_EXPIRED), ("ah-declined", C_DECLINED))),
             "</defs>"]
 
 
@@ -433,8 +555,8 @@ def _group_columns(layout: Layout) -> list[str]:
     """Process groups as alternating background columns."""
     out = []
     for k, (proc, members) in enumerate(layout.groups):
-        x0 = layout.lanes[(proc, members[0])].x - LANE_W // 2
-        out.append(f'<rect x="{x0}" y="0" width="{LANE_W * len(members)}" height="{layout.height}" '
+        x0, x1 = layout.lanes[(proc, members[0])].left, layout.lanes[(proc, members[-1])].right
+        out.append(f'<rect x="{x0}" y="0" width="{x1 - x0}" height="{layout.height}" '
                    f'fill="{"#f6f8fa" if k % 2 == 0 else "#ffffff"}"/>')
     return out
 
@@ -512,25 +634,46 @@ def _rows(layout: Layout, rows: list[_Row]) -> list[str]:
     return out + witness_boxes
 
 
+def _lane_titles(layout: Layout, proc: str, ses: Optional[str]) -> tuple[str, str]:
+    """The two lines over a lane: the session and its chat name, or what the process lane is."""
+    if ses is not None:
+        return ses, layout.names.get(ses, "")
+    return ("terminal", "(CLI steps)") if proc == CLI else ("process", "(poller)")
+
+
+def _group_title(layout: Layout, proc: str) -> str:
+    kind = layout.proc_kind.get(proc, "")
+    return f"{proc}" + (f" · {kind}" if kind else "")
+
+
 def _lane_header(layout: Layout) -> _Sheet:
     """Lane names: per process group its name and kind, per lane the session and its chat name."""
     head = _Sheet()
     head.text(LEFT - 8, 50, "virtual time", "tm", "end")
     head.text(layout.lanes[(ORCH, None)].x, 50, "orchestrator", "ln", "middle")
     for proc, members in layout.groups:
-        x0 = layout.lanes[(proc, members[0])].x - LANE_W // 2 + 2
-        kind = layout.proc_kind.get(proc, "")
-        head.add(f'<rect x="{x0}" y="3" width="{LANE_W * len(members) - 4}" height="22" rx="4" class="grp"/>')
-        head.text(x0 + 8, 18, f"{proc}" + (f" · {kind}" if kind else ""), "gn")
+        x0, x1 = layout.lanes[(proc, members[0])].left + 2, layout.lanes[(proc, members[-1])].right - 2
+        head.add(f'<rect x="{x0}" y="3" width="{x1 - x0}" height="22" rx="4" class="grp"/>')
+        head.text(x0 + 8, 18, _group_title(layout, proc), "gn")
         for ses in members:
             lane = layout.lanes[(proc, ses)]
-            if ses is None:
-                head.text(lane.x, 42, "process", "ln muted", "middle")
-                head.text(lane.x, 54, "(poller)", "lb sm muted", "middle")
-            else:
-                head.text(lane.x, 42, _clip(ses, 20), "ln", "middle")
-                head.text(lane.x, 54, _clip(layout.names.get(ses, ""), 22), "lb sm muted", "middle")
+            top, under = _lane_titles(layout, proc, ses)
+            muted = " muted" if ses is None else ""
+            head.text(lane.x, 42, top, "ln" + muted, "middle")
+            head.text(lane.x, 54, under, "lb sm muted", "middle")
     return head
+
+
+def _header_room(layout: Layout) -> Room:
+    """Half the widest title of each lane, and each group's title width, as `place_lanes` wants them."""
+    room = Room()
+    room.half[(ORCH, None)] = label_width("orchestrator", "ln") / 2 + 8
+    for proc, members in layout.groups:
+        room.group[proc] = label_width(_group_title(layout, proc), "gn") + 20
+        for ses in members:
+            top, under = _lane_titles(layout, proc, ses)
+            room.half[(proc, ses)] = max(label_width(top, "ln"), label_width(under, "lb sm")) / 2 + 8
+    return room
 
 
 def _fitted_width(layout: Layout, rows: list[_Row], head: _Sheet) -> int:
@@ -539,9 +682,21 @@ def _fitted_width(layout: Layout, rows: list[_Row], head: _Sheet) -> int:
     return max(layout.width, math.ceil(max(reach) + RIGHT_PAD))
 
 
-def render_timeline(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> tuple[str, str, Layout]:
-    layout = build_layout(history, verdicts, end_t)
+def _drawn_rows(layout: Layout) -> list[_Row]:
+    """Every row drawn twice: once to measure what its labels need, then in lanes spaced to fit them."""
     rows = [_draw_row(layout, n, e, y) for n, e, y in layout.rows]
+    room = _header_room(layout)
+    for row in rows:
+        for key, px in row.room.items():
+            room.right[key] = max(room.right.get(key, 0.0), px)
+    place_lanes(layout, room)
+    return [_draw_row(layout, n, e, y) for n, e, y in layout.rows]
+
+
+def render_timeline(history: list[dict[str, Any]], verdicts, end_t: int = 0,
+                    db_path=None) -> tuple[str, str, Layout]:
+    layout = build_layout(history, verdicts, end_t, db_path)
+    rows = _drawn_rows(layout)
     head = _lane_header(layout)
     layout.width = _fitted_width(layout, rows, head)
     W, H = layout.width, layout.height
@@ -552,3 +707,17 @@ def render_timeline(history: list[dict[str, Any]], verdicts, end_t: int = 0) -> 
     header = [f'<svg class="lanes" width="{W}" height="58" viewBox="0 0 {W} 58" role="img" aria-label="lanes">',
               f'<rect x="0" y="0" width="{W}" height="58" fill="#ffffff"/>', *head.pieces, "</svg>"]
     return "".join(header), "\n".join(body), layout
+
+
+def swatch(outcome: str) -> str:
+    """The legend's picture of a message outcome: a short arrow styled as the diagram draws it."""
+    if outcome in (EXPIRED, DECLINED):
+        color, glyph = (C_EXPIRED, "hourglass") if outcome == EXPIRED else (C_DECLINED, "ban")
+        line = (f'<line x1="8" y1="7" x2="34" y2="7" stroke="{color}" stroke-width="1.8" stroke-dasharray="1 3"/>'
+                f'<path d="M34,3 L40,7 L34,11 Z" fill="{color}"/>')
+        return f'<svg width="42" height="14">{_glyph(glyph, 6, 7, color)}{line}</svg>'
+    color, dash, _, glyph = SEND_STYLE[outcome]
+    d = f' stroke-dasharray="{dash}"' if dash else ""
+    end = 20 if outcome == REFUSED else 30
+    return (f'<svg width="42" height="14"><line x1="2" y1="7" x2="{end}" y2="7" stroke="{color}" '
+            f'stroke-width="1.8"{d}/>{_glyph(glyph, end + (0 if outcome == REFUSED else 6), 7, color)}</svg>')

@@ -98,7 +98,7 @@ def test_a_lock_that_passes_within_the_budget_is_waited_out(db_path):
     store = FlakyStore(conn)
     store.busy_statements = dbmod.BUSY_RETRIES - 1
     store.poke()
-    assert conn.execute("SELECT counter FROM chat_name_counters WHERE base = 'poke'").fetchone() == (1,)
+    assert conn.execute("SELECT next FROM chat_name_counters WHERE base = 'poke'").fetchone() == (1,)
     conn.close()
 
 

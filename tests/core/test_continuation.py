@@ -5,13 +5,14 @@ Real temp-dir SQLite, real transcript files in a temp projects directory.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from thatch_core.config import ChatConfig, StaticConfig
 from thatch_core.continuation import (
-    adopt_continuation, append_continued_in, continued_in_record, predecessor_map,
-    resolve_registered_predecessor, transcript_path_for,
+    MAX_SCANNED_TRANSCRIPTS, TAIL_BYTES, adopt_continuation, append_continued_in, continued_in_record,
+    continued_in_target, resolve_registered_predecessor, transcript_path_for,
 )
 from thatch_core.mcp import LEAVE_LINE, HOOK_LINE_RE, chat_hook_line, mcp_session_id
 
@@ -49,13 +50,16 @@ def hook(store, projects, host_id, **kw):
 
 @pytest.mark.rules("R33")
 def test_record_shape_is_the_documented_one(tmp_path):
-    """R33: the continued-in record the simulator writes (docs/transcripts.md)."""
-    rec = continued_in_record("old-1", "new-2", timestamp="2026-11-29T13:00:00Z")
-    assert rec == {"type": "system", "subtype": "continued_in", "sessionId": "old-1",
-                   "continuedInSessionId": "new-2", "timestamp": "2026-11-29T13:00:00Z"}
+    """R33: the continued-in record is Claude Code's (docs/transcripts.md): type `continued-in`,
+    the old id as `sessionId`, the new one under `continuedInSessionId`, one compact line."""
+    rec = continued_in_record("old-1", "new-2")
+    assert rec == {"type": "continued-in", "sessionId": "old-1", "continuedInSessionId": "new-2"}
     path = tmp_path / "old-1.jsonl"
-    append_continued_in(path, "old-1", "new-2", timestamp="2026-11-29T13:00:00Z")
-    assert json.loads(path.read_text().splitlines()[-1]) == rec
+    path.write_text('{"type":"user"}\n')
+    append_continued_in(path, "old-1", "new-2")
+    last = path.read_text().splitlines()[-1]
+    assert last == '{"type":"continued-in","sessionId":"old-1","continuedInSessionId":"new-2"}'
+    assert continued_in_target(path) == "new-2"
 
 
 @pytest.mark.rules("R33", "R31")
@@ -147,49 +151,124 @@ def test_known_id_and_missing_trail_adopt_nothing(store, projects, tmp_path):
     assert resolve_registered_predecessor(store, "host-b", None) is None
 
 
+def set_mtime(path, seconds):
+    """Give a transcript a modification time (seconds after an arbitrary epoch)."""
+    ns = (1_800_000_000 + seconds) * 1_000_000_000
+    os.utime(path, ns=(ns, ns))
+
+
+def predecessor_of(store, projects, new_id):
+    return resolve_registered_predecessor(store, new_id, transcript_path_for(projects, new_id))
+
+
 @pytest.mark.rules("R33")
-def test_corrupt_lines_and_cycles_are_skipped(store, projects):
-    """R33: garbage, half-written and non-object lines are skipped; a cycle
-    in corrupt records ends the walk instead of looping."""
+def test_a_record_that_is_not_the_last_line_is_not_adopted(store, projects):
+    """R33: only the last non-empty line counts: a record followed by any other record hands
+    nothing off; blank lines after it do not hide it."""
     store.register(mcp_session_id("host-a"), kind="mcp")
     path = write_transcript(projects, "host-a")
-    with open(path, "ab") as fh:
-        fh.write(b"{not json\n\xff\xfe continued_in\n[\"continued_in\"]\n")
-        fh.write(b'{"type":"system","subtype":"continued_in","continuedInSessionId":42}\n')
+    append_continued_in(path, "host-a", "host-b")
+    with open(path, "a") as fh:
+        fh.write("\n  \n\n")
+    assert predecessor_of(store, projects, "host-b") == mcp_session_id("host-a")
+    write_transcript(projects, "host-a", lines=1)
+    assert predecessor_of(store, projects, "host-b") is None
+    assert not adopt_continuation(store, "host-b", transcript_path_for(projects, "host-b"))
+
+
+@pytest.mark.rules("R33")
+def test_only_the_last_line_of_the_final_4_kib_counts(store, projects):
+    """R33: a long transcript ending with the record is adopted (only its tail is read); a record
+    whose own line is longer than the 4096-byte tail is cut by the read and is not a record."""
+    store.register(mcp_session_id("host-a"), kind="mcp")
+    path = write_transcript(projects, "host-a", lines=400)  # far more than the tail
+    assert path.stat().st_size > 4 * TAIL_BYTES
+    append_continued_in(path, "host-a", "host-b")
+    assert predecessor_of(store, projects, "host-b") == mcp_session_id("host-a")
+
+    padded = dict(continued_in_record("host-c", "host-d"), note="x" * TAIL_BYTES)
+    transcript_path_for(projects, "host-c").write_text(json.dumps(padded) + "\n")
+    store.register(mcp_session_id("host-c"), kind="mcp")
+    assert continued_in_target(transcript_path_for(projects, "host-c")) is None
+    assert predecessor_of(store, projects, "host-d") is None
+
+
+@pytest.mark.rules("R33")
+def test_the_201st_newest_sibling_is_not_scanned(store, projects):
+    """R33: at most the 200 newest siblings (by modification time) are read, the hook's own
+    transcript not counted among them; a record in an older one is out of reach."""
+    store.register(mcp_session_id("host-a"), kind="mcp")
+    fork_chain(projects, ["host-a", "host-b"])
+    set_mtime(transcript_path_for(projects, "host-a"), 0)
+    set_mtime(transcript_path_for(projects, "host-b"), 10_000)  # the hook's own: newest, excluded
+    for i in range(MAX_SCANNED_TRANSCRIPTS - 1):
+        set_mtime(write_transcript(projects, f"filler-{i:03d}", lines=1), 100 + i)
+    assert predecessor_of(store, projects, "host-b") == mcp_session_id("host-a")  # the 200th newest
+    set_mtime(write_transcript(projects, "filler-last", lines=1), 50)
+    assert predecessor_of(store, projects, "host-b") is None  # now the 201st
+    set_mtime(transcript_path_for(projects, "host-a"), 60)
+    assert predecessor_of(store, projects, "host-b") == mcp_session_id("host-a")
+
+
+@pytest.mark.rules("R33")
+@pytest.mark.parametrize("newer", ["host-a", "host-b"])
+def test_the_newest_sibling_wins_when_two_name_the_same_id(store, projects, newer):
+    """R33: two transcripts hand off to one new id: the one modified last is the predecessor."""
+    for old in ("host-a", "host-b"):
+        store.register(mcp_session_id(old), kind="mcp")
+        append_continued_in(write_transcript(projects, old), old, "host-c")
+        set_mtime(transcript_path_for(projects, old), 100 if old == newer else 50)
+    assert predecessor_of(store, projects, "host-c") == mcp_session_id(newer)
+
+
+@pytest.mark.rules("R33")
+@pytest.mark.parametrize("last", [
+    b'{"type":"continued-in","sessionId":"host-a","contin',                          # torn mid-write
+    b"{not json",
+    b"\xff\xfe continued-in \xff",
+    b'["continued-in", "host-b"]',
+    b'"continued-in"',
+    b"null",
+    b'{"type":"system","subtype":"continued_in","sessionId":"host-a","continuedInSessionId":"host-b"}',
+    b'{"type":"continued_in","continuedInSessionId":"host-b"}',
+    b'{"type":"continued-in","continuedInSessionId":""}',
+    b'{"type":"continued-in","continuedInSessionId":42}',
+    b'{"type":"continued-in","continuedInSessionId":null}',
+    b'{"type":"continued-in","continuedInSessionId":["host-b"]}',
+    b'{"type":"continued-in","sessionId":"host-b"}',
+    b"[" * 2000 + b"]" * 2000,                                           # nested deeper than the parser goes
+], ids=["torn", "garbage", "bytes", "array", "string", "null", "old-format", "underscore", "empty-id", "int-id",
+        "null-id", "list-id", "no-key", "nested"])
+def test_a_malformed_last_line_hands_nothing_off(store, projects, last):
+    """R33: a last line that is not a well-formed continued-in record naming a non-empty id
+    adopts nothing, whatever came before it (here a good record) - and never raises."""
+    store.register(mcp_session_id("host-a"), kind="mcp")
+    path = write_transcript(projects, "host-a")
     append_continued_in(path, "host-a", "host-b")
     with open(path, "ab") as fh:
-        fh.write(b'{"type":"system","subtype":"continued_in","sessionId":"host-a","contin')  # torn
-    assert resolve_registered_predecessor(store, "host-b", projects / "host-b.jsonl") == mcp_session_id("host-a")
+        fh.write(last + b"\n")
+    assert continued_in_target(path) is None
+    assert predecessor_of(store, projects, "host-b") is None
 
-    # x <-> y name each other: no registered ancestor, and no endless walk.
+
+@pytest.mark.rules("R33")
+def test_the_predecessor_is_named_by_the_file_not_the_record(store, projects):
+    """R33: the transcript's file name is the predecessor's host id; the record's own
+    `sessionId` is not read."""
+    store.register(mcp_session_id("host-a"), kind="mcp")
+    store.register(mcp_session_id("host-z"), kind="mcp")
+    append_continued_in(write_transcript(projects, "host-a"), "host-z", "host-b")
+    assert predecessor_of(store, projects, "host-b") == mcp_session_id("host-a")
+
+
+@pytest.mark.rules("R33")
+def test_unreadable_siblings_and_cycles_end_quietly(store, projects):
+    """R33: a directory named like a transcript, an empty file and a dangling link are skipped;
+    records that name each other in a cycle run out of hops instead of looping."""
+    (projects / "dir.jsonl").mkdir()
+    (projects / "empty.jsonl").write_bytes(b"")
+    (projects / "dangling.jsonl").symlink_to(projects / "gone")
     append_continued_in(write_transcript(projects, "host-x"), "host-x", "host-y")
     append_continued_in(write_transcript(projects, "host-y"), "host-y", "host-x")
-    assert resolve_registered_predecessor(store, "host-x", projects / "host-x.jsonl") is None
-
-
-@pytest.mark.rules("R33")
-def test_only_the_tail_is_scanned(projects):
-    """R33: the record is a finished transcript's last line; a record buried
-    before the scanned tail is not found (bounded cost per hook)."""
-    path = transcript_path_for(projects, "host-a")
-    append_continued_in(path, "host-a", "host-b")
-    write_transcript(projects, "host-a", lines=200)  # ~10 kB after the record
-    assert predecessor_map(projects, tail_bytes=1024) == {}
-    assert predecessor_map(projects, tail_bytes=1 << 20) == {"host-b": "host-a"}
-
-
-@pytest.mark.rules("R33")
-def test_missing_session_id_falls_back_to_the_file_name(projects):
-    """R33: a record without sessionId names its own transcript's session."""
-    path = write_transcript(projects, "host-a")
-    with open(path, "a") as fh:
-        fh.write(json.dumps({"type": "system", "subtype": "continued_in", "continuedInSessionId": "host-b"}) + "\n")
-    assert predecessor_map(projects) == {"host-b": "host-a"}
-
-
-@pytest.mark.rules("R33")
-def test_later_record_wins_when_two_name_the_same_new_id(projects):
-    """R33: two old sessions naming one new id: the later timestamp is the real fork."""
-    append_continued_in(write_transcript(projects, "host-a"), "host-a", "host-c", timestamp="2026-11-29T10:00:00Z")
-    append_continued_in(write_transcript(projects, "host-b"), "host-b", "host-c", timestamp="2026-11-29T11:00:00Z")
-    assert predecessor_map(projects) == {"host-c": "host-b"}
+    assert predecessor_of(store, projects, "host-x") is None
+    assert not adopt_continuation(store, "host-x", transcript_path_for(projects, "host-x"))

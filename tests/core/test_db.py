@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sqlite3
 import threading
 
@@ -50,14 +51,104 @@ def test_open_sets_pragmas(conn):
     assert schema_version(conn) == SCHEMA_VERSION
 
 
+@pytest.mark.rules("R2", "R32")
 def test_fresh_schema_has_every_table(conn):
+    """R2, R32: a fresh file has the real thatch's chat tables and columns in its
+    column order (counters hold `next`, host pids are (ppid, session_id, seen_at))
+    plus thatch_core's own prune record."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"chat_sessions", "chat_messages", "chat_name_counters", "chat_leave_tombstones",
-            "chat_host_pids", "chat_pruned"} <= tables
+            "chat_host_pids", "chat_name_claims", "chat_machinery", "chat_pruned"} <= tables
     assert table_columns(conn, "chat_sessions") == [
-        "session_id", "name", "topic", "project", "host_kind", "auto", "worktree",
-        "registered_at", "last_seen"]
-    assert "via_broadcast" in table_columns(conn, "chat_messages")
+        "session_id", "name", "topic", "project", "host_kind", "registered_at", "last_seen",
+        "auto", "worktree"]
+    assert table_columns(conn, "chat_messages") == [
+        "id", "from_session", "to_session", "body", "created_at", "delivered_at", "read_at", "via_broadcast"]
+    assert table_columns(conn, "chat_name_counters") == ["base", "next"]
+    assert table_columns(conn, "chat_host_pids") == ["ppid", "session_id", "seen_at"]
+    assert table_columns(conn, "chat_leave_tombstones") == ["session_id", "left_at"]
+
+
+def test_real_defaults_fill_omitted_columns(conn):
+    """The real columns carry defaults: a row given only its keys is complete."""
+    conn.execute("INSERT INTO chat_sessions (session_id, name) VALUES ('ses_d', 'd-00001')")
+    conn.execute("INSERT INTO chat_messages (from_session, to_session, body) VALUES ('a', 'b', 'x')")
+    conn.execute("INSERT INTO chat_name_counters (base) VALUES ('e-cho')")
+    conn.execute("INSERT INTO chat_leave_tombstones (session_id) VALUES ('ses_l')")
+    conn.execute("INSERT INTO chat_host_pids (ppid, session_id) VALUES (7, 'ses_d')")
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    host_kind, reg, seen, auto, worktree = conn.execute(
+        "SELECT host_kind, registered_at, last_seen, auto, worktree FROM chat_sessions").fetchone()
+    assert (host_kind, auto, worktree) == ("opencode", 0, "")
+    assert re.fullmatch(stamp, reg) and re.fullmatch(stamp, seen)
+    created, via = conn.execute("SELECT created_at, via_broadcast FROM chat_messages").fetchone()
+    assert re.fullmatch(stamp, created) and via == 0
+    assert conn.execute("SELECT next FROM chat_name_counters").fetchone() == (1,)
+    assert re.fullmatch(stamp, conn.execute("SELECT left_at FROM chat_leave_tombstones").fetchone()[0])
+    assert re.fullmatch(stamp, conn.execute("SELECT seen_at FROM chat_host_pids").fetchone()[0])
+
+
+# thatch_core's schema 2, as open_db created it before the real thatch's schema was followed.
+SCHEMA_2 = """
+CREATE TABLE chat_sessions (
+    session_id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE, topic TEXT, project TEXT,
+    host_kind TEXT NOT NULL DEFAULT 'opencode', auto INTEGER NOT NULL DEFAULT 0, worktree TEXT,
+    registered_at TEXT NOT NULL, last_seen TEXT NOT NULL);
+CREATE TABLE chat_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, from_session TEXT NOT NULL, to_session TEXT NOT NULL,
+    body TEXT NOT NULL, created_at TEXT NOT NULL, delivered_at TEXT, read_at TEXT,
+    via_broadcast INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE chat_name_counters (base TEXT PRIMARY KEY, counter INTEGER NOT NULL);
+CREATE TABLE chat_leave_tombstones (session_id TEXT PRIMARY KEY, left_at TEXT NOT NULL);
+CREATE TABLE chat_host_pids (pid INTEGER PRIMARY KEY, session_id TEXT NOT NULL, recorded_at TEXT NOT NULL);
+CREATE TABLE chat_pruned (session_id TEXT PRIMARY KEY, pruned_at TEXT NOT NULL);
+INSERT INTO chat_sessions VALUES
+  ('ses_a', 'e-cho-00003', 'work', 'p', 'opencode', 1, NULL, '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z'),
+  ('ses_b', 'ba-sil-00001', NULL, NULL, 'opencode', 1, 'root', '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z');
+INSERT INTO chat_messages (from_session, to_session, body, created_at, read_at, via_broadcast) VALUES
+  ('ses_a', 'ses_b', 'one', '2026-01-01T01:00:00Z', NULL, 0),
+  ('ses_b', 'ses_a', 'two', '2026-01-01T02:00:00Z', '2026-01-01T03:00:00Z', 1),
+  ('ses_b', 'ses_a', 'three', '2026-01-01T04:00:00Z', NULL, 0);
+DELETE FROM chat_messages WHERE body = 'three';
+INSERT INTO chat_name_counters VALUES ('e-cho', 3), ('ba-sil', 1);
+INSERT INTO chat_leave_tombstones VALUES ('ses_gone', '2026-01-01T05:00:00Z');
+INSERT INTO chat_host_pids VALUES (4242, 'ses_a', '2026-01-01T06:00:00Z');
+INSERT INTO chat_pruned VALUES ('ses_old', '2026-01-01T07:00:00Z');
+PRAGMA user_version = 2;
+"""
+
+
+@pytest.mark.rules("R2", "R7", "R11", "R32")
+def test_schema_2_migrates_to_the_real_layout(db_path):
+    """R2, R7, R11, R32: a schema-2 file keeps every row; `counter` (the last drawn)
+    becomes `next` = counter + 1 so no name is ever minted twice; host pids and
+    tombstones keep their rows under the real columns; message ids and the
+    AUTOINCREMENT high-water mark survive; an undetected checkout reads ''."""
+    c = sqlite3.connect(db_path)
+    c.executescript(SCHEMA_2)
+    c.close()
+    c = open_db(db_path)
+    try:
+        assert schema_version(c) == SCHEMA_VERSION
+        assert dict(c.execute("SELECT base, next FROM chat_name_counters")) == {"e-cho": 4, "ba-sil": 2}
+        assert c.execute("SELECT ppid, session_id, seen_at FROM chat_host_pids").fetchall() == [
+            (4242, "ses_a", "2026-01-01T06:00:00Z")]
+        assert c.execute("SELECT * FROM chat_leave_tombstones").fetchall() == [("ses_gone", "2026-01-01T05:00:00Z")]
+        assert c.execute("SELECT * FROM chat_pruned").fetchall() == [("ses_old", "2026-01-01T07:00:00Z")]
+        assert c.execute("SELECT session_id, worktree, auto FROM chat_sessions ORDER BY session_id").fetchall() == [
+            ("ses_a", "", 1), ("ses_b", "root", 1)]
+        assert c.execute("SELECT id, body, read_at, via_broadcast FROM chat_messages ORDER BY id").fetchall() == [
+            (1, "one", None, 0), (2, "two", "2026-01-01T03:00:00Z", 1)]
+        store = ChatStore(c, rng=random.Random(0))
+        assert store.get("ses_a").worktree is None and store.get("ses_b").worktree == "root"
+        assert store.send("ses_a", "ba-sil-00001", "four").message_id == 4  # 3 was handed out once
+        minted = {store.register(f"ses_n{i}").name for i in range(40)}
+        assert not {"e-cho-00001", "e-cho-00002", "e-cho-00003", "ba-sil-00001"} & minted
+    finally:
+        c.close()
+    c = open_db(db_path)  # a second open changes nothing
+    assert c.execute("SELECT COUNT(*) FROM chat_messages").fetchone()[0] == 3
+    c.close()
 
 
 @pytest.mark.rules("R2")
@@ -93,11 +184,11 @@ def test_old_schema_upgraded_on_open(db_path):
         rows = c.execute("SELECT session_id, name, topic, project, host_kind, auto, worktree,"
                          " registered_at, last_seen FROM chat_sessions ORDER BY session_id").fetchall()
         assert rows == [
-            ("mcp_old3", "Kirk", "payments", "shop", "mcp", 0, None,
+            ("mcp_old3", "Kirk", "payments", "shop", "mcp", 0, "",
              "2026-01-01T12:00:00Z", "2026-01-02T12:00:00Z"),
-            ("ses_old1", "Landru", "release QA", "thatch", "opencode", 0, None,
+            ("ses_old1", "Landru", "release QA", "thatch", "opencode", 0, "",
              "2026-01-01T10:00:00Z", "2026-01-02T10:00:00Z"),
-            ("ses_old2", "landru-2", None, None, "opencode", 0, None,
+            ("ses_old2", "landru-2", None, None, "opencode", 0, "",
              "2026-01-01T11:00:00Z", "2026-01-02T11:00:00Z"),
         ]
         msgs = c.execute("SELECT id, from_session, to_session, body, delivered_at, read_at,"

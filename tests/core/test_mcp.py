@@ -109,20 +109,23 @@ def test_hook_registers_even_with_auto_register_off(store):
     assert store.get(mcp_session_id("host-a")).name == name
 
 
-@pytest.mark.rules("R7", "R31", "R6")
+@pytest.mark.rules("R7", "R31", "R6", "R32")
 def test_leave_line_after_unregister_and_explicit_rejoin(store):
-    """R7, R31, R6: after chat_unregister the hook prints the leave line and
-    does not rejoin; an explicit chat_register (identity from the anchor the
-    hook recorded) rejoins the same conversation under a fresh name."""
+    """R7, R31, R6, R32: after chat_unregister the hook prints the leave line and
+    does not rejoin; the parent-pid anchor no longer resolves (no directory row
+    behind it), so an explicit chat_register passing the id the leave line
+    names rejoins the same conversation under a fresh name."""
     first = name_of(chat_hook_line(store, ON, "host-a", ppid=9001))
     srv = server(store, ppid=9001)
     assert srv.call("thatch_chat_unregister", {}).ok
 
     for _ in range(2):
-        assert chat_hook_line(store, ON, "host-a", ppid=9001).startswith(LEAVE_LINE)
+        line = chat_hook_line(store, ON, "host-a", ppid=9001)
+        assert line.startswith(LEAVE_LINE) and mcp_session_id("host-a") in line
     assert store.get(mcp_session_id("host-a")) is None
+    assert store.resolve_host_pid(9001) is None
 
-    reply = srv.call("thatch_chat_register", {})
+    reply = srv.call("thatch_chat_register", {"as": mcp_session_id("host-a")})
     assert reply.ok
     second = name_of(chat_hook_line(store, ON, "host-a", ppid=9001))
     assert second != first and second in reply.text

@@ -19,6 +19,7 @@ from thatch_core.constants import MAX_BODY_LEN
 from thatch_core.db import open_db
 from thatch_core.names import NAME_POOL
 from thatch_core.store import ChatStore
+from thatch_core.types import PruneResult
 
 CTX = multiprocess.get_context("fork")
 T0 = "2026-11-29T13:45:07Z"
@@ -145,7 +146,9 @@ def test_tombstone_gate_and_explicit_rejoin(store):
 @pytest.mark.rules("R7", "R17")
 def test_leave_before_inflight_register_lands(store):
     """R7, R17: session.deleted overtaking an in-flight auto-register (no row
-    yet) still writes the tombstone, so the late register cannot resurrect it."""
+    yet) still writes the tombstone, so the late register cannot resurrect it
+    (seed 000 closes that race; the real thatch writes nothing for an id
+    without a row)."""
     assert store.unregister("ses_a") is False
     late = store.register("ses_a", title="Some title")
     assert late.tombstoned and store.get("ses_a") is None
@@ -183,8 +186,9 @@ def test_two_processes_race_registrations_no_duplicate_names(db_path):
     for n in names:
         base, num = NAME_RE.match(n).groups()
         per_base[base].add(int(num))
-    counters = dict(conn.execute("SELECT base, counter FROM chat_name_counters"))
-    assert {b: set(range(1, c + 1)) for b, c in counters.items()} == per_base
+    # `next` is each base's next unassigned number: exactly 1..next-1 were handed out.
+    counters = dict(conn.execute("SELECT base, next FROM chat_name_counters"))
+    assert {b: set(range(1, n)) for b, n in counters.items()} == per_base
     # Prune everything, register again with the same seed: all names new.
     with freeze_time("2099-01-01T00:00:00Z"):
         assert len(ChatStore(conn).prune().pruned) == 100
@@ -460,10 +464,12 @@ def test_message_feed_and_pending_by_project(store):
 # ----------------------------------------------------------------------
 
 @pytest.mark.rules("R26", "R2", "R11")
-def test_prune_auto_rows_tombstones_and_later_sweep(store):
+def test_prune_auto_rows_tombstones_and_same_pass_sweep(store):
     """R26, R2, R11: auto rows silent 7 days go (names never reissued, counters
-    kept), legacy rows stay, tombstones age out, unread mail to a pruned
-    session is swept on a later pass only; mail to a leaver is history."""
+    kept), legacy rows stay, tombstones age out; in the same pass, unread mail
+    older than the cutoff to any recipient not in the directory (pruned now, or
+    gone by a leave) is swept, as the real thatch does. Read mail and mail to a
+    registered recipient stay."""
     with freeze_time(T0) as clock:
         old = store.register("ses_old").name
         store.register("ses_legacy", auto=False)
@@ -472,45 +478,65 @@ def test_prune_auto_rows_tombstones_and_later_sweep(store):
         store.send("ses_live", "ses_old", "unread to pruned")
         store.send("ses_live", "ses_leaver", "unread to leaver")
         store.send("ses_live", "ses_old", "read to pruned")
+        store.send("ses_old", "ses_live", "unread to the living")
         store.conn.execute("UPDATE chat_messages SET read_at = ? WHERE body = 'read to pruned'", (T0,))
         store.unregister("ses_leaver")
-        counters_before = dict(store.conn.execute("SELECT base, counter FROM chat_name_counters"))
+        counters_before = dict(store.conn.execute("SELECT base, next FROM chat_name_counters"))
         clock.tick(7 * 86400)
         store.heartbeat(["ses_live"])
-        assert store.prune().pruned == ()  # exactly 7 days: not yet
+        assert store.prune() == PruneResult(pruned=(), expired_tombstones=(), swept_messages=0)  # exactly 7 days
         clock.tick(1)
         first = store.prune()
-        assert first.pruned == ("ses_old",) and first.swept_messages == 0
+        assert first.pruned == ("ses_old",) and first.swept_messages == 2
         assert first.expired_tombstones == ("ses_leaver",)
         assert store.get("ses_legacy") is not None and store.get("ses_old") is None
-        assert store.conn.execute("SELECT COUNT(*) FROM chat_messages").fetchone()[0] == 3
-        assert store.prune().swept_messages == 0  # same second: not a later pass
-        clock.tick(3600)
-        second = store.prune()
-        assert second.swept_messages == 1 and second.pruned == ()
         bodies = {r[0] for r in store.conn.execute("SELECT body FROM chat_messages")}
-        assert bodies == {"unread to leaver", "read to pruned"}
-        assert dict(store.conn.execute("SELECT base, counter FROM chat_name_counters")) == counters_before
+        assert bodies == {"read to pruned", "unread to the living"}
+        assert store.prune().swept_messages == 0
+        assert dict(store.conn.execute("SELECT base, next FROM chat_name_counters")) == counters_before
         newcomers = {ChatStore(store.conn, rng=random.Random(0)).register(f"n{i}").name
                      for i in range(20)}
         assert old not in newcomers
 
 
-@pytest.mark.rules("R26", "R5")
-def test_pruned_session_that_returns_keeps_its_mail(store):
-    """R26, R5: a pruned session resumed before the sweep re-registers (fresh
-    name) and its queued mail is not swept."""
+@pytest.mark.rules("R26", "R11")
+def test_young_mail_to_an_absent_recipient_waits_for_the_moving_cutoff(store):
+    """R26, R11: unread mail to a session that left is kept while it is younger
+    than the 7-day cutoff and swept by the first pass after it ages past it."""
     with freeze_time(T0) as clock:
-        store.register("ses_p")
+        store.register("ses_a")
+        store.register("ses_b")
+        store.send("ses_a", "ses_b", "while you were out")
+        store.unregister("ses_b")
+        clock.tick(7 * 86400)
+        store.heartbeat(["ses_a"])
+        assert store.prune().swept_messages == 0  # exactly 7 days old: not older than the cutoff
+        clock.tick(1)
+        assert store.prune().swept_messages == 1
+        assert store.conn.execute("SELECT COUNT(*) FROM chat_messages").fetchone()[0] == 0
+
+
+@pytest.mark.rules("R26", "R5", "R6")
+def test_pruned_session_that_returns_gets_a_fresh_name(store):
+    """R26, R5, R6: a pruned session that comes back registers under a fresh
+    name (seed 001; never a name claim); its mail older than the cutoff went in
+    the pruning pass, younger mail is addressed to a registered session again
+    and stays."""
+    with freeze_time(T0) as clock:
+        old = store.register("ses_p").name
         store.register("ses_s")
-        store.send("ses_s", "ses_p", "waiting")
-        clock.tick(8 * 86400)
+        store.send("ses_s", "ses_p", "long ago")
+        clock.tick(7 * 86400 + 3600)
         store.heartbeat(["ses_s"])
-        assert store.prune().pruned == ("ses_p",)
-        assert store.register("ses_p").drawn
+        store.send("ses_s", "ses_p", "recent")
+        clock.tick(3600)
+        pass_ = store.prune()
+        assert pass_.pruned == ("ses_p",) and pass_.swept_messages == 1
+        back = store.register("ses_p")
+        assert back.drawn and back.name != old
         clock.tick(3600)
         assert store.prune().swept_messages == 0
-        assert [i.body for i in store.read("ses_p")] == ["waiting"]
+        assert [i.body for i in store.read("ses_p")] == ["recent"]
 
 
 @pytest.mark.rules("R3", "R26")
@@ -563,16 +589,35 @@ def test_continue_session_moves_identity_mail_pids_tombstones(store):
 
 @pytest.mark.rules("R32")
 def test_host_pid_upsert_and_freshness(store):
-    """R32: the ppid mapping is upserted and trusted only within 600 s."""
+    """R32: the ppid mapping is upserted and trusted only within 600 s, and only
+    while its session has a directory row (the lookup joins chat_sessions)."""
     with freeze_time(T0) as clock:
+        store.register("ses_a")
+        store.register("ses_b")
         store.record_host_pid(100, "ses_a")
         clock.tick(300)
         store.record_host_pid(100, "ses_b")
+        assert store.conn.execute("SELECT ppid, session_id, seen_at FROM chat_host_pids").fetchall() == [
+            (100, "ses_b", "2026-11-29T13:50:07Z")]
         clock.tick(600)
         assert store.resolve_host_pid(100) == "ses_b"
         clock.tick(1)
         assert store.resolve_host_pid(100) is None
         assert store.resolve_host_pid(999) is None
+
+
+@pytest.mark.rules("R32", "R7")
+def test_host_pid_anchor_to_a_session_without_a_row_resolves_to_nothing(store):
+    """R32, R7: an anchor whose session left (or never registered) resolves to
+    nothing, as in the real thatch; the anchor row itself is kept."""
+    with freeze_time(T0):
+        store.register("ses_a")
+        store.record_host_pid(100, "ses_a")
+        store.record_host_pid(200, "ses_never")
+        assert store.resolve_host_pid(100) == "ses_a" and store.resolve_host_pid(200) is None
+        store.unregister("ses_a")
+        assert store.resolve_host_pid(100) is None
+        assert store.conn.execute("SELECT COUNT(*) FROM chat_host_pids").fetchone()[0] == 2
 
 
 @pytest.mark.rules("R16")
@@ -586,6 +631,21 @@ def test_list_sessions_and_find(store):
     assert store.find("nobody") is None
 
 
+@pytest.mark.rules("R9", "R16")
+def test_find_resolves_the_name_before_the_id(store):
+    """R9, R16: find tries the display name first, then the session id, as the
+    real thatch does. Assigned names never contain `_` and ids do, so the order
+    only shows with a legacy free-text name spelled like another session's id:
+    the name wins."""
+    store.register("ses_x")
+    store.conn.execute(
+        "INSERT INTO chat_sessions (session_id, name, auto, registered_at, last_seen)"
+        " VALUES ('ses_legacy', 'SES_X', 0, ?, ?)", (T0, T0))
+    assert store.find("ses_x").session_id == "ses_legacy"
+    assert store.find("ses_legacy").session_id == "ses_legacy"
+    assert store.find(store.get("ses_x").name).session_id == "ses_x"
+
+
 @pytest.mark.rules("R2")
 def test_minted_name_colliding_with_legacy_name_is_skipped(store):
     """R2: if a draw lands on a name a legacy row already holds (any case),
@@ -596,8 +656,8 @@ def test_minted_name_colliding_with_legacy_name_is_skipped(store):
         " VALUES ('ses_legacy', ?, 0, ?, ?)", (f"{first_base.upper()}-00001", T0, T0))
     r = store.register("ses_new")
     assert r.ok and r.name.casefold() != f"{first_base}-00001"
-    assert store.conn.execute("SELECT counter FROM chat_name_counters WHERE base = ?",
-                              (first_base,)).fetchone()[0] >= 1
+    assert store.conn.execute("SELECT next FROM chat_name_counters WHERE base = ?",
+                              (first_base,)).fetchone()[0] >= 2  # number 1 was burned
     assert store.get("ses_legacy").name == f"{first_base.upper()}-00001"
 
 
@@ -620,8 +680,9 @@ def test_continue_session_carries_a_left_session(store):
     assert store.register("new").tombstoned  # the leave sticks across the fork
     pairs = {(f.from_session, f.to_session) for f in store.message_feed()}
     assert pairs == {("peer", "new"), ("new", "peer")}
+    assert store.conn.execute("SELECT session_id FROM chat_host_pids WHERE ppid = 777").fetchall() == [("new",)]
     with freeze_time(T0):
-        assert store.resolve_host_pid(777) == "new"
+        assert store.resolve_host_pid(777) is None  # no directory row behind the anchor
     assert store.conn.execute("SELECT COUNT(*) FROM chat_pruned").fetchone()[0] == 0
 
 

@@ -133,11 +133,14 @@ ANSWERED = [
 ]
 
 
+@pytest.mark.rules("R33")
 def test_a_transcript_record_with_a_surrogate_id_is_skipped_not_raised(world, tmp_path):
-    """A continued-in record whose ids came from `\\udc80` escapes is a corrupt line (R33): the hook still prints."""
+    """A continued-in record whose id came from a `\\udc80` escape, or a sibling whose file name is
+    not UTF-8, names no usable ancestor (R33): the hook still prints and registers fresh."""
     old = tmp_path / "old-host.jsonl"
-    old.write_text(json.dumps({"type": "system", "subtype": "continued_in", "sessionId": "old" + SURROGATE,
-                               "continuedInSessionId": "new-host"}) + "\n")
+    old.write_text(json.dumps({"type": "continued-in", "continuedInSessionId": "new" + SURROGATE}) + "\n")
+    (tmp_path / ("odd" + SURROGATE + ".jsonl")).write_text(
+        json.dumps({"type": "continued-in", "continuedInSessionId": "new-host"}) + "\n")
     before = world.counts()
     line = chat_hook_line(world.store, StaticConfig(), "new-host", transcript_path=str(tmp_path / "new-host.jsonl"))
     assert line.startswith("thatch chat: you are ")

@@ -27,7 +27,7 @@ def rule_text(rid: str) -> str:
 
 # --- numbers: each one as the rule text states it ------------------------------------
 
-@pytest.mark.rules("R14", "R13", "R15", "R18", "R22", "R33", "R7")
+@pytest.mark.rules("R14", "R13", "R15", "R18", "R22", "R33", "R7", "R26")
 @pytest.mark.parametrize("rid, pattern, value, unit", [
     ("R14", r"two intervals \((\d+) s\)", "STALE_MS", design.SECOND_MS),
     ("R13", r"default (\d+) s", "DEFAULT_POLL_MS", design.SECOND_MS),
@@ -35,10 +35,14 @@ def rule_text(rid: str) -> str:
     ("R18", r"more than (\d+) min ago", "RENUDGE_MS", design.MINUTE_MS),
     ("R22", r"at most (\d+) wake prompts per recipient per rolling hour", "MAX_WAKES_PER_HOUR", 1),
     ("R33", r"at most (\d+) hops", "MAX_CONTINUATION_HOPS", 1),
+    ("R33", r"in the final (\d+) bytes of a transcript", "CONTINUATION_TAIL_BYTES", 1),
+    ("R33", r"reads at most (\d+) sibling transcripts", "MAX_SCANNED_TRANSCRIPTS", 1),
     ("R7", r"age out after (\d+) days", "TOMBSTONE_TTL_MS", 24 * design.HOUR_MS),
+    ("R26", r"auto rows silent for (\d+) days", "AUTO_ROW_TTL_MS", 24 * design.HOUR_MS),
+    ("R26", r"unread mail older than (\d+) days", "MAIL_SWEEP_AGE_MS", 24 * design.HOUR_MS),
 ])
 def test_each_number_is_the_one_the_rule_states(rid, pattern, value, unit):
-    """R14, R13, R15, R18, R22, R33, R7: simulator/design.py says what the rule text says."""
+    """R14, R13, R15, R18, R22, R33, R7, R26: simulator/design.py says what the rule text says."""
     m = re.search(pattern, rule_text(rid))
     assert m, f"{rid} no longer states {pattern!r}: restate {value} from its new text"
     assert getattr(design, value) == int(m.group(1)) * unit
@@ -130,3 +134,38 @@ def test_the_hook_line_grammar_does_not_read_other_lines():
 def test_assigned_names_on_fixed_examples(name, ok):
     """R2: a lowercase pool base of one or more words and a counter of five or more digits."""
     assert bool(design.NAME_RE.match(name)) is ok
+
+
+# --- the continued-in record (R33) ---------------------------------------------------
+
+@pytest.mark.rules("R33")
+def test_the_continued_in_record_is_the_one_the_rule_states():
+    """R33: the record type and key are the rule's; the fake host writes them with the old id
+    beside them, and the type string is the one docs/transcripts.md shows."""
+    assert '`{"type":"continued-in","continuedInSessionId":"<new id>"}`' in rule_text("R33")
+    assert (design.CONTINUED_IN_TYPE, design.CONTINUED_IN_KEY) == ("continued-in", "continuedInSessionId")
+    assert design.continued_in_record("old", "new") == {
+        "type": "continued-in", "sessionId": "old", "continuedInSessionId": "new"}
+    doc = (repo.ROOT / "docs" / "transcripts.md").read_text(encoding="utf-8")
+    assert '{"type":"continued-in","sessionId":"<old host id>","continuedInSessionId":"<new host id>"}' in doc
+
+
+@pytest.mark.rules("R33")
+@pytest.mark.parametrize("content, target", [
+    (b'{"type":"user"}\n{"type":"continued-in","continuedInSessionId":"B"}\n', "B"),
+    (b'{"type":"continued-in","continuedInSessionId":"B"}\n\n  \n', "B"),        # blank lines after it
+    (b'{"type":"continued-in","continuedInSessionId":"B"}\n{"type":"user"}\n', None),  # not the last line
+    (b'{"type":"system","subtype":"continued_in","continuedInSessionId":"B"}\n', None),
+    (b'{"type":"continued-in","continuedInSessionId":""}\n', None),
+    (b'{"type":"continued-in","continuedInSessionId":7}\n', None),
+    (b'{"type":"continued-in","contin', None),                                    # torn
+    (b"x" * 9000 + b'\n{"type":"continued-in","continuedInSessionId":"B"}\n', "B"),  # long file, short last line
+    (b'{"type":"continued-in","continuedInSessionId":"B","pad":"' + b"x" * 4100 + b'"}\n', None),  # cut by the tail
+    (b"", None),
+])
+def test_continued_in_target_on_fixed_examples(tmp_path, content, target):
+    """R33: only the last non-empty line within the final 4096 bytes counts."""
+    path = tmp_path / "old.jsonl"
+    path.write_bytes(content)
+    assert design.continued_in_target(path) == target
+    assert design.continued_in_target(tmp_path / "missing.jsonl") is None

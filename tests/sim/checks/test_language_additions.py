@@ -8,6 +8,7 @@ import pytest
 
 from historykit import ALICE, BOB, N_ALICE, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks.view import RunView
+from simulator.design import MAIL_SWEEP_AGE_MS
 from simulator.checks.expectations import check_expectations
 from simulator.checks.identity import p7_tombstones
 from simulator.checks.messages import p5_no_loss
@@ -85,18 +86,20 @@ def test_p7_allows_rejoin_after_the_tombstone_aged_out(db):
 @pytest.mark.rules("R26")
 def test_p5_excuses_mail_lost_by_a_recipient_pruned_before_it_came_back(tmp_path):
     """R26: bob was pruned (registered, then gone with no leave) and later came back:
-    his chat_pruned row is gone, but the sweep in between may have taken his mail."""
+    his chat_pruned row is gone, but the sweep in between may have taken his mail
+    once it was older than the sweep age."""
     db = make_db(tmp_path / "p.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, "ri-ver-00001", "opencode", 0)))
+    week = {**RUN_INFO, "duration_ms": MAIL_SWEEP_AGE_MS + 90_000}
     h = H(); base_world(h)
     h.send(10_000, "h1", "alice", N_BOB, "swept")
     h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, True, 0)})
     h.sample(50_000, {"alice": (N_ALICE, False, 49_000), "bob": (None, False, 0)})
     h.sample(80_000, {"alice": (N_ALICE, False, 79_000), "bob": ("ri-ver-00001", False, 79_000)})
-    assert p5_no_loss(RunView(make_spec(), h.done(), db, RUN_INFO)).status == "pass"
+    assert p5_no_loss(RunView(make_spec(), h.done(), db, week)).status == "pass"
     h2 = H(); base_world(h2)
     h2.send(10_000, "h1", "alice", N_BOB, "lost")
     h2.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
-    assert p5_no_loss(RunView(make_spec(), h2.done(), db, RUN_INFO)).status == "fail"
+    assert p5_no_loss(RunView(make_spec(), h2.done(), db, RUN_INFO)).status == "fail"  # never out, too young
 
 
 @pytest.mark.rules("R2", "R6")

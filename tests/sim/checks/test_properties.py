@@ -9,6 +9,7 @@ from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, 
 from simulator.checks import check_all
 from simulator.checks.registry import REGISTRY
 from simulator.checks.view import RunView
+from simulator.design import MAIL_SWEEP_AGE_MS
 
 
 def judge(pid, h, db, spec=None):
@@ -281,11 +282,14 @@ def test_p5_fails_an_accepted_send_missing_from_the_db(db):
 
 @pytest.mark.rules("R26")
 def test_p5_allows_prune_to_sweep_mail(tmp_path):
-    """R26: mail to a pruned session may be swept."""
+    """R26: unread mail to a pruned session may be swept once it is older than the
+    sweep age (7 days) by the run's end; younger mail cannot have been."""
     db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0),), pruned=(BOB,))
-    h = H(); base_world(h)
-    h.send(10_000, "h1", "alice", N_BOB, "hello")
-    assert judge("P5", h, db).status == "pass"
+    for duration, want in ((10_000 + MAIL_SWEEP_AGE_MS + 1_000, "pass"), (10_000 + MAIL_SWEEP_AGE_MS - 5_000, "fail")):
+        h = H(); base_world(h)
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        view = RunView(make_spec(), h.done(), db, {**RUN_INFO, "duration_ms": duration})
+        assert REGISTRY["P5"][2](view).status == want, duration
 
 
 @pytest.mark.rules("R10")

@@ -9,6 +9,7 @@ and only under a freezer set to the same virtual instant.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from contextlib import contextmanager
@@ -137,7 +138,7 @@ def test_hook_anchor_beats_a_spoofed_as(host, tmp_path):
     alice = h.events("registered")[0]["data"]
     assert alice["session_id"] == mcp_session_id(A) and alice["how"] == "hook"
     with store_at(tmp_path, 1_500) as store:
-        anchors = store.conn.execute("SELECT pid, session_id FROM chat_host_pids").fetchall()
+        anchors = store.conn.execute("SELECT ppid, session_id FROM chat_host_pids").fetchall()
     assert anchors == [(h.proc.pid, mcp_session_id(A))]
     reply = h.act(2_000, "send", to_raw=bob, body="spoof?", **{"as": bob})
     # The claimed `as` (bob) lost to the pid anchor: alice sent it to bob.
@@ -178,9 +179,9 @@ def test_stop_hook_reminds_and_the_turn_continues_with_a_read(host, tmp_path):
 
 @pytest.mark.rules("R33")
 def test_fork_appends_continued_in_and_the_next_hook_adopts(host, tmp_path):
-    """R33: a session-id fork writes the continued-in record to the old
-    transcript; the next hook sees the unknown id and adopts the name and
-    mail onto mcp(new id)."""
+    """R33: a session-id fork ends the old transcript with Claude Code's
+    continued-in record; the next hook sees the unknown id and adopts the
+    name and mail onto mcp(new id)."""
     h = host()
     h.send(OP_START, 0, session=None)
     with store_at(tmp_path, 500) as store:
@@ -192,11 +193,14 @@ def test_fork_appends_continued_in_and_the_next_hook_adopts(host, tmp_path):
         store.send(BOB, name, "before the fork")
     h.send(OP_FORK, 30_000, new_host_id=A2, session="alice", step=3)
     old_transcript = (h.ctx.transcripts_dir / f"{A}.jsonl").read_text().splitlines()
-    assert '"continued_in"' in old_transcript[-1] and A2 in old_transcript[-1]
+    assert json.loads(old_transcript[-1]) == {"type": "continued-in", "sessionId": A, "continuedInSessionId": A2}
     assert h.events("fork")[0]["data"] == {"old_host_id": A, "new_host_id": A2}
     h.act(31_000, "prompt", text="after")
     adopted = h.events("registered")[-1]["data"]
     assert adopted == {"session_id": mcp_session_id(A2), "name": name, "how": "adopt"}
+    # The record stays the old transcript's last line: the new id's turns go to its own file.
+    assert (h.ctx.transcripts_dir / f"{A}.jsonl").read_text().splitlines() == old_transcript
+    assert (h.ctx.transcripts_dir / f"{A2}.jsonl").is_file()
     assert f"you are {name} (1 unread)" in h.hooks("SessionStart")[-1]["line"]
     with store_at(tmp_path, 32_000) as store:
         assert store.get(mcp_session_id(A)) is None

@@ -18,7 +18,7 @@ import pytest
 
 from reportkit import CAROL, example_result, long_example
 from simulator.report.lanes import MAX_ROWS, build_layout, fmt_t
-from simulator.report.svg import C_WITNESS
+from simulator.report.svg import C_WITNESS, render_timeline
 from simulator.report.html import render_html, write_run_report
 from simulator.result import RunResult, Verdict
 import repo
@@ -96,14 +96,14 @@ def test_arrows_for_wakes_sends_and_broadcast(tmp_path):
     assert html.count('marker-end="url(#ah-msg)"') == 4
     root = ET.fromstring(max(_svgs(html), key=len))
     xs = {(ln.get("x1"), ln.get("x2")) for ln in root.iter("line") if ln.get("marker-end") == "url(#ah-msg)"}
-    layout = build_layout(result.history, result.verdicts)
+    layout = render_timeline(result.history, result.verdicts)[2]  # the lanes where the drawing placed them
     alice, bob = layout.lanes[("h1", "alice")].x, layout.lanes[("h2", "bob")].x
     assert any(int(a) == alice and abs(int(b) - bob) <= 6 for a, b in xs)  # alice -> bob
 
 
 def test_witness_highlighted_and_listed(tmp_path):
     result, _, html = _write(tmp_path)
-    n_wit = len(result.verdict("P3").witness)
+    n_wit = len(result.verdict("P3").witness) + 1  # and expect#0's observation (its verdict names no event)
     root = ET.fromstring(max(_svgs(html), key=len))
     boxes = [g for g in root.iter("g") if g.get("class") == "wit"]
     assert sorted(g.get("id") for g in boxes) == [f"w{k}" for k in range(1, n_wit + 1)]
