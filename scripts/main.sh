@@ -3,8 +3,9 @@
 # scenario library as the regression gate, under coverage (forked harnesses
 # included), leaving reports/ (coverage HTML/XML/JSON, junit.xml, run reports
 # of failures). Fails on a failed scenario, on no scenario collected (pytest's
-# exit 5), on thatch_core's coverage below COVERAGE_MIN_CORE, and on a rule
-# no scenario or test names.
+# exit 5), on a YAML file under scenarios/ neither run nor excluded, on
+# thatch_core's coverage below COVERAGE_MIN_CORE, and on a rule no scenario or
+# test names.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -13,6 +14,8 @@ rm -f reports/.coverage reports/.coverage.*
 status=0
 # worksteal: scenarios differ a lot in length; an idle worker takes queued ones from a busy one
 python -m coverage run -m pytest -n auto --dist worksteal scenarios --junitxml=reports/junit.xml || status=$?
+# Every YAML file under scenarios/ ran (a test case in junit.xml) or is excluded by its first line.
+python scripts/check_collected.py reports/junit.xml scenarios || status=$((status ? status : $?))
 # The library reaches ~82.4% of thatch_core from scenarios alone, statements
 # and branches together as coverage.py counts them (the rest is real timers,
 # /proc reads and error paths only unit tests inject); the gate sits just

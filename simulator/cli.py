@@ -43,7 +43,7 @@ from simulator.report.publish import publish_run
 from simulator.report.text import format_failure, verdict_table
 from simulator.result import RunResult
 from simulator.scenario.cost import warn_if_costly
-from simulator.scenario.loader import SCHEMA_HEADER, ScenarioError, display_path, load_file
+from simulator.scenario.loader import SCHEMA_HEADER, ScenarioError, display_path, exclusion_reason, load_file
 from simulator.scenario.positions import place_verdicts
 from simulator.scenario.schema import SCHEMA_PATH, schema_text, write_schema
 
@@ -156,7 +156,9 @@ def _scenario_files(paths: list[str]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+            # a file whose first line excludes it is no scenario (D-plugin-13)
+            files += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                            and exclusion_reason(p) is None)
         else:
             files.append(path)
     return files

@@ -210,6 +210,7 @@ class StoreErrorData(TypedDict):
 class ForkData(TypedDict):
     old_host_id: str
     new_host_id: str
+    older_as: NotRequired[str]   # the label the old id keeps running under (`fork.older_as`)
 
 
 class RegisteredData(TypedDict):

@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-Status = Literal["pass", "fail", "not-reached", "skipped"]
+# not-applicable: the policy in force does not make the property's promise (never a failure).
+Status = Literal["pass", "fail", "not-reached", "skipped", "not-applicable"]
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return self.status in ("pass", "skipped")
+        return self.status in ("pass", "skipped", "not-applicable")
 
 
 @dataclass

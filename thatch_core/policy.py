@@ -23,8 +23,11 @@ field of :class:`Policy`, so a set of them can be composed and compared:
   held for approval;
 - ``exited``: a send to a peer that has exited (stale harness, or left) is
   stored with a note (thatch) or refused with a reply saying so;
-- ``dialog_expiry_ms``: how long an approval prompt waits before the held
-  message is dropped and its sender told it expired (None: never);
+- ``dialog_expiry_ms``: the user's dialog expiry (None: never). Seed 003:
+  ``never`` lifts the deadline of other dialogs but not of the approval
+  prompt, which then waits the default five minutes
+  (:func:`approval_expiry_ms`), so one unanswered prompt cannot keep every
+  later message from asking;
 - ``wake_cap``: thatch's receiver-side cap (None: none).
 
 This module is the options and their pure logic; the tables and queries are
@@ -179,7 +182,13 @@ def standing_of(policy: Policy) -> Standing:
     prompts = source != SOURCE_USER
     if action == "hold" and prompts and not policy.interactive:
         action, source = "refuse", NOBODY_TO_REVIEW
-    return Standing(action, prompts, source, policy.unregistered, policy.interactive, policy.dialog_expiry_ms)
+    return Standing(action, prompts, source, policy.unregistered, policy.interactive, approval_expiry_ms(policy))
+
+
+def approval_expiry_ms(policy: Policy) -> int:
+    """How long an approval prompt waits: the dialog expiry, or its default when that is `never`
+    (seed 003: `never` removes the deadline of other dialogs, not this one's)."""
+    return DIALOG_EXPIRY_MS if policy.dialog_expiry_ms is None else policy.dialog_expiry_ms
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ from typing import Optional
 
 from simulator.checks.deliverable import Gate, Stretch
 from simulator.checks.faults import crash_lost_a_stamp
-from simulator.checks.registry import passed, prop, skipped, verdict
+from simulator.checks.registry import Promise, passed, promised_procs, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, STAMP_RESOLUTION_MS
 from simulator.events import CRASH, STATUS, TURN_START, WAKE, data_of
 from simulator.result import Verdict
+from simulator.scenario.durations import format_duration as span
 
 
 def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Verdict]:
@@ -27,7 +28,7 @@ def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Ver
             or int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"])):
         return None
     return verdict(p1_single_deliverer, "fail",
-                   f"{label} was woken twice by {a.get('proc')} at t={b['t']} in one dispatch "
+                   f"{label} was woken twice by {a.get('proc')} at t={span(b['t'])} in one dispatch "
                    "for one batch: a delivery pass re-entered while another ran (R24)", [a, b])
 
 
@@ -55,7 +56,7 @@ def p1_single_deliverer(view: RunView) -> Verdict:
             why = "data.hosted is false" if not hosted else f"{w.get('proc')} does not host {w.get('session')} then"
             wit = [w] + ([inc.start_event] if inc and inc.start_event else [])
             return verdict(p1_single_deliverer, "fail",
-                           f"wake of {w.get('session')} at t={w['t']} by a non-host: {why}", wit)
+                           f"wake of {w.get('session')} at t={span(w['t'])} by a non-host: {why}", wit)
     reads = view.calls_of("read", ok=True)
     by_session: dict[str, list[dict]] = {}
     for w in wakes:
@@ -77,22 +78,33 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                     or _names_other_mail(view, label, a, b)):
                 continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
-                           f"{label} was woken by {ia.proc}#{ia.n} at t={a['t']} and by {ib.proc}#{ib.n} "
-                           f"at t={b['t']} while both were alive: one batch, two deliverers", [a, b])
+                           f"{label} was woken by {ia.proc}#{ia.n} at t={span(a['t'])} and by {ib.proc}#{ib.n} "
+                           f"at t={span(b['t'])} while both were alive: one batch, two deliverers", [a, b])
     return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host", len(wakes))
 
 
-@prop("P2", "rate-cap", rules=("R22",))
+# thatch's receiver-side cap (R22); a policy with `wake_cap: off` (qoder) or a looser cap does not promise it.
+WAKE_CAP = Promise(lambda o: o.wake_cap is not None and o.wake_cap <= MAX_WAKES_PER_HOUR,
+                   f"a wake cap of at most {MAX_WAKES_PER_HOUR} per rolling hour (thatch's design)")
+
+
+def _capped(view: RunView, fn, groups: dict[tuple, list[dict]]) -> dict[tuple, list[dict]]:
+    """The wake groups of the processes whose options make `fn`'s wake-cap promise."""
+    procs = promised_procs(fn, view.spec)
+    return {key: ws for key, ws in groups.items() if key[0] in procs}
+
+
+@prop("P2", "rate-cap", rules=("R22",), promise=WAKE_CAP)
 def p2_rate_cap(view: RunView) -> Verdict:
     """Per process incarnation and session, at most 6 wake prompts fall in any rolling hour."""
-    groups = wakes_by_incarnation(view)
+    groups = _capped(view, p2_rate_cap, wakes_by_incarnation(view))
     if not groups:
         return skipped(p2_rate_cap, "no wake prompt in the run")
     for (proc, n, label), ws in groups.items():
         over = rolling_excess(ws)
         if over:
             return verdict(p2_rate_cap, "fail", f"{label} got {len(over)} wakes from {proc}#{n} within one hour "
-                           f"(t={over[0]['t']}..{over[-1]['t']}), cap {MAX_WAKES_PER_HOUR}", over)
+                           f"(t={span(over[0]['t'])}..{span(over[-1]['t'])}), cap {MAX_WAKES_PER_HOUR}", over)
     judged = sum(map(len, groups.values()))
     return passed(p2_rate_cap, f"{judged} wakes, none over the cap", judged)
 
@@ -201,20 +213,21 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
     host = stretch.host
     live = f"{host.proc}#{host.n} hosted {label} live, idle and under the cap"
     if prev is None:
-        story = f"message #{m['id']} to {label} (created t={created[0]}) was deliverable from t={a} ({live})"
+        story = (f"message #{m['id']} to {label} (created t={span(created[0])}) "
+                 f"was deliverable from t={span(a)} ({live})")
     elif prev["i"] in lost:
-        story = (f"message #{m['id']} to {label}: its wake at t={prev['t']} lost its stamp to a crash (R23); "
-                 f"from t={a} {live}")
+        story = (f"message #{m['id']} to {label}: its wake at t={span(prev['t'])} lost its stamp to a crash (R23); "
+                 f"from t={span(a)} {live}")
     else:
-        story = (f"message #{m['id']} to {label} was woken at t={prev['t']} "
+        story = (f"message #{m['id']} to {label} was woken at t={span(prev['t'])} "
                  f"and still unread {RENUDGE_MS // MINUTE_MS} min later, "
-                 f"so due a re-nudge (R18); from t={a} {live}")
+                 f"so due a re-nudge (R18); from t={span(a)} {live}")
     sent = [c for c in view.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
     status = [e for e in view.of(STATUS, session=label, proc=host.proc) if e["t"] <= a and view.inc_of(e) is host]
     wit = ([w for c in sent[:1] for w in c.witness()] + ([prev] if prev else [])
            + ([lost[prev["i"]]] if prev and prev["i"] in lost else []))
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
-    return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={deadline}", wit)
+    return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={span(deadline)}", wit)
 
 
 def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tuple, lost: dict,
@@ -271,13 +284,13 @@ def p3_at_least_once(view: RunView) -> Verdict:
                   judged)
 
 
-@prop("P10", "ping-pong-bounded", rules=("R22",))
+@prop("P10", "ping-pong-bounded", rules=("R22",), promise=WAKE_CAP)
 def p10_ping_pong(view: RunView) -> Verdict:
     """Ping-pong sessions stay under the wake cap, and each pair's messages stay bounded by its turns and seeds."""
     pp = {label for label, a in view.agents.items() if getattr(a, "kind", "") == "ping-pong"}
     if not pp:
         return skipped(p10_ping_pong, "no ping-pong agent in the scenario")
-    for (proc, n, label), ws in wakes_by_incarnation(view, pp).items():
+    for (proc, n, label), ws in _capped(view, p10_ping_pong, wakes_by_incarnation(view, pp)).items():
         over = rolling_excess(ws)
         if over:
             return verdict(p10_ping_pong, "fail",
@@ -300,7 +313,7 @@ def p10_ping_pong(view: RunView) -> Verdict:
             return verdict(p10_ping_pong, "fail",
                            f"pair {sorted(map(str, pair))} exchanged {len(msgs)} messages, bound {bound}",
                            [{"db_row": r} for r in msgs[-4:]])
-    wakes = sum(len(ws) for ws in wakes_by_incarnation(view, pp).values())
+    wakes = sum(len(ws) for ws in _capped(view, p10_ping_pong, wakes_by_incarnation(view, pp)).values())
     exchanged = sum(map(len, pairs.values()))
     return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap ({wakes} wakes, {exchanged} messages)",
                   wakes + exchanged)

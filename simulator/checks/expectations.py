@@ -159,7 +159,7 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     if "contains" in arg and view.expand(arg["contains"], at) not in line:
         return f"hook line {line!r} lacks {view.expand(arg['contains'], at)!r}", wit
     if "matches" in arg and not re.search(view.expand(arg["matches"], at), line):
-        return f"hook line {line!r} does not match {arg['matches']!r}", wit
+        return f"hook line {line!r} does not match {view.expand(arg['matches'], at)!r}", wit
     if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
         return f"hook line {line!r} contains {view.expand(arg['not_contains'], at)!r}", wit
     return None, wit
@@ -332,6 +332,29 @@ def _before_catch_up(view: RunView, index: int) -> Any:
 # -- step reply expectations (`steps[i].expect`) ---------------------------------
 
 
+def _prompt_hooks(view: RunView, step: Step) -> list[dict]:
+    """The hooks a `prompt` step ran (SessionStart, UserPromptSubmit), whatever they printed."""
+    return [h for h in view.of(HOOK, session=step.args.session)
+            if h["t"] == step.at and data_of(h).get("hook") in PROMPT_HOOKS]
+
+
+def _silence_problem(view: RunView, step: Step) -> tuple[Optional[str], list]:
+    """`expect: {silent: ...}` of a prompt step: did its hooks run, and print nothing (true) or a line (false)?"""
+    hooks = _prompt_hooks(view, step)
+    if not hooks:
+        return "no hook ran for this prompt (dropped, or its process was gone)", []
+    crashed = [h for h in hooks if data_of(h).get("decision") == "crashed"]
+    if crashed:
+        return f"the {data_of(crashed[0]).get('hook')} hook crashed, so it printed nothing by accident", crashed[:1]
+    lines = [h for h in hooks if data_of(h).get("line")]
+    if step.expect.silent and lines:
+        said = data_of(lines[0])
+        return f"the {said.get('hook')} hook printed {said['line']!r}, want nothing", lines[:1]
+    if not step.expect.silent and not lines:
+        return "the prompt's hooks printed nothing, want a line", hooks[-1:]
+    return None, (lines or hooks)[-1:]
+
+
 def _step_reply(view: RunView, idx: int, step: Step) -> Optional[dict]:
     """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
     carry `data.step`), or for a `prompt` step the hook line it printed."""
@@ -366,7 +389,7 @@ def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[s
     if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev["i"]) in text:
         return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev['i'])!r}"
     if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev["i"]), text):
-        return f"reply {shown!r} does not match {exp.matches!r}"
+        return f"reply {shown!r} does not match {_expand_at(view, exp.matches, ev['i'])!r}"
     return None
 
 
@@ -381,6 +404,11 @@ def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:
             continue
         title = (f"reply of step {idx} ({step.name + ', ' if step.name else ''}{step.action} "
                  f"at {format_duration(step.at)})")
+        if exp.silent is not None and step.action == "prompt":
+            problem, wit = _silence_problem(view, step)
+            out.append(Verdict(f"step#{idx}", title, "fail" if problem else "pass", problem or "as expected", (),
+                               [brief(e) for e in wit]))
+            continue
         ev = _step_reply(view, idx, step)
         if ev is None:
             dropped = [e for e in view.of(STEP_DROPPED) if step_of(e) == idx]

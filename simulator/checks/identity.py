@@ -10,6 +10,7 @@ from simulator.checks.view import RunView
 from simulator.design import HOOK_LINE_RE, MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
 from simulator.events import FORK, HOOK, LEAVE, REGISTERED, SAMPLE, data_of, hook_line, sample_rows
 from simulator.result import Verdict
+from simulator.scenario.durations import format_duration as span
 
 
 def _legacy_name(view: RunView, label: str, name: str) -> bool:
@@ -58,7 +59,8 @@ def p6_names(view: RunView) -> Verdict:
         if not NAME_RE.match(name) and not _legacy_name(view, label, name):
             return verdict(p6_names, "fail", f"{label}'s name {name!r} is not an assigned name (base-00001)", [e])
         key = name.lower()
-        if key in owner and owner[key][0] != label:
+        # a fork's older id (`fork.older_as`) hands its name on to the new id: one conversation's lineage
+        if key in owner and view.lineage(owner[key][0]) != view.lineage(label):
             return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}",
                            [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
@@ -104,7 +106,8 @@ def p7_tombstones(view: RunView) -> Verdict:
                     continue
                 wit = [leave, sample_row(e, label) if e["kind"] == SAMPLE else e]
                 return verdict(p7_tombstones, "fail",
-                               f"{label} left at t={leave['t']} but shows registered as {name} at t={e['t']} "
+                               f"{label} left at t={span(leave['t'])} but shows registered as {name} "
+                               f"at t={span(e['t'])} "
                                "without an explicit chat_register", wit)
     return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
 

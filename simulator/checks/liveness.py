@@ -14,6 +14,7 @@ from simulator.design import SECOND_MS
 from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
+from simulator.scenario.durations import format_duration as span
 
 # The host kinds whose own poller beats their sessions' rows (R14).
 _POLLING_HOSTS = hosts_with("polls")
@@ -124,8 +125,8 @@ def p4_liveness(view: RunView) -> Verdict:
                     continue  # hosted again from an activity (R15) that no poll has beaten yet
                 checked += 1
                 if row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']} "
-                                   f"though {inc.proc}#{inc.n} hosts it live (last poll t={last['t']})",
+                    return verdict(p4_liveness, "fail", f"{label} sampled stale at t={span(s['t'])} "
+                                   f"though {inc.proc}#{inc.n} hosts it live (last poll t={span(last['t'])})",
                                    [sample_row(s, label), last, inc.start_event])
                 continue
             hosts = view.hosts(label, s["t"], s["i"])
@@ -135,9 +136,9 @@ def p4_liveness(view: RunView) -> Verdict:
                     continue  # hosted live by a non-opencode process, or just out of grace: not judged
                 checked += 1
                 if not row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}: "
+                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}: "
                                    f"{aged.proc}#{aged.n} only re-hosted it, and it stayed silent past "
-                                   f"its rehost deadline t={view.rehost_deadline(aged, label)} (R15)",
+                                   f"its rehost deadline t={span(view.rehost_deadline(aged, label))} (R15)",
                                    [aged.start_event, sample_row(s, label)])
                 continue
             dead = [inc for inc in view.incs
@@ -151,15 +152,15 @@ def p4_liveness(view: RunView) -> Verdict:
             if since_kill > view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
                 checked += 1
                 if not row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={s['t']}, "
+                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}, "
                                    f"{since_kill} ms after its host {inc.proc}#{inc.n} died",
                                    [inc.exit_event, sample_row(s, label)])
             elif polls and row.get("stale") and s["t"] < polls[-1]["t"] + view.stale_ms - SECOND_MS:
                 if _beat_unreliable(view, inc.proc, label, polls[-1]):
                     continue
                 checked += 1
-                return verdict(p4_liveness, "fail", f"{label} sampled stale at t={s['t']}, less than 60 s "
-                               f"after its last beat (t={polls[-1]['t']}) by its dead host {inc.proc}#{inc.n}",
+                return verdict(p4_liveness, "fail", f"{label} sampled stale at t={span(s['t'])}, less than 60 s "
+                               f"after its last beat (t={span(polls[-1]['t'])}) by its dead host {inc.proc}#{inc.n}",
                                [polls[-1], inc.exit_event, sample_row(s, label)])
     if not checked:
         return skipped(p4_liveness, "no sample of a hosted or orphaned opencode session to judge")

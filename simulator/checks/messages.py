@@ -20,6 +20,7 @@ from simulator.design import (
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
+from simulator.scenario.durations import format_duration as span
 
 
 
@@ -158,7 +159,7 @@ def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optio
             if not any(sid for sid in view.ids.get(reader or "", ()) if (sid, line) in present) \
                     and not any(b.startswith(line) for (sid, b) in present if view.label_of.get(sid) == reader) \
                     and not any(sid in pruned for sid in view.ids.get(reader or "", ())):
-                return verdict(p5_no_loss, "fail", f"a message {reader} read at t={c.t} is gone from the db",
+                return verdict(p5_no_loss, "fail", f"a message {reader} read at t={span(c.t)} is gone from the db",
                                c.witness())
     return None
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from simulator.checks.registry import passed, skipped, verdict
+from simulator.checks.registry import Promise, not_applicable, passed, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     CAP_REFUSAL_RE, HELD_REPLY_RE, HOUR_MS, INBOUND_REFUSAL_RE, MINUTE_MS, NOTICE_RE, REVIEW_REPLY_RE, SECOND_MS,
@@ -38,6 +38,7 @@ from simulator.events import USER_PROMPT
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, options_by_process
+from simulator.scenario.durations import format_duration as span
 
 PolicyCheck = Callable[[RunView, dict[str, PolicyOptions]], Verdict]
 POLICY_CHECKS: list[PolicyCheck] = []
@@ -46,12 +47,12 @@ _WORD = {"deliver": "delivered", "hold": "held", "refuse": "refused"}
 _EXPIRES_IN = re.compile(r"if nobody answers within (\d+(?:ms|s|m|h))")
 
 
-def policy_check(qid: str, title: str) -> Callable[[PolicyCheck], PolicyCheck]:
-    """Register one promise (a docstring states it), judged in registration order."""
+def policy_check(qid: str, title: str, promise: Promise) -> Callable[[PolicyCheck], PolicyCheck]:
+    """Register one promise (a docstring states it) with the options that make it, judged in registration order."""
     def deco(fn: PolicyCheck) -> PolicyCheck:
         if not (fn.__doc__ or "").strip():
             raise ValueError(f"policy check {qid} ({fn.__name__}) needs a docstring stating it")
-        fn.pid, fn.title, fn.rules = qid, title, ()  # type: ignore[attr-defined]
+        fn.pid, fn.title, fn.rules, fn.promise = qid, title, (), promise  # type: ignore[attr-defined]
         POLICY_CHECKS.append(fn)
         return fn
     return deco
@@ -170,13 +171,10 @@ def held_sends(view: RunView) -> list[HeldSend]:
 # -- Q1 ----------------------------------------------------------------------------------
 
 
-@policy_check("Q1", "sender-cap")
+@policy_check("Q1", "sender-cap", Promise(lambda o: o.sender_cap is not None, "a sender cap (`sender_cap: N`)"))
 def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     """Under `sender_cap: N` a session gets at most N sends to one peer accepted between its user's prompts, and
     the cap refuses none before that."""
-    capped = {p for p, o in options.items() if o.sender_cap is not None}
-    if not capped:
-        return skipped(q1_sender_cap, "no process runs with a sender cap")
     counts: dict[tuple, list[Call]] = {}
     judged = 0
     events = sorted([("prompt", e["i"], e) for e in view.of(USER_PROMPT)] + [("send", c.i, c) for c in _sends(view)],
@@ -196,11 +194,12 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
         judged += 1
         if c.ok and len(sent) >= cap:
             return verdict(q1_sender_cap, "fail",
-                           f"{c.session} had send #{len(sent) + 1} to {key[1]} accepted at t={c.t} "
+                           f"{c.session} had send #{len(sent) + 1} to {key[1]} accepted at t={span(c.t)} "
                            f"with no user prompt since its last {cap} (cap {cap})",
                            [w for s in sent[-2:] + [c] for w in s.witness()])
         if refused and len(sent) < cap:
-            return verdict(q1_sender_cap, "fail", f"{c.session}'s send to {key[1]} at t={c.t} was refused by the cap "
+            return verdict(q1_sender_cap, "fail", f"{c.session}'s send to {key[1]} at t={span(c.t)} was refused "
+                           "by the cap "
                            f"after only {len(sent)} sends since its user last wrote (cap {cap})", c.witness())
         if c.ok:
             sent.append(c)
@@ -237,7 +236,8 @@ def _wrong_fate(view: RunView, options: dict[str, PolicyOptions], c: Call) -> Op
                            f"{to}'s hold is its user's own standing instruction (parked, no prompt)", c.witness())
         return None
     who = "an unregistered sender" if not registered else c.session
-    return verdict(q2_inbound, "fail", f"a send by {who} to {to} at t={c.t} was {_WORD[got]}, but {to}'s standing "
+    return verdict(q2_inbound, "fail", f"a send by {who} to {to} at t={span(c.t)} was {_WORD[got]}, "
+                   f"but {to}'s standing "
                    f"({home}: {options[home].describe()}) says {_WORD[want]}", c.witness())
 
 
@@ -259,7 +259,7 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
     seen = [r for r in view.calls_of("read", h.to, ok=True) if r.i < until and needle in r.text]
     if len(seen) > direct:
         return verdict(q2_inbound, "fail",
-                       f"{h.to} read {c.session}'s held message at t={seen[-1].t} before its user approved it",
+                       f"{h.to} read {c.session}'s held message at t={span(seen[-1].t)} before its user approved it",
                        c.witness() + seen[-1].witness())
     return None
 
@@ -270,18 +270,26 @@ def _refused_stored(view: RunView, c: Call) -> Optional[Verdict]:
                    if s.session == c.session and s.ok and s.body == c.body and _recipient(view, s) == to)
     rows = _rows(view, c.session, to, c.body)
     if len(rows) > accepted:
-        return verdict(q2_inbound, "fail", f"{c.session}'s send to {to} was refused at t={c.t} but stored",
+        return verdict(q2_inbound, "fail", f"{c.session}'s send to {to} was refused at t={span(c.t)} but stored",
                        c.witness() + [{"db_row": rows[0]}])
     return None
 
 
-@policy_check("Q2", "inbound")
+def _gates_inbound(o: PolicyOptions) -> bool:
+    """Options other than thatch's accept-registered, refuse-unregistered inbound rule."""
+    return not (o.inbound == "accept" and o.repository_inbound is None and o.unregistered == "refuse")
+
+
+def _can_hold(o: PolicyOptions) -> bool:
+    """Options under which some message is held for its user."""
+    return standing(o).action == "hold" or (o.unregistered == "hold" and o.interactive)
+
+
+@policy_check("Q2", "inbound", Promise(_gates_inbound, "inbound options other than thatch's (`inbound`, "
+                                       "`repository_inbound`, `unregistered`)"))
 def q2_inbound(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     """Every send to a session under a policy is delivered, held or refused as its standing says; a held message
     stays unseen until its user approves it, and a refused one stores nothing."""
-    if all(o.inbound == "accept" and o.repository_inbound is None and o.unregistered == "refuse"
-           for o in options.values()):
-        return skipped(q2_inbound, "every session accepts registered senders and refuses unregistered ones (thatch)")
     judged = 0
     for c in _sends(view):
         failure = _wrong_fate(view, options, c)
@@ -310,7 +318,7 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
     poll = view.poll_ms(_home(view, h.to, c.i))
     if review and review["decision"] == "Declined":
         if notice is None or NOTICE_RE.match(notice["body"])["outcome"] != "was refused":
-            return (f"{c.session}'s held message to {h.to} was declined at t={review['call'].t} "
+            return (f"{c.session}'s held message to {h.to} was declined at t={span(review['call'].t)} "
                     "but its sender was not told it was refused")
         return None
     if notice is not None and NOTICE_RE.match(notice["body"])["outcome"] == "expired":
@@ -318,18 +326,18 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
             return f"{c.session}'s held message to {h.to} expired, but it was parked for review with no deadline"
         at, due = view.vt(notice["created_at"]), c.t + h.promised_ms
         if at is not None and not (due - STAMP_RESOLUTION_MS <= at <= due + poll + STAMP_RESOLUTION_MS):
-            return (f"{c.session}'s held message to {h.to} expired at t={at}, "
-                    f"not within a poll cycle after its deadline t={due}")
+            return (f"{c.session}'s held message to {h.to} expired at t={span(at)}, "
+                    f"not within a poll cycle after its deadline t={span(due)}")
         return None
     if notice is not None:
         return f"{c.session}'s held message to {h.to} was reported refused though its user never declined it"
     if review is None and h.promised_ms is not None and view.t_end > c.t + h.promised_ms + poll + STAMP_RESOLUTION_MS:
-        return (f"{c.session}'s held message to {h.to} had a prompt that ran out at t={c.t + h.promised_ms}, "
+        return (f"{c.session}'s held message to {h.to} had a prompt that ran out at t={span(c.t + h.promised_ms)}, "
                 "but it was neither dropped nor reported by the end")
     return None
 
 
-@policy_check("Q3", "dropped-reported")
+@policy_check("Q3", "dropped-reported", Promise(_can_hold, "options under which a message is held for review"))
 def q3_dropped_reported(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     """A declined held message is reported to its sender as refused, and one whose approval prompt ran out as
     expired, within one poll cycle of its deadline."""
@@ -353,6 +361,10 @@ def check_policies(spec: Optional[Scenario], view: RunView) -> list[Verdict]:
         return []
     out = []
     for fn in POLICY_CHECKS:
+        na = not_applicable(fn, spec)
+        if na is not None:
+            out.append(na)
+            continue
         try:
             out.append(fn(view, options))
         except Exception as exc:  # noqa: BLE001 - a checker bug shows as a failure, not a crash

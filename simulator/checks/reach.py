@@ -20,6 +20,7 @@ from simulator.events import (
 )
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
+from simulator.scenario.durations import format_duration as span
 
 Witness = Optional[list[dict[str, Any]]]
 REACHES: dict[str, tuple[str, Callable[[RunView], Witness]]] = {}
@@ -225,7 +226,7 @@ def check_reaches(spec: Scenario, view: RunView) -> list[Verdict]:
         description, fn = REACHES[name]
         wit = fn(view)
         if wit:
-            out.append(Verdict(f"reach:{name}", description, "pass", f"reached at t={wit[-1]['t']}", RULES[name],
+            out.append(Verdict(f"reach:{name}", description, "pass", f"reached at t={span(wit[-1]['t'])}", RULES[name],
                                [brief(e) for e in wit if e]))
         else:
             out.append(Verdict(f"reach:{name}", description, "not-reached",

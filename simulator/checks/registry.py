@@ -10,18 +10,38 @@ actually judged. `check_properties` turns a property the scenario listed by
 name that judged nothing (skipped, or a pass over nothing) into "not-reached"
 (Reach, not just pass).
 
+Each property also declares which designs make its promise (`Promise`: a
+test of one process's policy options, and the words for it); where no
+process of the run runs under options that make it, the verdict is
+"not-applicable" (counted and shown, never a failure), and a checker that
+judges per process (P2, P10) judges only the processes that make it
+(`promised_procs`). The policies' promises (Q1-Q3) declare theirs the same way.
+
 Safety properties (P1, P2, P5-P10) are judged over the whole run; the
 progress parts of P3 and P4 only where the run gave the system a chance.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from simulator.checks.view import RunView, brief
 from simulator.events import sample_rows
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
+from simulator.scenario.policies import PolicyOptions, options_by_process
+
+
+@dataclass(frozen=True)
+class Promise:
+    """Which designs make a property's promise: `made_by` one process's options, `by` in words."""
+
+    made_by: Callable[[PolicyOptions], bool]
+    by: str
+
+
+EVERY_DESIGN = Promise(lambda o: True, "every design")
 
 WITNESS_MAX = 8
 
@@ -29,17 +49,34 @@ Checker = Callable[[RunView], Verdict]
 REGISTRY: dict[str, tuple[str, tuple[str, ...], Checker]] = {}
 
 
-def prop(pid: str, title: str, *, rules: tuple[str, ...] = ()) -> Callable[[Checker], Checker]:
-    """Register a property checker under its P-id (refused twice, or without a docstring)."""
+def prop(pid: str, title: str, *, rules: tuple[str, ...] = (),
+         promise: Promise = EVERY_DESIGN) -> Callable[[Checker], Checker]:
+    """Register a property checker under its P-id (refused twice, or without a docstring), with the designs
+    that make its promise."""
     def deco(fn: Checker) -> Checker:
         if pid in REGISTRY:
             raise ValueError(f"property {pid} is registered twice ({REGISTRY[pid][2].__name__} and {fn.__name__})")
         if not (fn.__doc__ or "").strip():
             raise ValueError(f"property {pid} ({fn.__name__}) needs a one-sentence docstring stating it")
         REGISTRY[pid] = (title, tuple(rules), fn)
-        fn.pid, fn.title, fn.rules = pid, title, tuple(rules)  # type: ignore[attr-defined]
+        fn.pid, fn.title, fn.rules, fn.promise = pid, title, tuple(rules), promise  # type: ignore[attr-defined]
         return fn
     return deco
+
+
+def promised_procs(fn: Any, spec: Any) -> frozenset[str]:
+    """The processes of `spec` whose options make the promise of the checker `fn`."""
+    return frozenset(p for p, o in options_by_process(spec).items() if fn.promise.made_by(o))
+
+
+def not_applicable(fn: Any, spec: Any) -> Verdict | None:
+    """The verdict of a promise no process of the run makes, else None (judge it)."""
+    if promised_procs(fn, spec):
+        return None
+    policies = sorted({o.describe() for o in options_by_process(spec).values()})
+    return Verdict(fn.pid, fn.title, "not-applicable",
+                   f"not applicable: made by {fn.promise.by}, and no process runs under such options "
+                   f"(policy in force: {'; '.join(policies) or 'none'})", fn.rules)
 
 
 def verdict(fn: Checker, status: str, message: str = "", witness: list[dict] | None = None, judged: int = 1) -> Verdict:
@@ -71,6 +108,10 @@ def check_properties(spec: Scenario, view: RunView) -> list[Verdict]:
     out = []
     for pid in spec.checked_properties():
         title, rules, fn = REGISTRY[pid]
+        na = not_applicable(fn, spec)
+        if na is not None:
+            out.append(na)
+            continue
         try:
             v = fn(view)
         except Exception as exc:  # noqa: BLE001 - a checker bug must show as a failure, not kill the report

@@ -567,6 +567,11 @@ class RunView:
                     if not any(prev["i"] < x["i"] < s["i"] for x in between):
                         yield label, prev, s, row
 
+    def lineage(self, label: Optional[str]) -> Optional[str]:
+        """The session a label continues: a fork's older id (`fork.older_as`) is the forked session's."""
+        older = self.spec.older_labels() if self.spec is not None else {}
+        return older.get(label, label) if label is not None else None
+
     def could_be_pruned(self, label: str, before: dict, after: dict) -> bool:
         """Could the hourly prune (R26) have deleted `label`'s row between two events: was it
         silent for longer than the auto-row TTL at some instant in between? The row is touched

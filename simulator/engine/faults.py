@@ -191,11 +191,21 @@ def _fork(engine: FaultEngine, t: int, idx: int, d: int, args: ForkArgs) -> None
     live = engine.processes.alive(engine.hosting.get(args.session))
     if live is None:
         return
+    old_id = engine.world.session_id(args.session)
     new_id = engine.world.new_host_id(args.session)
-    replies = engine.exchange(t, d, [ProcessCommand(live, OP_FORK, args.session,
-                                                    {"session": args.session, "new_host_id": new_id, "step": idx})])
+    op_args = {"session": args.session, "new_host_id": new_id, "step": idx}
+    if args.older_as:
+        op_args["older_as"] = args.older_as
+    replies = engine.exchange(t, d, [ProcessCommand(live, OP_FORK, args.session, op_args)])
     if replies and replies[0] is not None and replies[0].ok:
-        engine.fired(idx, {"session": args.session, "new_host_id": new_id})
+        detail = {"session": args.session, "new_host_id": new_id}
+        if args.older_as:
+            # The older id keeps running in the same host: its own label from now on.
+            engine.world.keep_older(args.session, args.older_as, old_id)
+            engine.hosting[args.older_as] = live.label
+            engine.session_dir[args.older_as] = engine.session_dir.get(args.session) or live.ctx.directory
+            detail["older_as"] = args.older_as
+        engine.fired(idx, detail)
 
 
 def _lock(engine: FaultEngine, t: int, idx: int, d: int, args: LockArgs) -> None:

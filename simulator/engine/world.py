@@ -84,6 +84,12 @@ class World:
                 self.session_proc[sess.id] = proc.id
                 gen = host_session_id if HOSTS[proc.kind].mcp else opencode_session_id
                 self.session_ids[sess.id] = [gen(self.rng)]
+        # A fork's older id that keeps running (`fork.older_as`): a session of the forked one's process,
+        # with its settings, whose id is known only once the fork happens (keep_older).
+        for older, forked in self.spec.older_labels().items():
+            if forked in self.sessions and older not in self.sessions:
+                self.sessions[older] = self.sessions[forked].model_copy(update={"id": older})
+                self.session_proc[older] = self.session_proc[forked]
         for index, proc in enumerate(self.spec.processes):
             workdir = self.run_dir / "procs" / proc.id
             self.procs[proc.id] = ProcWorld(
@@ -130,6 +136,13 @@ class World:
         new = host_session_id(self.rng)
         self.session_ids[label].append(new)
         return new
+
+    def keep_older(self, forked: str, older: str, host_id: str) -> None:
+        """The older id of `forked`'s fork goes on as the session `older` (its only id); `forked` is the
+        new id alone from now on, so its rows are never the older conversation's."""
+        if host_id in self.session_ids[forked]:
+            self.session_ids[forked].remove(host_id)
+        self.session_ids[older] = [host_id]
 
     def row_ids(self, label: str) -> list[str]:
         """The `chat_sessions.session_id` values this label may appear under, newest last."""

@@ -15,7 +15,8 @@ The harness process IS the Claude Code host and never opens the database:
   `ctx.transcripts_dir`; OP_FORK ends the old transcript with Claude Code's
   continued-in record (its last line, in the format simulator/design.py
   states) and switches the session to the new host id, so the next hook
-  sees an unknown id and adopts (R33).
+  sees an unknown id and adopts (R33); with `older_as` the old id keeps
+  running in this host as a session of its own.
 
 Tools go to the session's MCP child with `as` = the name the hook printed.
 A Stop "block" continues the turn (cause `reminder`): the agent acts (a
@@ -35,8 +36,10 @@ from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp
 
 from simulator.design import HOOK_LINE_RE, TRANSCRIPT_SUFFIX, continued_in_record
 from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
+from simulator.harness.agents import TurnState, make_agent
 from simulator.harness.base import Harness
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
+from simulator.protocol import SessionInfo
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
 from simulator.scenario.kinds import CLAUDE_CODE, PromptArgs, SessionArg
 
@@ -242,8 +245,29 @@ class ClaudeCodeHarness(Harness):
         self.host_ids[label] = new_id
         self.session_started[label] = False   # the continued session starts again (SessionStart)
         self.forked.add(label)
-        self.emit(FORK, label, old_host_id=old_id, new_host_id=new_id)
+        older = cmd.args.get("older_as")
+        if older:
+            self.keep_older(label, str(older), old_id)
+            self.emit(FORK, label, old_host_id=old_id, new_host_id=new_id, older_as=older)
+        else:
+            self.emit(FORK, label, old_host_id=old_id, new_host_id=new_id)
         return {"old_host_id": old_id, "new_host_id": new_id}
+
+    def keep_older(self, label: str, older: str, old_id: str) -> None:
+        """The conversation under the old id keeps running in this host as the session `older`: it has
+        started already (no SessionStart), keeps the name it had, and gets an MCP child of its own."""
+        info = self.sessions[label]
+        spec = info.spec.model_copy(update={"id": older}) if hasattr(info.spec, "model_copy") else info.spec
+        self.sessions[older] = SessionInfo(label=older, session_id=old_id, spec=spec, parent_id=info.parent_id)
+        self.host_ids[older] = old_id
+        self.session_started[older] = True
+        self.turns[older] = TurnState()
+        self.agents[older] = make_agent(getattr(spec, "agent", None), body=self.fake_body)
+        if label in self.names:
+            self.names[older] = self.names[label]
+        store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
+        setup = _mcp_server_setup(self.ctx, old_id, store_seed, mint_seed)
+        self.servers[older] = ServerChild(setup, recorder=self.recorder, t=self.t, session=older)
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Registered as the `thatch_scenarios` pytest11 entry point (this module, thin
 hooks only). The parts: `collection` (which YAML files are scenarios: those
 with the scenario schema comment, those under ini `sim_scenario_paths`, and
-any file named on the command line), `settings` (the `--sim-*` options and
+any file named on the command line; under ini `sim_scenario_roots` every
+YAML file, so none drops out silently), `settings` (the `--sim-*` options and
 their `sim_*` ini defaults), `items` (what a scenario file collects into,
 how an item runs, fails and is reported), `tally` (the per-property table
 printed at the end), `hookspec` (`pytest_sim_run_scenario`, the seam that
@@ -26,7 +27,7 @@ import pytest
 
 from simulator.api import run_scenario
 from simulator.pytest_plugin import hookspec, settings
-from simulator.pytest_plugin.collection import NAMED_FILES, is_scenario_file, named_files
+from simulator.pytest_plugin.collection import NAMED_FILES, is_scenario_file, is_under_root, named_files
 from simulator.pytest_plugin.items import InvalidScenarioItem, ScenarioFile, ScenarioItem, dress_failure
 from simulator.pytest_plugin.tally import PropertyTally
 from simulator.result import RunResult
@@ -55,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Optional[pytest.Collector]:
-    if is_scenario_file(file_path, parent.config):
+    if is_scenario_file(file_path, parent.config) or is_under_root(file_path, parent.config):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 

@@ -28,12 +28,13 @@ from typing import Any, Optional
 
 import pytest
 
+from simulator.pytest_plugin.collection import is_scenario_file, missing_comment_problem
 from simulator.pytest_plugin.settings import SETTINGS, Settings
 from simulator.pytest_plugin.tally import VERDICTS_ATTR, encode_verdicts
 from simulator.report.publish import publish_run
 from simulator.report.text import format_failure, rerun_commands, verdict_heading
 from simulator.result import RunResult
-from simulator.scenario.loader import ScenarioError, ScenarioSyntaxError, load_file
+from simulator.scenario.loader import ScenarioError, ScenarioSyntaxError, exclusion_reason, load_file
 from simulator.scenario.positions import LoadedScenario, place_verdicts
 
 HEADLINE_ATTR = "sim_headline"
@@ -49,10 +50,20 @@ def shown_path(path: Path, config: pytest.Config) -> str:
 
 
 class ScenarioFile(pytest.File):
-    """One scenario YAML file: one item per seed, or one load-error item."""
+    """One scenario YAML file: one item per seed, or one load-error item; under a scenario root, one
+    missing-schema-comment item (a file that says nothing) or one not-a-scenario item (the exclusion mark)."""
 
     def collect(self):
         file = shown_path(self.path, self.config)
+        reason = exclusion_reason(self.path)
+        if reason is not None:
+            yield ExcludedFileItem.from_parent(self, name="not-a-scenario", reason=f"not a scenario: {reason}")
+            return
+        if not is_scenario_file(self.path, self.config):
+            problem, fix = missing_comment_problem(self.path)
+            error = ScenarioSyntaxError(problem, file=file, line=1, hint=fix)
+            yield InvalidScenarioItem.from_parent(self, name="missing-schema-comment", error=error)
+            return
         try:
             loaded = load_file(self.path, display=file)
         except ScenarioError as exc:
@@ -173,6 +184,7 @@ class InvalidScenarioItem(pytest.Item):
     def __init__(self, *, error: ScenarioError, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error = error
+        self.user_properties.append(("scenario_file", shown_path(self.path, self.config)))
 
     def setup(self) -> None:
         raise self.error
@@ -188,6 +200,22 @@ class InvalidScenarioItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"invalid scenario file {shown_path(self.path, self.config)}"
+
+
+class ExcludedFileItem(pytest.Item):
+    """A YAML file among the scenarios whose first line excludes it: skipped, with its path and reason."""
+
+    def __init__(self, *, reason: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+        self.user_properties.append(("scenario_file", shown_path(self.path, self.config)))
+        self.add_marker(pytest.mark.skip(reason=reason))  # a marker's skip is reported at the item's location
+
+    def runtest(self) -> None:  # never reached: the marker skips it
+        pytest.skip(self.reason)
+
+    def reportinfo(self):
+        return self.path, 0, f"excluded file {shown_path(self.path, self.config)}"  # the mark is on line 1
 
 
 @dataclass(frozen=True)

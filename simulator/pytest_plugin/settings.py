@@ -52,6 +52,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("sim_scenario_paths", type="linelist", default=[],
                   help="globs or directories (relative to the rootdir) whose "
                        "YAML files are scenarios even without the schema comment")
+    parser.addini("sim_scenario_roots", type="linelist", default=[],
+                  help="directories (relative to the rootdir) where every YAML file is collected: one without "
+                       "the schema comment errors, one starting `# thatch-sim: not a scenario — WHY` is skipped")
     parser.addini("sim_report", default="", help=f"default of --sim-report: {' | '.join(REPORT_MODES)}")
     parser.addini("sim_report_dir", default="", help="default of --sim-report-dir, relative to the ini file")
     parser.addini("sim_timeout", default="", help="default of --sim-timeout, in seconds")

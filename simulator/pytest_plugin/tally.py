@@ -1,5 +1,7 @@
 """The per-property tally: over every scenario run of the session, how often each
-property and reach claim was checked, passed, failed or was not reached, and
+property (P1-P10, and the policies' Q1-Q3 where a policy was in force) and
+reach claim was checked, passed, failed, was not reached or was not applicable
+(the policy in force does not make the promise), and
 how many things (messages, wakes, samples, names...) each property judged in
 all (a property that judged nothing shows 0 there, however often it passed).
 
@@ -8,7 +10,8 @@ so a run's verdicts travel as the report attribute `VERDICTS_ATTR` (a list of
 [check, status, title, judged], which xdist carries with the report) and are decoded
 back into verdicts there (D-plugin-5). Point expectations and fault checks
 are per scenario and are not tallied; a check that no run checked (every run
-skipped it) has no row.
+skipped it) has no row; one that was only ever not applicable has its row,
+with its count in `n/a`.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from typing import Iterable
 import pytest
 
 from simulator.result import Verdict
-from simulator.scenario.model import PROPERTY_IDS
+from simulator.scenario.model import POLICY_PROMISE_IDS, PROPERTY_IDS
 
 VERDICTS_ATTR = "sim_verdicts"
-COLUMNS = ("checked", "passed", "failed", "not reached", "judged")
+COLUMNS = ("checked", "passed", "failed", "not reached", "n/a", "judged")
+PROMISE_IDS = PROPERTY_IDS + POLICY_PROMISE_IDS
 # a status not named here (fail) counts as failed
 _COLUMN_OF_STATUS = {"pass": "passed", "not-reached": "not reached"}
 
@@ -37,12 +41,12 @@ def decode_verdicts(rows: Iterable[list]) -> list[Verdict]:
 
 
 def is_tallied(check: str) -> bool:
-    return check in PROPERTY_IDS or check.startswith("reach:")
+    return check in PROMISE_IDS or check.startswith("reach:")
 
 
 def _order(check: str) -> tuple:
-    if check in PROPERTY_IDS:
-        return (0, PROPERTY_IDS.index(check), check)
+    if check in PROMISE_IDS:
+        return (0, PROMISE_IDS.index(check), check)
     return (1, 0, check)
 
 
@@ -68,13 +72,17 @@ class PropertyTally:
             row = self.rows.setdefault(v.check, TallyRow(label))
             if v.status == "skipped":
                 continue
+            if v.status == "not-applicable":
+                row.counts["n/a"] += 1
+                continue
             row.counts["checked"] += 1
             row.counts[_COLUMN_OF_STATUS.get(v.status, "failed")] += 1
             row.counts["judged"] += v.judged
 
     def checked_rows(self) -> list[TallyRow]:
-        """The rows some run checked: properties in id order, then reach claims."""
-        return [self.rows[c] for c in sorted(self.rows, key=_order) if self.rows[c].counts["checked"]]
+        """The rows some run checked or found not applicable: properties in id order, then reach claims."""
+        return [self.rows[c] for c in sorted(self.rows, key=_order)
+                if self.rows[c].counts["checked"] or self.rows[c].counts["n/a"]]
 
     def table(self) -> list[str]:
         """The header and one line per checked check, columns aligned; no lines when nothing was checked."""

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Optional
 
+from simulator.scenario.durations import format_duration
+
 
 HOUR_MS = 3_600_000
 PALETTE = ("#1f6fd1", "#d1571f", "#1a7f37", "#8250df", "#9a6700", "#cf222e")
@@ -61,10 +63,8 @@ class ScenarioComparison:
 
 
 def span(ms: int) -> str:
-    """`3h5m`, `57m50s`, `20s`, `0s`: whole units, largest first."""
-    secs = int(round(ms / 1000))
-    parts = [(secs // 3600, "h"), (secs % 3600 // 60, "m"), (secs % 60, "s")]
-    return "".join(f"{n}{u}" for n, u in parts if n) or "0s"
+    """`3h5m`, `57m50s`, `20s`, `0s`: whole seconds, largest units first."""
+    return format_duration(int(round(ms / 1000)) * 1000)
 
 
 def _secs(value: Optional[float]) -> str:

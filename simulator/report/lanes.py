@@ -38,6 +38,7 @@ from simulator.events import (
     TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE, data_of,
 )
 from simulator.report.outcomes import NOTICE, REFUSED, read_notices, send_outcome
+from simulator.scenario.durations import format_duration
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, MACHINE, STEPS
 
 ORCH = "orchestrator"
@@ -152,13 +153,8 @@ def fmt_t(ms: int, long_run: bool) -> str:
 
 
 def fmt_span(ms: int) -> str:
-    """A duration for humans: 2h 10m, 4m 30s, 12s."""
-    s = ms // 1000
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    parts = [f"{d}d" if d else "", f"{h}h" if h else "", f"{m}m" if m else "", f"{s}s" if s and not d else ""]
-    return " ".join(p for p in parts if p) or f"{ms}ms"
+    """A duration for humans, in whole seconds (under a second: exact): 2h10m, 4m30s, 12s."""
+    return format_duration(ms if ms < 1000 else ms // 1000 * 1000)
 
 
 def fmt_data(obj: Any, limit: Optional[int] = None) -> str:

@@ -15,25 +15,17 @@ from typing import Any, Iterable
 from simulator.events import data_of
 from simulator.history import event_place
 from simulator.result import RunResult, Verdict
+from simulator.scenario.durations import format_duration
 
 MAX_WITNESS = 12
-_STATUS_WORD = {"pass": "PASS", "fail": "FAIL", "not-reached": "NOT REACHED", "skipped": "skipped"}
+_STATUS_WORD = {"pass": "PASS", "fail": "FAIL", "not-reached": "NOT REACHED", "skipped": "skipped",
+                "not-applicable": "N/A"}
 
 
 def format_offset(ms: int) -> str:
-    """Virtual time as `+1h2m30s` (`+1.5s`, `+0s`): the shape the timeline uses."""
+    """Virtual time as `+1h2m30s` (`+1s500ms`, `+0s`): the shape the timeline uses, the language's spelling."""
     ms = int(ms)
-    sign = "-" if ms < 0 else "+"
-    ms = abs(ms)
-    hours, rest = divmod(ms, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    seconds, millis = divmod(rest, 1000)
-    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
-    if millis:
-        out += f"{seconds}.{millis:03d}".rstrip("0") + "s"
-    elif seconds or not out:
-        out += f"{seconds}s"
-    return sign + out
+    return ("-" if ms < 0 else "+") + format_duration(abs(ms))
 
 
 def _short(value: Any, limit: int = 40) -> str:
@@ -99,7 +91,7 @@ def verdict_table(result: RunResult) -> str:
     for v in result.verdicts:
         status = _STATUS_WORD.get(v.status, v.status)
         lines.append(f"{v.check:<{width}}  {status:<11}  {v.title}" + (f" [{' '.join(v.rules)}]" if v.rules else ""))
-        if not v.ok and v.message:
+        if (not v.ok or v.status == "not-applicable") and v.message:  # n/a says which policy does not promise it
             lines.append(f"{'':<{width}}  {'':<11}  {v.message}")
     verdict = "PASSED" if result.ok else "FAILED"
     lines.append(f"{result.scenario} seed={result.seed}: {verdict} "

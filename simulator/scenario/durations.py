@@ -64,12 +64,17 @@ def parse_word_or_duration(value: Any, word: str) -> Any:
 
 
 def format_duration(ms: int) -> str:
-    """The shortest exact spelling of a duration, for messages and reports."""
-    for unit in ("d", "h", "m", "s"):
-        size = _UNIT_MS[unit]
-        if ms and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
+    """A duration (or a time into the run) as the language spells it, whole units largest first: `6m50s`,
+    `1h`, `1m30s250ms`, `0s`. The one formatter of every message, verdict title and report text."""
+    ms = int(ms)
+    if ms < 0:
+        return "-" + format_duration(-ms)
+    parts = []
+    for unit in ("d", "h", "m", "s", "ms"):
+        n, ms = divmod(ms, _UNIT_MS[unit])
+        if n:
+            parts.append(f"{n}{unit}")
+    return "".join(parts) or "0s"
 
 
 def duration_json_schema(word: Optional[str] = None) -> dict[str, Any]:

@@ -155,6 +155,10 @@ def expectation_body_problems(kind: str, body: Any, *, units_required: bool = Fa
     for key, value in body.items():
         if key not in keys:
             hint = did_you_mean(str(key), list(keys)) or f"a `{kind}` expectation takes: {', '.join(keys)}"
+            if key == "at":  # the time of a point expectation sits beside its body, not in it
+                hint = (f"move `at` beside it: `- {kind}: {{...}}` with `at: 5m` on the next line, level with "
+                        f"`{kind}:`" + (" (inside, `between: [from, until]` judges a window)" if "between" in keys
+                                        else ""))
             out.append(((key,), f"unknown key `{key}` in a `{kind}` expectation", hint))
         else:
             out += _value_problems(key, keys[key], value, units_required)

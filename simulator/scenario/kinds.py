@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, WithJsonSchema, model_serializer, model_v
 
 from simulator.scenario.durations import DURATION_HELP, parse_duration
 from simulator.scenario.fields import BODY_HELP, DurationMs, EitherOr, StepBody, Strict
+from simulator.scenario.labels import LABEL_PATTERN
 
 # ---------------------------------------------------------------------------
 # Host kinds
@@ -306,6 +307,11 @@ class ForkArgs(Strict):
     session: str = Field(
         ..., description="Label of the Claude Code session whose session id forks "
                          "(a continued-in record lands in the old transcript).")
+    older_as: Optional[str] = Field(
+        None, pattern=LABEL_PATTERN,
+        description="A new session label for the OLDER id, which keeps running in the same host after the fork "
+                    "(the forked label goes on under the new id). Steps after the fork may target it like any "
+                    "session of that process.")
 
 
 class LockArgs(Strict):

@@ -48,6 +48,26 @@ __all__ = [
 ]
 
 SCHEMA_HEADER = "# yaml-language-server: $schema="
+# The first line of a YAML file that lives among scenarios but is none (data, a fixture): the explicit exclusion,
+# followed by its reason (`# thatch-sim: not a scenario — the explorer's seed list`).
+EXCLUSION_MARK = "# thatch-sim: not a scenario"
+
+
+def first_line(path: Path) -> str:
+    """The file's first line (a byte order mark dropped), or "" when it cannot be read as text."""
+    try:
+        with Path(path).open(encoding="utf-8-sig") as f:
+            return f.readline(1024).rstrip("\r\n")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def exclusion_reason(path: Path) -> Optional[str]:
+    """Why a YAML file says it is no scenario (its first line is EXCLUSION_MARK, then the reason), else None."""
+    line = first_line(path)
+    if not line.startswith(EXCLUSION_MARK):
+        return None
+    return line[len(EXCLUSION_MARK):].strip(" \t—-:") or "no reason given"
 
 
 # ---------------------------------------------------------------------------
@@ -312,6 +332,9 @@ def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioE
         model = _model_at(path[:-1])
         allowed = list(_fields_by_key(model)) if model else []
         hint = did_you_mean(key, allowed) or f"write one of: {', '.join(allowed)}"
+        if key == "between" and len(path) == 3 and path[0] == "expect":  # beside the body, where `at` goes
+            hint = ("move `between` inside the expectation, into its body: `<kind>: {..., between: [from, until]}` "
+                    "(`at` is the key that goes beside it)")
         return UnknownKeyError(f"unknown key `{key}`", file=file, line=pos.line_of(path)[0], key_path=path, hint=hint)
     if kind == "missing" and path:
         key = str(path[-1])

@@ -177,6 +177,9 @@ class ReplyExpectation(Strict):
     contains: Optional[str] = Field(None, description="A substring the reply must contain.")
     matches: Optional[str] = Field(None, description="A regular expression the reply must match (re.search).")
     not_contains: Optional[str] = Field(None, description="A substring the reply must NOT contain.")
+    silent: Optional[bool] = Field(None, description=(
+        "Only on a prompt to a claude-code or cursor session: true = its hooks ran and printed nothing (chat "
+        "disabled, nothing to say); false = they printed a line. Not with the text keys."))
 
 
 
@@ -285,6 +288,9 @@ Reach = Literal[
 ]
 
 PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10")
+# The messaging policies' promises (simulator/checks/policies.py), judged where a process runs under a policy;
+# never listed in `properties:`, but tallied and reported beside the P-ids.
+POLICY_PROMISE_IDS = ("Q1", "Q2", "Q3")
 
 # The pytest markers a scenario's `markers:` may carry, with their meaning: the
 # one list the loader validates against and the pytest plugin registers.
@@ -407,8 +413,21 @@ class Scenario(Strict):
     # simulator.scenario.validate so they can point at the exact step with file:line.
 
     def session_labels(self) -> dict[str, str]:
-        """session label -> process label (sessions declared in processes)."""
-        return {s.id: p.id for p in self.processes for s in p.sessions}
+        """session label -> process label (sessions declared in processes, and the older ids forks keep
+        running under `fork.older_as`, in the forked session's process)."""
+        declared = {s.id: p.id for p in self.processes for s in p.sessions}
+        for label, forked in self.older_labels().items():
+            if label not in declared and forked in declared:
+                declared[label] = declared[forked]
+        return declared
+
+    def older_labels(self) -> dict[str, str]:
+        """`fork.older_as` label -> the label of the session whose fork it stands for (first fork naming it)."""
+        out: dict[str, str] = {}
+        for step in self.steps:
+            if step.action == "fork" and step.args.older_as:
+                out.setdefault(step.args.older_as, step.args.session)
+        return out
 
     def checked_properties(self) -> tuple[str, ...]:
         if isinstance(self.properties, AllExcept):

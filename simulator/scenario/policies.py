@@ -143,7 +143,8 @@ class PolicySpec(BaseModel):
         (thatch, R9) or refused with a reply that says it exited."""))
     dialog_expiry: Optional[Expiry] = Field(None, description=_help(f"""
         How long an approval prompt waits before the held message is dropped and its sender told it expired
-        ({DURATION_HELP}), or `never`. Default 5m."""))
+        ({DURATION_HELP}), or `never`. Default 5m. `never` lifts other dialogs' deadlines but not this prompt's, which
+        keeps the default 5m (seed 003)."""))
     wake_cap: Optional[Cap] = Field(None, description=_help("""
         thatch's receiver-side cap on wake prompts per recipient per rolling hour (6, R22); `off` = none."""))
 

@@ -188,12 +188,39 @@ class _Checker:
                 self.error(path + ("session",), f"fork of `{fields['session']}`, a session of a {kind} process",
                            "fork models a Claude Code session-id fork: "
                            f"name a session of a {_kinds_text(needs)} process")
+        if action == "fork" and fields.get("older_as"):
+            self.older_label(path + ("older_as",), step)
         if action == "crash" and fields["process"] in self.procs:
             kind = self.procs[fields["process"]].kind
             if not step.kind.accepts(kind):
                 others = " or ".join(k for k in HOSTS if not HOSTS[k].has(needs))
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
                            f"crash points run inside {_kinds_text(needs)} processes: use `kill` for a {others} host")
+
+    def older_label(self, path: KeyPath, step: Step) -> None:
+        """`fork.older_as` names a new label: not a declared session's, not another fork's."""
+        label = step.args.older_as
+        declared = {s.id for p in self.spec.processes for s in p.sessions}
+        if label in declared:
+            self.error(path, f"`{label}` is already a declared session",
+                       "name the older id with a label of its own (e.g. `" + step.args.session + "-before`)")
+        elif any(other.action == "fork" and other.args.older_as == label
+                 for other in self.spec.steps[:self.spec.steps.index(step)]):
+            self.error(path, f"`{label}` already names the older id of an earlier fork",
+                       "give each fork's older id its own label")
+
+    def older_label_used_early(self) -> None:
+        """A step may target a fork's older id only after that fork."""
+        forks = {s.args.older_as: i for i, s in reversed(list(enumerate(self.spec.steps)))
+                 if s.action == "fork" and s.args.older_as}
+        for i, step in enumerate(self.spec.steps):
+            kind = step.kind
+            label = kind.actor(step.args) if kind.actor_key else None
+            if label in forks and i <= forks[label]:
+                self.error(("steps", i, step.action, kind.actor_key),
+                           f"`{label}` is the older id of the fork at steps[{forks[label]}], which has not happened "
+                           "by this step", f"move the step after steps[{forks[label]}], or target "
+                           f"`{self.spec.steps[forks[label]].args.session}`")
 
     def resumed_kind(self, path: KeyPath, session: str, process: str) -> None:
         """A resume starts an opencode process on an opencode session id (`-s <ses_...>`):
@@ -250,6 +277,8 @@ class _Checker:
         line a prompt prints on an MCP host. Anything else would fail every run
         with "no reply recorded", so it is refused here instead."""
         action = step.action
+        if step.expect.silent is not None:
+            self.silent_expect(base, step)
         if action in REPLY_ACTIONS:
             return
         if action in HOOK_REPLY_ACTIONS:
@@ -266,6 +295,18 @@ class _Checker:
                    "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
                    f"`registered: {{session: ...}}`); only {', '.join(REPLY_ACTIONS)} steps and prompts "
                    f"on {_kinds_text('hooks')} sessions have a reply")
+
+    def silent_expect(self, base: KeyPath, step: Step) -> None:
+        """`silent:` judges a prompt's hook output: a tool step always replies, and a text key
+        beside `silent: true` could never hold."""
+        where = base + ("expect", "silent")
+        if step.action not in HOOK_REPLY_ACTIONS:
+            self.error(where, f"`silent:` on a `{step.action}` step, which replies with a text, not hook output",
+                       "use `silent:` on a `prompt` step of a claude-code or cursor session; for a tool reply "
+                       "write `ok:`, `equals:`, `contains:` or `matches:`")
+        elif step.expect.silent and any(getattr(step.expect, k) is not None for k in REPLY_TEXT_KEYS):
+            self.error(where, "`silent: true` beside a text key: a hook that printed nothing has no text to match",
+                       "keep `silent: true` alone, or drop it and match the line with `contains:`/`equals:`")
 
     def never_started(self, path: KeyPath, label: str, action: str) -> None:
         proc = self.procs.get(label)
@@ -380,6 +421,7 @@ def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: s
     checker = _Checker(spec, positions, file, units_required)
     checker.declarations()
     checker.steps()
+    checker.older_label_used_early()
     checker.expectations()
     checker.properties()
     for i, row in enumerate(spec.legacy):  # a legacy row's owner must be a declared session

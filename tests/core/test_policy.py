@@ -123,6 +123,21 @@ def test_a_prompting_hold_expires_and_tells_the_sender(store, frozen):
     assert store.review_held("ses_b", "declined").text == NOTHING_HELD
 
 
+def test_never_keeps_the_approval_prompts_default_deadline(store, frozen):
+    """Seed 003: dialogExpiry `never` lifts other dialogs' deadlines, not the approval prompt's (5m), so a held
+    message still expires, its sender is told, and the next message asks again."""
+    _, bob = names(store, "ses_a", "ses_b")
+    never = Policy(inbound="auto", permissions="bypass", dialog_expiry_ms=None)
+    assert standing_of(never).expiry_ms == 300_000
+    store.publish_inbound("ses_b", never)
+    first = store.send("ses_a", bob, "run the suite")
+    assert "if nobody answers within 5m it expires" in first.reply
+    frozen.tick(300)
+    assert store.expire_held(["ses_b"]) == 1
+    assert "expired: nobody reviewed it within 5m" in store.read("ses_a")[0].body
+    assert "if nobody answers within 5m it expires" in store.send("ses_a", bob, "and the linter").reply
+
+
 def test_a_decline_drops_and_reports_refused(store):
     _, bob = names(store, "ses_a", "ses_b")
     store.publish_inbound("ses_b", Policy(inbound="hold"))

@@ -52,7 +52,7 @@ CORPUS: dict[str, tuple[int, str] | None] = {
     "list-at-top.yaml": (3, "the file holds a list, not a scenario"),
     "scalar-at-top.yaml": (3, "the file holds a str, not a scenario"),
     "two-documents.yaml": (11, "a second YAML document (`---`) in the file"),
-    "poll-interval-zero.yaml": (7, "processes[0].poll_interval: poll interval 0ms is under the limit of 1s"),
+    "poll-interval-zero.yaml": (7, "processes[0].poll_interval: poll interval 0s is under the limit of 1s"),
     "too-many-processes.yaml": (5, "processes: 150 processes, over the limit of 100"),
     "duration-365000d.yaml": (4, "duration: a duration 365000d is over the limit of 30d"),
     "seed-10e33.yaml": (10, "seed: seed 1000000000000000000000000000000000 is out of range"),

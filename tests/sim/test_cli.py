@@ -171,7 +171,7 @@ def test_run_failure_shows_the_story_and_keeps_the_run_and_the_report(repo, monk
     out = capsys.readouterr().out
     assert calls == [7]
     assert "P5 failed in scenario first-send with seed 7 (9 dispatches, 1m virtual, 0.2s wall)" in out
-    assert "  +1m1.5s  h1/alice  tool-result  tool=chat_read ok=true" in out
+    assert "  +1m1s500ms  h1/alice  tool-result  tool=chat_read ok=true" in out
     assert "rerun: pytest 'scenarios/basic/first-send.yaml::first-send' --sim-seed 7 -p no:xdist" in out
     assert "   or: python -m simulator run scenarios/basic/first-send.yaml --seed 7" in out
     (kept,) = run_dirs(repo)

@@ -16,6 +16,7 @@ from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, 
 from simulator.checks.deliverable import Gate, chat_enabled
 from simulator.checks.registry import REGISTRY
 from simulator.checks.view import RunView
+from simulator.scenario.durations import format_duration
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, RENUDGE_MS
 
 END = 600_000
@@ -60,7 +61,7 @@ def test_mail_woken_late_fails_even_when_read_by_the_end(tmp_path):
     h = world(); late = h.wake(200_000, "h1", "bob")
     h.read(200_000, "h1", "bob", [(N_ALICE, 10_000, "hello")])
     v = judge(h, db_with(tmp_path, (BOB, 10_000, 200_000)))
-    assert v.status == "fail" and "no wake came after it by t=41000" in v.message, v.message
+    assert v.status == "fail" and "no wake came after it by t=41s" in v.message, v.message
     assert late["i"] not in {w["i"] for w in v.witness}
 
 
@@ -91,7 +92,7 @@ def test_a_lost_stamp_is_due_again_at_once(tmp_path):
     h.status(100_000, "h1", "bob")
     h.wake(400_000, "h1", "bob")  # 5 minutes on: within the 15-minute window, yet too late
     v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
-    assert v.status == "fail" and "lost its stamp" in v.message and "t=131000" in v.message, v.message
+    assert v.status == "fail" and "lost its stamp" in v.message and "t=2m11s" in v.message, v.message
 
 
 # --- exempt, with the reason in the verdict ---------------------------------------------
@@ -140,7 +141,7 @@ def test_the_busy_and_compacting_gate_defers_the_wake(tmp_path, state):
         v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
         assert v.status == want, v.message
         if want == "fail":
-            assert "from t=300000" in v.message and idle["i"] in {w["i"] for w in v.witness}
+            assert "from t=5m" in v.message and idle["i"] in {w["i"] for w in v.witness}
 
 
 @pytest.mark.rules("R22")
@@ -156,7 +157,7 @@ def test_a_full_rate_cap_defers_the_wake_until_the_oldest_wake_ages_out(tmp_path
     thaw = 100_000 + HOUR_MS
     assert run(thaw + 10_000, thaw + 60_000).status == "pass"
     late = run(None, thaw + 60_000)
-    assert late.status == "fail" and f"from t={thaw}" in late.message, late.message
+    assert late.status == "fail" and f"from t={format_duration(thaw)}" in late.message, late.message
     short = run(None, thaw + 20_000)
     assert short.status == "skipped" and "rate cap" in short.message, short.message
 
@@ -178,7 +179,7 @@ def test_a_machine_sleep_defers_the_wake_to_its_end(tmp_path):
         h.ev(5_000, "sleep-start", until=300_000); h.ev(300_000, "sleep-end")
         h.wake(when, "h1", "bob")
         v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
-        assert v.status == want and (want == "pass" or "from t=300000" in v.message), v.message
+        assert v.status == want and (want == "pass" or "from t=5m" in v.message), v.message
 
 
 @pytest.mark.rules("R31", "R36")

@@ -218,4 +218,4 @@ def test_before_catch_up_sees_the_instant_before_the_wake_work(db):
                 {"at": "125m", "wakes": {"session": "bob", "count": 1}},
                 {"at": "125m", "roster": {"session": "alice", "active": ["bob"]}}], h, db, steps=steps, duration="3h")
     assert statuses(vs) == ["pass", "pass", "pass", "pass"]
-    assert vs[0].title == "roster of alice at 125m before the catch-up"
+    assert vs[0].title == "roster of alice at 2h5m before the catch-up"

@@ -211,3 +211,37 @@ def test_every_dict_expectation_documents_the_keys_it_reads():
     read = set(re.findall(r"""arg\[["'](\w+)["']\]|arg\.get\(["'](\w+)""", source))
     read = {a or b for a, b in read} | set(re.findall(r'"(\w+)" in arg\b', source))
     assert read - set().union(*EXPECTATION_KEYS.values()) == set()
+
+
+def test_a_failing_matches_shows_its_placeholder_expanded(h, db):
+    """A step reply's and a hook line's failing `matches` print the pattern with `{label}` expanded to the name
+    it was compared with, not the placeholder."""
+    h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"Message sent to {N_BOB} (active).", step=0)
+    spec = make_spec(steps=[{"at": "140s", "send": {"from": "alice", "to": "bob"},
+                             "expect": {"matches": "^Message sent to {bob} \\(stale\\)"}}])
+    (v,) = [v for v in check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO)) if v.check.startswith("step#")]
+    assert v.status == "fail" and f"does not match '^Message sent to {N_BOB} \\\\(stale\\\\)'" in v.message
+    (v,) = judge([{"hook_line": {"session": "bob", "matches": "^you are {bob}"}}], h, db, MCP_BOB)
+    assert v.status == "fail" and f"does not match '^you are {N_BOB}'" in v.message
+
+
+@pytest.mark.rules("R34")
+def test_a_prompt_can_expect_its_hooks_to_print_nothing(db):
+    """R34: `expect: {silent: true}` on a prompt passes when its hooks ran and printed nothing (a disabled host),
+    fails when one printed a line or crashed, or when no hook ran; `silent: false` wants a line."""
+    def verdict_for(silent, *lines, decision=None):
+        h = H(); base_world(h)
+        for line in lines:
+            h.ev(60_000, "hook", "c1", "bob", hook="UserPromptSubmit", line=line, decision=decision)
+        spec = make_spec(processes=MCP_BOB, steps=[{"at": "60s", "prompt": {"session": "bob"},
+                                                     "expect": {"silent": silent}}])
+        (v,) = [v for v in check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))
+                if v.check.startswith("step#")]
+        return v
+    assert verdict_for(True, None).status == "pass"
+    said = verdict_for(True, f"thatch chat: you are {N_BOB}")
+    assert said.status == "fail" and "printed 'thatch chat: you are" in said.message
+    assert "crashed" in verdict_for(True, None, decision="crashed").message
+    assert "no hook ran" in verdict_for(True).message
+    assert verdict_for(False, f"thatch chat: you are {N_BOB}").status == "pass"
+    assert verdict_for(False, None).status == "fail"

@@ -12,6 +12,7 @@ import ast
 import json
 import os
 import shlex
+import sys
 import xml.etree.ElementTree as ET
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -138,6 +139,43 @@ def test_collection_is_opt_in(sim):
     result.stdout.no_fnmatch_line("*unrelated*")
 
 
+def test_under_a_scenario_root_no_yaml_file_drops_out_silently(sim):
+    """Under ini sim_scenario_roots a YAML file without the schema comment is an error item naming the file and
+    the comment to write; one whose first line is the exclusion mark is skipped with its reason; outside the
+    roots the plugin still claims nothing."""
+    sim.pytester.makeini("[pytest]\nsim_scenario_roots = scenarios\n")
+    sim.write("scenarios/basic/good.yaml", "two-tabs")
+    sim.write("scenarios/basic/forgot.yaml", "forgot-the-comment", header="")
+    (sim.path / "scenarios/basic/seeds.yml").write_text("# thatch-sim: not a scenario — the explorer's seeds\na: 1\n")
+    sim.write("elsewhere/config.yaml", "not-ours", header="")
+    result = sim.run("-rs", "scenarios", "elsewhere")
+    result.assert_outcomes(passed=1, skipped=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "scenarios/basic/forgot.yaml:1: no schema comment on the first line: without it this file would silently "
+        "never run — start it with `# yaml-language-server: $schema=../../*/simulator/scenario/scenario.schema.json`, "
+        "or, if it is no scenario, with `# thatch-sim: not a scenario — <why>`",
+    ])
+    result.stdout.fnmatch_lines(["SKIPPED [1] scenarios/basic/seeds.yml: not a scenario: the explorer's seeds"])
+    result.stdout.no_fnmatch_line("*elsewhere*")
+
+
+def test_the_gate_fails_on_a_file_neither_run_nor_excluded(sim):
+    """scripts/check_collected.py (run by scripts/main.sh after the scenario gate) names each YAML file under
+    scenarios/ that has no test case in junit.xml and no exclusion mark: here one pytest was told to ignore."""
+    sim.pytester.makeini("[pytest]\nsim_scenario_roots = scenarios\n")
+    sim.write("scenarios/basic/good.yaml", "two-tabs")
+    sim.write("scenarios/quiet/ignored.yaml", "ignored-one")
+    (sim.path / "scenarios/basic/seeds.yml").write_text("# thatch-sim: not a scenario — data\na: 1\n")
+    script = [sys.executable, str(ROOT / "scripts" / "check_collected.py"), "junit.xml", "scenarios"]
+    sim.run("scenarios", "--junitxml=junit.xml", "--ignore=scenarios/quiet")
+    gate = sim.pytester.run(*script)
+    assert gate.ret == 1
+    gate.stdout.fnmatch_lines(["scenarios/quiet/ignored.yaml: neither run nor excluded: pytest never collected it*",
+                               "scenario files: 3 under scenarios, 1 excluded, 1 neither run nor excluded"])
+    sim.run("scenarios", "--junitxml=junit.xml")
+    assert sim.pytester.run(*script).ret == 0
+
+
 def test_a_file_named_on_the_command_line_is_collected_and_its_rerun_command_works(sim):
     """A file outside every scenario place, without the schema comment: the printed rerun command reruns it."""
     sim.write("elsewhere/broken-on-purpose.yaml", "named-fail", header="")
@@ -192,10 +230,10 @@ def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
     ])
     result.stdout.fnmatch_lines([
         "*= scenario checks =*",
-        "check * checked  passed  failed  not reached  judged",
-        "P1 single-deliverer * 2 * 2 * 0 * 0 * 0",
-        "P3 at-least-once * 2 * 1 * 1 * 0 * 0",
-        "reach:re-nudge * 2 * 1 * 0 * 1 * -",
+        "check * checked  passed  failed  not reached  n/a  judged",
+        "P1 single-deliverer * 2 * 2 * 0 * 0 * 0 * 0",
+        "P3 at-least-once * 2 * 1 * 1 * 0 * 0 * 0",
+        "reach:re-nudge * 2 * 1 * 0 * 1 * 0 * -",
         "*short test summary info*",
         ("FAILED scenarios/basic/fail.yaml::two-tabs-fail - "
          "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"),

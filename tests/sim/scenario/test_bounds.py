@@ -39,7 +39,7 @@ def refusal(text: str) -> str:
     (("duration: 10m", "duration: 365000d"),
      "b.yaml:2: duration: a duration 365000d is over the limit of 30d — write at most 30d"),
     (("  - id: h1\n", "  - id: h1\n    poll_interval: 0s\n"),
-     "b.yaml:5: processes[0].poll_interval: poll interval 0ms is under the limit of 1s "
+     "b.yaml:5: processes[0].poll_interval: poll interval 0s is under the limit of 1s "
      "— write 1s or more (the default is 30s)"),
     (("  - id: h1\n", "  - id: h1\n    poll_interval: 999ms\n"),
      "b.yaml:5: processes[0].poll_interval: poll interval 999ms is under the limit of 1s "
@@ -113,5 +113,5 @@ def test_a_legacy_row_may_be_years_old_but_not_millennia():
 def test_check_spec_applies_the_bounds_to_a_scenario_built_in_python():
     spec = Scenario.model_validate({"name": "w", "duration": 60_000, "processes": [{"id": "h1", "poll_interval": 0}]})
     [error] = check_spec(spec)
-    assert error.format() == ("<scenario>: processes[0].poll_interval: poll interval 0ms is under the limit of 1s "
+    assert error.format() == ("<scenario>: processes[0].poll_interval: poll interval 0s is under the limit of 1s "
                               "— write 1s or more (the default is 30s)")

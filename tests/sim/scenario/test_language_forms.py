@@ -262,7 +262,7 @@ def test_new_expectation_bodies_say_what_they_judge():
         "expect[2].messages.to: undefined session `bobb` — did you mean `bob`? "
         "(defined sessions: alice, bob, carol, dave)",
         "expect[3].store_errors.process: undefined process `h3` — write one of the defined processes: h1, cc, cu, h2",
-        "expect[4].wakes.between: 2h is after the end of the run (65m: duration + drain) "
+        "expect[4].wakes.between: 2h is after the end of the run (1h5m: duration + drain) "
         "— write a window inside the run",
         "expect[5].unread.between: 30m is not after 1h — write the earlier time first, then a later one",
         "expect[6].at: `at` on a `same_name` expectation that gives its own times (`same_name.at`) — "

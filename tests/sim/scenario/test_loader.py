@@ -36,7 +36,7 @@ CASES = [
     ("undefined_process.yaml", 11, CrossReferenceError,
      "steps[0].kill.process: undefined process `h2` — write one of the defined processes: h1"),
     ("steps_out_of_order.yaml", 12, CrossReferenceError,
-     "steps[1].at: step at 90s comes before the previous step (2m, line 10) "
+     "steps[1].at: step at 1m30s comes before the previous step (2m, line 10) "
      "— list steps in time order (equal times are fine)"),
     ("two_actions.yaml", 10, BadValueError,
      "steps[0]: a step needs exactly one action or fault key, found 2: send, read — "
@@ -85,10 +85,17 @@ CASES = [
      "the same label — write `{i}` in it (e.g. worker{i}: worker1, worker2, ...)"),
     ("before_catch_up_not_at_a_wake.yaml", 14, CrossReferenceError,
      "expect[0].before_catch_up: `before_catch_up` at 2h, when no sleep ends — set `at` to a sleep's end "
-     "(the sleep at 5m for 2h ends at 125m)"),
+     "(the sleep at 5m for 2h ends at 2h5m)"),
     ("per_hour_without_window.yaml", 10, BadValueError,
      "expect[0].wakes.per_hour: `per_hour` without `between` — add `between: [from, until]`: the stretch whose "
      "every rolling hour is judged"),
+    # `at` and `between` swapped: the fix says where the key goes
+    ("between_beside_expectation.yaml", 11, UnknownKeyError,
+     "expect[0].between: unknown key `between` — move `between` inside the expectation, into its body: "
+     "`<kind>: {..., between: [from, until]}` (`at` is the key that goes beside it)"),
+    ("at_inside_expectation.yaml", 10, UnknownKeyError,
+     "expect[0].unread.at: unknown key `at` in a `unread` expectation — move `at` beside it: `- unread: {...}` "
+     "with `at: 5m` on the next line, level with `unread:` (inside, `between: [from, until]` judges a window)"),
 ]
 
 

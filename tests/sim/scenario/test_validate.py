@@ -186,6 +186,61 @@ def test_expect_only_on_steps_that_leave_a_reply():
         """) == []
 
 
+def test_a_forks_older_id_is_a_session_from_the_fork_on():
+    """R33: `fork: {older_as: LABEL}` names the older id, which keeps running: later steps may target it (and
+    `{LABEL}` expands), a step before the fork may not, and the label must be new."""
+    assert errors_of("""\
+        steps:
+          - at: 1m
+            fork: {session: carol, older_as: carol-before}
+          - at: 2m
+            prompt: {session: carol-before}
+            expect: {contains: "you are {carol-before}"}
+          - at: 2m
+            send: {from: carol-before, to: alice}
+        """) == []
+    assert errors_of("""\
+        steps:
+          - at: 1m
+            prompt: {session: carol-before}
+          - at: 2m
+            fork: {session: carol, older_as: carol-before}
+          - at: 3m
+            fork: {session: carol, older_as: bob}
+          - at: 4m
+            fork: {session: carol, older_as: carol-before}
+        """) == [
+        "w.yaml:16: steps[0].prompt.session: `carol-before` is the older id of the fork at steps[1], which has not "
+        "happened by this step — move the step after steps[1], or target `carol`",
+        "w.yaml:20: steps[2].fork.older_as: `bob` is already a declared session — name the older id with a label "
+        "of its own (e.g. `carol-before`)",
+        "w.yaml:22: steps[3].fork.older_as: `carol-before` already names the older id of an earlier fork — give "
+        "each fork's older id its own label",
+    ]
+
+
+def test_silent_is_for_a_prompts_hooks_and_stands_alone():
+    """`expect: {silent: ...}` judges a prompt's hook output: refused on a tool step and beside a text key."""
+    assert errors_of("""\
+        steps:
+          - at: 1m
+            read: {session: bob}
+            expect: {silent: true}
+          - at: 1m
+            prompt: {session: carol}
+            expect: {silent: true, contains: "you are"}
+          - at: 2m
+            prompt: {session: carol}
+            expect: {silent: true}
+        """) == [
+        "w.yaml:17: steps[0].expect.silent: `silent:` on a `read` step, which replies with a text, not hook output "
+        "— use `silent:` on a `prompt` step of a claude-code or cursor session; for a tool reply write `ok:`, "
+        "`equals:`, `contains:` or `matches:`",
+        "w.yaml:20: steps[1].expect.silent: `silent: true` beside a text key: a hook that printed nothing has no text "
+        "to match — keep `silent: true` alone, or drop it and match the line with `contains:`/`equals:`",
+    ]
+
+
 def test_expectation_bodies_take_only_the_keys_they_read():
     """Dict-typed expectations refuse unknown keys (with the closest key or the list) and values of the wrong type."""
     assert errors_of("""\
