@@ -5,7 +5,7 @@ A leaf module: the hook path (``mcp``) and continuation adoption
 
 The id hashes the LOWER-CASED host session id, as the real thatch does, so a
 database the real thatch wrote and one thatch_core wrote agree on every
-conversation's id (D-real-real-host-1). ``legacy_mcp_session_id`` is the
+conversation's id (D-real-host-1). ``legacy_mcp_session_id`` is the
 derivation thatch_core used before, kept only to carry such rows over.
 """
 from __future__ import annotations

@@ -112,7 +112,7 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
         if store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
             # An id an earlier thatch_core derived from the raw, mixed-case host
             # id moves to the real derivation with its name, mail and leave
-            # (D-real-real-host-1); a no-op for a lower-case host id.
+            # (D-real-host-1); a no-op for a lower-case host id.
             store.continue_session(legacy_mcp_session_id(host_session_id), mcp_id)
             if transcript_path and store.get(mcp_id) is None and not store.has_tombstone(mcp_id):
                 adopt_continuation(store, host_session_id, transcript_path)
@@ -283,7 +283,7 @@ def cursor_stop_hook(store, config, session_id: str, *, status: str, loop_count:
     always after an aborted or errored turn. The delivered stamp is what keeps
     a follow-up from repeating; the chain's cap is Cursor's own ``loop_limit``
     (``CURSOR_FOLLOWUP_CAP`` in the hooks config), so ``loop_count`` is not
-    consulted (D-real-real-host-4)."""
+    consulted (D-real-host-4)."""
     if not _enabled(config) or status != "completed" or not _host_id_ok(session_id):
         return {}
     mcp_id = mcp_session_id(session_id)

@@ -7,7 +7,7 @@ for that pid instead: `/proc/<pid>/cmdline` on Linux, `ps -o args=` elsewhere
 (R5).
 
 The flags are read the way the real thatch reads them (src/os-args.ts,
-D-real-real-host-3): the first `-s`/`--session`/`--session=` decides, and
+D-real-host-3): the first `-s`/`--session`/`--session=` decides, and
 whatever argument follows `-s` is the id, even one that looks like a flag.
 """
 

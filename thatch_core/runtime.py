@@ -2,7 +2,7 @@
 
 One `OpencodeRuntime` per opencode process. It turns host events into store
 calls and owns the hosted set the poller beats and delivers for. As in the
-real thatch (src/runtime.ts, D-real-real-host-2) that set is the sessions this
+real thatch (src/runtime.ts, D-real-host-2) that set is the sessions this
 process saw `session.status` events for, plus the `-s`/`-c` startup session,
 plus the re-hosted set, minus child sessions; nothing else hosts a session:
 - `start()`: config read once for the poller (R29); the harness's own OS

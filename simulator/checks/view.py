@@ -249,7 +249,7 @@ class RunView:
     def _mark_unjoinable_startups(self) -> None:
         """The session a resume's command line opens is neither registered nor hosted at the
         process's start when auto-registration was off then or the session had left (a tombstone,
-        D-real-real-host-3): like a resumed session its command line does not open, it is hosted
+        D-real-host-3): like a resumed session its command line does not open, it is hosted
         from its first use."""
         for inc in self.incs:
             label = inc.opened or inc.resumed

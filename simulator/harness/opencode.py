@@ -262,7 +262,7 @@ class OpencodeHarness(Harness):
             self.runtime.on_compacting(sid, on)
             self.emit_status(label)
             if not state.busy:
-                # D-harness-5, D-real-real-host-5: compaction is a session run; its start
+                # D-harness-5, D-real-host-5: compaction is a session run; its start
                 # reports busy (that status event is what hosts the session), its end idle.
                 self.runtime.on_session_status(sid, "busy" if on else "idle")
             return

@@ -58,7 +58,7 @@ def test_mcp_session_id_hashes_the_host_session_id():
 @pytest.mark.rules("R31")
 def test_mcp_session_id_hashes_the_lower_cased_host_id():
     """R31: the real thatch lower-cases the host session id before hashing, so a
-    mixed-case id and its lower-case form are one conversation (D-real-real-host-1)."""
+    mixed-case id and its lower-case form are one conversation (D-real-host-1)."""
     assert mcp_session_id("ABC") == "mcp_ba7816bf8f01" == mcp_session_id("abc")
     assert legacy_mcp_session_id("ABC") == "mcp_" + hashlib.sha256(b"ABC").hexdigest()[:12]
     assert legacy_mcp_session_id("abc") == mcp_session_id("abc")
@@ -397,7 +397,7 @@ def test_cursor_stop_hook_points_once_per_renudge_window(store, frozen):
     follow-up (pointer-only) and stamps it delivered; the stamp suppresses a
     repeat inside the re-nudge window, whatever Cursor's loop count (Cursor's
     own loop_limit caps the chain); new mail is due again at once, old mail
-    after the window; never after an aborted or errored turn (D-real-real-host-4)."""
+    after the window; never after an aborted or errored turn (D-real-host-4)."""
     me = name_of(chat_hook_line(store, ON, "cur-a"))
     assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0) == {}
     store.register("p1", kind="opencode")

@@ -43,7 +43,7 @@ def test_parse_startup_target(argv, target):
 
 @pytest.mark.rules("R5")
 def test_the_first_session_flag_takes_whatever_follows_it():
-    """R5: as the real src/os-args.ts reads the command line (D-real-real-host-3):
+    """R5: as the real src/os-args.ts reads the command line (D-real-host-3):
     the first session flag decides and takes the next argument whatever it looks
     like (a flag, a `--`), names nothing at the end of the line, and only then
     does `-c` count; the first continue flag decides, `--continue=false` negates."""

@@ -304,7 +304,7 @@ def test_dash_s_respects_a_tombstone(make, store):
 def test_startup_path_neither_registers_nor_hosts_when_it_may_not_join(make, store, cfg):
     """R5, R7, R30: with autoRegister off, or for a session that left, the -s/-c
     startup path neither registers nor hosts the session (the real runtime's
-    rule, D-real-real-host-3); -c is not even resolved with autoRegister off;
+    rule, D-real-host-3); -c is not even resolved with autoRegister off;
     the session is hosted from its first status event like any other."""
     class Counting(FakeClient):
         lists = 0

@@ -33,7 +33,7 @@ TOOL_NAMES = ("register", "list", "send", "read", "unregister", "broadcast", "st
 # A tool named without the `thatch_` prefix (`chat_register`), anywhere in a text.
 BARE_TOOL = re.compile(r"(?<![A-Za-z0-9_])chat_(?:" + "|".join(TOOL_NAMES) + r")\b")
 # The real `thatch chat list` prints this for an empty directory, bare tool name and all: a terminal
-# text for a person, matched word for word (docs/decisions/fidelity.md, D-real-real-cli-3).
+# text for a person, matched word for word (docs/decisions/fidelity.md, D-real-cli-3).
 REAL_CLI_TEXTS = (EMPTY_ROSTER,)
 
 

@@ -41,7 +41,7 @@ def test_p4_counts_a_graduation_only_from_activity_already_shown(db):
     first activity in the new daemon at 15m graduates him from then on, not before."""
     h = H(); _rehosted_world(h)
     h.sample(480_000, {"bob": (N_BOB, True, 330_000)})
-    h.status(900_000, "h2", "bob", "busy")  # a turn: its status event graduates bob (D-real-real-host-5)
+    h.status(900_000, "h2", "bob", "busy")  # a turn: its status event graduates bob (D-real-host-5)
     h.call(900_000, "h2", "bob", "list", {}, True, "Active: ...")
     assert judge("P4", h, db, _restart_spec()).status != "fail"
 
@@ -51,7 +51,7 @@ def test_p4_still_judges_a_graduated_session_live(db):
     """R15, R14: once bob showed activity in the new daemon he is hosted for good,
     so a stale sample after it is wrong even past the grace."""
     h = H(); _rehosted_world(h)
-    h.status(300_000, "h2", "bob", "busy")  # a turn: its status event graduates bob (D-real-real-host-5)
+    h.status(300_000, "h2", "bob", "busy")  # a turn: its status event graduates bob (D-real-host-5)
     h.call(300_000, "h2", "bob", "list", {}, True, "Active: ...")
     bad = h.sample(480_000, {"bob": (N_BOB, True, 330_000)})
     v = judge("P4", h, db, _restart_spec())
@@ -90,7 +90,7 @@ def test_p4_waits_for_a_beat_after_a_late_graduation(db):
     """R15, R14: bob, silent past the grace, graduates at 15m05s; his row stays stale until
     the next poll beats him (15m30s), so a stale sample at 15m10s is right, one at 16m wrong."""
     h = H(); _rehosted_world(h)
-    h.status(905_000, "h2", "bob", "busy")  # a turn: its status event graduates bob (D-real-real-host-5)
+    h.status(905_000, "h2", "bob", "busy")  # a turn: its status event graduates bob (D-real-host-5)
     h.call(905_000, "h2", "bob", "list", {}, True, "Active: ...")
     for t in range(930_000, 1_200_000, 30_000):
         h.poll(t + 1, "h2", ["alice", "bob"])
@@ -137,7 +137,7 @@ def test_p4_wants_a_silent_rehosted_tab_stale_once_its_deadline_passed(db):
 def test_a_resumed_session_thatch_may_not_join_is_hosted_only_from_its_first_status(db):
     """R5, R7, R30: a `-s` resume hosts bob from the process start, unless auto-registration was
     off at that start or bob had left: then the startup path neither registers nor hosts him, and
-    the judges count him hosted only from his first status event (D-real-real-host-3)."""
+    the judges count him hosted only from his first status event (D-real-host-3)."""
     def world(extra=()):
         h = H(); base_world(h)
         for e in extra:

@@ -85,7 +85,7 @@ def test_p3_owes_no_wake_to_a_session_past_its_first_rehost_deadline(tmp_path):
 def test_p3_owes_no_wake_to_a_returning_tab_until_its_status_is_seen(tmp_path):
     """R15, R19: bob, re-hosted by h2 until 6m and silent, drops out with the idle status assumed
     of him; his call at 10m alone does not host him again (only a status event does,
-    D-real-real-host-5), so no wake is owed for mail at 11m until h2 sees him idle (at 12m),
+    D-real-host-5), so no wake is owed for mail at 11m until h2 sees him idle (at 12m),
     from when one is."""
     for idle_at, owed in ((None, False), (720_000, True)):
         h = H(); base_world(h)

@@ -267,7 +267,7 @@ def _view(events) -> RunView:
 
 
 def test_a_resumed_session_its_command_line_does_not_open_is_hosted_from_its_first_use():
-    """D-sim-22, D-real-real-host-5: the checkers hold a resume's session hosted only if the
+    """D-sim-22, D-real-host-5: the checkers hold a resume's session hosted only if the
     command line opens it, else from its first use there: its first status event (a prompt
     alone hosts nothing; the prompt's turn reports busy)."""
     start = {"t": 0, "proc": "orchestrator", "kind": "process-start",
