@@ -104,6 +104,13 @@ def _beat_unreliable(view: RunView, proc: str, label: str, beat: dict) -> bool:
             or view.asleep(beat["t"]) or not view.name_at(label, beat["i"]))
 
 
+def _joined_since(view: RunView, label: str, i0: int, sample: dict) -> bool:
+    """Did `label` register (an ok chat_register) after position i0 and within a stale window of
+    the sample? Registration writes last_seen; no host beats it afterwards (R13, R14)."""
+    return any(i0 < c.i < sample["i"] and sample["t"] - c.t <= view.stale_ms + SECOND_MS
+               for c in view.calls_of("register", session=label, ok=True))
+
+
 @prop("P4", "liveness", rules=("R14", "R15", "R35"))
 def p4_liveness(view: RunView) -> Verdict:
     """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before."""
@@ -146,6 +153,8 @@ def p4_liveness(view: RunView) -> Verdict:
             if not dead:
                 continue
             inc = max(dead, key=lambda x: x.end_i)  # the host that died last, not the one started last
+            if _joined_since(view, label, inc.end_i, s):
+                continue  # an explicit join stamps last_seen without hosting the session (R13)
             last = _last_before(_polls(view, inc, label), inc.end_i)
             polls = [last] if last else []
             since_kill = s["t"] - inc.end_t

@@ -148,6 +148,8 @@ class RunView:
         self.steps = list(getattr(spec, "steps", []) or [])
         self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}
         self.agents = {s.id: s.agent for p in getattr(spec, "processes", []) for s in p.sessions}
+        # Sub-agent children: a polling host never hosts one, even once it joined the directory (R13).
+        self.children = {s.id for p in getattr(spec, "processes", []) for s in p.sessions if s.parent}
         self._obs: Optional[list] = None
         self._by_name: Optional[dict[str, str]] = None
         self.db = load_db(db_path)  # first: the id index reads the final rows
@@ -156,6 +158,7 @@ class RunView:
         self._index_calls()
         self._leaves: Optional[list[dict]] = None
         self._activity: dict[tuple[int, str], Optional[int]] = {}
+        self._trim_rehosted()
         self.epoch_ms = self._epoch()
         self._mark_unjoinable_startups()
 
@@ -227,6 +230,27 @@ class RunView:
                 if inc is not None and inc.end_t is None:
                     inc.end_t, inc.end_i, inc.reason, inc.exit_event = e["t"], e["i"], d.get("reason"), e
 
+    def _trim_rehosted(self) -> None:
+        """A restarted polling daemon re-hosts what its predecessor was hosting when it ended, not
+        every session of the predecessor's process (R13, R15): a session it never saw a status
+        event for, a sub-agent child, or a re-hosted one whose grace had run out is not in it."""
+        for inc in self.incs:
+            old = inc.predecessor
+            if old is None or not HOSTS[old.kind].polls:
+                continue
+            drop = {label for label in inc.rehosted if not self._hosted_at_end(old, label)}
+            inc.rehosted -= drop
+            inc.sessions -= drop
+
+    def _hosted_at_end(self, old: Incarnation, label: str) -> bool:
+        if label in self.children:
+            return False
+        if label in old.rehosted:
+            return self.hosted_from(old, label, old.end_t if old.end_t is not None else self.t_end) is not None
+        if label in (old.resumed, old.opened) and label not in old.dormant:
+            return True
+        return self.first_activity(old, label) is not None
+
     def config_at_start(self, inc: Incarnation, key: str) -> bool:
         """`chat.enabled` (key "enabled") or `chat.autoRegister` ("auto_register") as `inc` read it
         at its start: the spec's value, then every config step before the start. A config step at
@@ -293,8 +317,9 @@ class RunView:
         """Since when `inc` (alive) hosts `label` without a break up to t; None when it does not
         at t. A rehosted session counts within the grace, or for good once it showed activity
         there (R15 graduation); a dormant resumed one (its command line opened another session
-        or none) only from its first use. A graduation is never seen ahead of time."""
-        if label not in inc.sessions:
+        or none) only from its first use. A graduation is never seen ahead of time. A polling
+        host never hosts a sub-agent child (R13)."""
+        if label not in inc.sessions or (label in self.children and HOSTS[inc.kind].polls):
             return None
         first = self.first_activity(inc, label)
         if label in inc.dormant:
