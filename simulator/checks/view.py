@@ -233,14 +233,15 @@ class RunView:
     def _trim_rehosted(self) -> None:
         """A restarted polling daemon re-hosts what its predecessor was hosting when it ended, not
         every session of the predecessor's process (R13, R15): a session it never saw a status
-        event for, a sub-agent child, or a re-hosted one whose grace had run out is not in it."""
+        event for, a sub-agent child, or a re-hosted one whose grace had run out is not in it. Such
+        a tab is still open in the new daemon, which hosts it from its first status event on."""
         for inc in self.incs:
             old = inc.predecessor
             if old is None or not HOSTS[old.kind].polls:
                 continue
             drop = {label for label in inc.rehosted if not self._hosted_at_end(old, label)}
             inc.rehosted -= drop
-            inc.sessions -= drop
+            inc.dormant |= drop
 
     def _hosted_at_end(self, old: Incarnation, label: str) -> bool:
         if label in self.children:
