@@ -111,6 +111,33 @@ def _joined_since(view: RunView, label: str, i0: int, sample: dict) -> bool:
                for c in view.calls_of("register", session=label, ok=True))
 
 
+def _judge_orphan(view: RunView, label: str, row: dict, s: dict) -> tuple[int, Optional[Verdict]]:
+    """P4 for a session no live process hosts: (samples judged, a failing verdict or None). It goes
+    stale within 60 s plus a poll of its host's death, and not before 60 s after its last beat."""
+    dead = [inc for inc in view.incs
+            if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
+    if not dead:
+        return 0, None
+    inc = max(dead, key=lambda x: x.end_i)  # the host that died last, not the one started last
+    if _joined_since(view, label, inc.end_i, s):
+        return 0, None  # an explicit join stamps last_seen without hosting the session (R13)
+    last = _last_before(_polls(view, inc, label), inc.end_i)
+    since_kill = s["t"] - inc.end_t
+    if since_kill > view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
+        if row.get("stale"):
+            return 1, None
+        return 1, verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}, "
+                          f"{since_kill} ms after its host {inc.proc}#{inc.n} died",
+                          [inc.exit_event, sample_row(s, label)])
+    if last and row.get("stale") and s["t"] < last["t"] + view.stale_ms - SECOND_MS:
+        if _beat_unreliable(view, inc.proc, label, last):
+            return 0, None
+        return 1, verdict(p4_liveness, "fail", f"{label} sampled stale at t={span(s['t'])}, less than 60 s "
+                          f"after its last beat (t={span(last['t'])}) by its dead host {inc.proc}#{inc.n}",
+                          [last, inc.exit_event, sample_row(s, label)])
+    return 0, None
+
+
 @prop("P4", "liveness", rules=("R14", "R15", "R35"))
 def p4_liveness(view: RunView) -> Verdict:
     """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before."""
@@ -148,29 +175,10 @@ def p4_liveness(view: RunView) -> Verdict:
                                    f"its rehost deadline t={span(view.rehost_deadline(aged, label))} (R15)",
                                    [aged.start_event, sample_row(s, label)])
                 continue
-            dead = [inc for inc in view.incs
-                    if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
-            if not dead:
-                continue
-            inc = max(dead, key=lambda x: x.end_i)  # the host that died last, not the one started last
-            if _joined_since(view, label, inc.end_i, s):
-                continue  # an explicit join stamps last_seen without hosting the session (R13)
-            last = _last_before(_polls(view, inc, label), inc.end_i)
-            polls = [last] if last else []
-            since_kill = s["t"] - inc.end_t
-            if since_kill > view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
-                checked += 1
-                if not row.get("stale"):
-                    return verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}, "
-                                   f"{since_kill} ms after its host {inc.proc}#{inc.n} died",
-                                   [inc.exit_event, sample_row(s, label)])
-            elif polls and row.get("stale") and s["t"] < polls[-1]["t"] + view.stale_ms - SECOND_MS:
-                if _beat_unreliable(view, inc.proc, label, polls[-1]):
-                    continue
-                checked += 1
-                return verdict(p4_liveness, "fail", f"{label} sampled stale at t={span(s['t'])}, less than 60 s "
-                               f"after its last beat (t={span(polls[-1]['t'])}) by its dead host {inc.proc}#{inc.n}",
-                               [polls[-1], inc.exit_event, sample_row(s, label)])
+            judged, failure = _judge_orphan(view, label, row, s)
+            checked += judged
+            if failure is not None:
+                return failure
     if not checked:
         return skipped(p4_liveness, "no sample of a hosted or orphaned opencode session to judge")
     return passed(p4_liveness, f"{checked} sampled sessions consistent with their hosts", checked)

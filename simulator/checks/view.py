@@ -246,6 +246,10 @@ class RunView:
     def _hosted_at_end(self, old: Incarnation, label: str) -> bool:
         if label in self.children:
             return False
+        polls = [e for e in self.of(POLL, proc=old.proc)
+                 if old.start_i < e["i"] and (old.end_i is None or e["i"] < old.end_i)]
+        if polls and label in (data_of(polls[-1]).get("hosted", (label,)) or ()):
+            return True  # its last poll beat it (a poll that lists no hosted set beat them all)
         if label in old.rehosted:
             return self.hosted_from(old, label, old.end_t if old.end_t is not None else self.t_end) is not None
         if label in (old.resumed, old.opened) and label not in old.dormant:

@@ -61,6 +61,7 @@ def _rehost(h, yes):
 
 
 def _graduation(h, yes):
+    h.status(40_000, "h1", "bob", "idle")  # h1 hosts bob, so bob is in the set h2 re-hosts (R13)
     _rehost(h, True)
     if yes:
         h.ev(70_000, "user-prompt", "h2", "bob", text="hi")
