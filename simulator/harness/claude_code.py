@@ -1,16 +1,22 @@
 """The fake Claude Code host: real hook children and a real MCP server child.
 
-The harness process IS the Claude Code host and never opens the database:
+The harness process IS the Claude Code host and never opens the database.
+It reaches thatch only through thatch_core's doors, as Claude Code does
+(D-harness-19; the payloads and replies it reads are in hostio.py):
 - at OP_START it forks one long-lived MCP server child per session
   (`procs.ServerChild`): the child opens its own connection and serves
   `thatch_core.mcp.McpChatServer(host="claude-code", ppid=os.getppid(),
-  env={"CLAUDE_CODE_SESSION_ID": host_id})`, so its parent pid is the host's
-  and the anti-spoofing anchor resolves for real (R32);
+  env={"CLAUDE_CODE_SESSION_ID": host_id})` behind `doors.JsonRpcHandler`,
+  answering each JSON-RPC request line the host sends (`doors.handle_line`);
+  its parent pid is the host's, so the anti-spoofing anchor resolves for
+  real (R32). The host opens the session (initialize, tools/list) at once
+  and again whenever the child was replaced;
 - every hook run is a real short-lived child forked from the host
-  (`procs.run_in_child`): SessionStart at the session's first prompt (and
-  its first after a fork), UserPromptSubmit on every prompt
-  (`chat_hook_line`, R31) and Stop at every turn end (`claude_stop_hook`,
-  R36). The host records a `hook` event per run;
+  (`procs.run_in_child`) running `thatch-core hook EVENT`
+  (`doors.run_hook`) on the host's JSON payload: SessionStart at the
+  session's first prompt (and its first after a fork), UserPromptSubmit on
+  every prompt (R31) and Stop at every turn end (R36). The host reads the
+  printed context or Stop decision and records a `hook` event per run;
 - the host writes a JSONL transcript per host session id under
   `ctx.transcripts_dir`; OP_FORK ends the old transcript with Claude Code's
   continued-in record (its last line, in the format simulator/design.py

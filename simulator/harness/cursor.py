@@ -3,18 +3,23 @@
 Cursor's hooks and MCP servers share one workspace process, so the parent
 pid says nothing about which conversation calls (R32): the harness opens
 ONE connection and serves `McpChatServer(host="cursor")`, whose identity is
-the claimed `as`. Per session:
-- every user prompt runs the prompt hook (`chat_hook_line`, recorded as
+the claimed `as`. Like the fake Claude Code it reaches thatch only through
+thatch_core's doors (D-harness-19): its MCP session is JSON-RPC lines
+through `doors.JsonRpcHandler` (initialize and tools/list at start, then a
+`tools/call` per tool), and each hook run is `thatch-core hook EVENT`
+(`doors.run_hook`) on Cursor's JSON payload (hostio.py), its printed JSON
+read as Cursor reads it. Per session:
+- every user prompt runs the prompt hook (beforeSubmitPrompt, recorded as
   `UserPromptSubmit`), which ensure-registers `mcp_<sha256(id)[:12]>` and
   prints the name the agent then passes as `as` (R31, R36);
-- every turn end runs the stop hook (`cursor_stop_hook`, thatch's
-  `chat-notify`) with the count of consecutive follow-ups so far: a
-  `followup_message` is auto-submitted as a new turn (cause `followup`) in
-  which the agent reads; a real user prompt resets the count; an aborted or
-  errored turn (turn-end arg `status`) is never continued (R36). Like Cursor,
-  the workspace itself caps the chain at the hooks config's `loop_limit`
-  (`CURSOR_FOLLOWUP_CAP`): once that many follow-ups ran in a row, the turn
-  just ends and the hook is not asked.
+- every turn end runs the stop hook (thatch's `chat-notify`) with the
+  turn's status and the count of consecutive follow-ups so far
+  (`loop_count`): a `followup_message` is auto-submitted as a new turn
+  (cause `followup`) in which the agent reads; a real user prompt resets
+  the count; an aborted or errored turn (turn-end arg `status`) is never
+  continued (R36). Like Cursor, the workspace itself caps the chain at the
+  hooks config's `loop_limit` (`CURSOR_FOLLOWUP_CAP`): once that many
+  follow-ups ran in a row, the turn just ends and the hook is not asked.
 """
 
 from __future__ import annotations
