@@ -46,7 +46,8 @@ from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.agents import TurnState, make_agent
 from simulator.harness.base import Harness
 from simulator.harness.hostio import (
-    CLAUDE_PROMPT, CLAUDE_SESSION_START, CLAUDE_STOP, claude_payload, prompt_context, stop_block_reason,
+    CLAUDE_PROJECT_DIR_ENV, CLAUDE_PROMPT, CLAUDE_SESSION_START, CLAUDE_STOP, claude_payload, prompt_context,
+    stop_block_reason,
 )
 from simulator.harness.mcp_client import McpClient
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
@@ -166,7 +167,7 @@ class ClaudeCodeHarness(Harness):
 
         def run(store):
             return run_hook(command, raw, store=store, config=ConfigSource(ctx.config_path), ppid=os.getppid(),
-                            env={}, project=ctx.project).stdout
+                            env={CLAUDE_PROJECT_DIR_ENV: str(ctx.directory)}, project=ctx.project).stdout
 
         return self._in_child(run, label)
 

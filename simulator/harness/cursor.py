@@ -37,7 +37,8 @@ from simulator.design import HOOK_LINE_RE
 from simulator.events import HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.base import Harness
 from simulator.harness.hostio import (
-    CURSOR_PROMPT, CURSOR_SESSION_START, CURSOR_STOP, cursor_payload, followup_message, prompt_context,
+    CURSOR_PROJECT_DIR_ENV, CURSOR_PROMPT, CURSOR_SESSION_START, CURSOR_STOP, cursor_payload, followup_message,
+    prompt_context,
 )
 from simulator.harness.mcp_client import McpClient
 from simulator.scenario.kinds import CURSOR, PromptArgs, SessionArg
@@ -93,7 +94,8 @@ class CursorHarness(Harness):
         payload = cursor_payload(event, self.sid(label), generation_id=self.generation_id(label),
                                  workspace_root=str(self.ctx.directory), **fields)
         return run_hook(HOOK_COMMANDS[event], json.dumps(payload), store=self.store, config=self.config,
-                        ppid=None, env={}, project=self.ctx.project, json_output=True).stdout
+                        ppid=None, env={CURSOR_PROJECT_DIR_ENV: str(self.ctx.directory)}, project=self.ctx.project,
+                        json_output=True).stdout
 
     def prompt_hook(self, label: str, event: str = CURSOR_PROMPT, prompt: Optional[str] = None) -> Optional[str]:
         fields = {"prompt": prompt} if event == CURSOR_PROMPT else {}

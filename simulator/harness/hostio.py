@@ -25,12 +25,19 @@ CLAUDE_STOP = "Stop"
 CLAUDE_EVENTS = (CLAUDE_SESSION_START, CLAUDE_PROMPT, CLAUDE_STOP)
 # The permission mode a default session runs in (UserPromptSubmit and Stop carry it).
 CLAUDE_PERMISSION_MODE = "default"
+# The environment Claude Code gives a hook command: the project's root directory.
+CLAUDE_PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
 
 # -- Cursor hooks ----------------------------------------------------------------------------------
-# Every event's payload carries conversation_id, generation_id, hook_event_name, workspace_roots and
-# transcript_path (null: no transcript here, D-harness-8); sessionStart adds session_id,
-# beforeSubmitPrompt the `prompt`, stop its `status` ("completed", "aborted", "error") and
-# `loop_count` (the follow-ups already auto-submitted in a row).
+# Every event's payload carries conversation_id, generation_id, model, hook_event_name, cursor_version,
+# workspace_roots and user_email (no transcript here, D-harness-8); sessionStart adds
+# is_background_agent and composer_mode, beforeSubmitPrompt the `prompt` and its attachments, stop its
+# `status` ("completed", "aborted", "error") and `loop_count` (the follow-ups already auto-submitted in
+# a row).
+CURSOR_MODEL = "auto"
+CURSOR_VERSION = "2.0.77"
+# The environment Cursor gives a hook command: the workspace's root directory.
+CURSOR_PROJECT_DIR_ENV = "CURSOR_PROJECT_DIR"
 CURSOR_SESSION_START = "sessionStart"
 CURSOR_PROMPT = "beforeSubmitPrompt"
 CURSOR_STOP = "stop"
@@ -84,16 +91,14 @@ def cursor_payload(event: str, conversation_id: str, *, generation_id: str, work
     if event not in CURSOR_EVENTS:
         raise ValueError(f"not a Cursor hook event: {event!r}")
     payload: dict[str, Any] = {"conversation_id": conversation_id, "generation_id": generation_id,
-                               "hook_event_name": event, "workspace_roots": [workspace_root],
-                               "transcript_path": None}
+                               "model": CURSOR_MODEL, "hook_event_name": event, "cursor_version": CURSOR_VERSION,
+                               "workspace_roots": [workspace_root], "user_email": None}
     if event == CURSOR_SESSION_START:
-        payload["session_id"] = conversation_id
+        payload.update(is_background_agent=False, composer_mode="agent")
     elif event == CURSOR_PROMPT:
-        payload["prompt"] = prompt or ""
-        payload["attachments"] = []
+        payload.update(prompt=prompt or "", attachments=[])
     else:
-        payload["status"] = status or "completed"
-        payload["loop_count"] = int(loop_count or 0)
+        payload.update(status=status or "completed", loop_count=int(loop_count or 0))
     return payload
 
 

@@ -163,7 +163,7 @@ def test_hooks_get_cursors_payloads_and_the_workspace_reads_their_json(tmp_path,
     alice = [r for r in runs if r[1]["conversation_id"] == A]
     assert [(c, p["hook_event_name"]) for c, p, _ in alice] == [
         ("UserPromptSubmit", "beforeSubmitPrompt"), ("chat-notify", "stop"), ("chat-notify", "stop")]
-    assert all(p["workspace_roots"] == [str(ctx.directory)] and p["transcript_path"] is None for _, p, _ in alice)
+    assert all(p["workspace_roots"] == [str(ctx.directory)] and "transcript_path" not in p for _, p, _ in alice)
     assert len({p["generation_id"] for _, p, _ in alice}) == 3
     prompt, first, second = alice
     assert json.loads(prompt[2]) == {"additional_context": hooks(d, "alice", "UserPromptSubmit")[0]["line"]}

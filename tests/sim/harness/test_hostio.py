@@ -58,7 +58,8 @@ def test_claude_code_payloads_carry_the_hosts_keys():
 def test_cursor_payloads_carry_the_hosts_keys():
     """Cursor names the conversation conversation_id and its workspace in workspace_roots; its stop
     carries the turn's status and loop_count; thatch's payload parser reads them."""
-    base = {"conversation_id", "generation_id", "hook_event_name", "workspace_roots", "transcript_path"}
+    base = {"conversation_id", "generation_id", "model", "hook_event_name", "cursor_version", "workspace_roots",
+            "user_email"}
     shapes = {}
     for event in CURSOR_EVENTS:
         payload = cursor_payload(event, CONV, generation_id="g-1", workspace_root="/w", prompt="hi",
@@ -66,7 +67,8 @@ def test_cursor_payloads_carry_the_hosts_keys():
         shapes[event] = set(payload)
         parsed = parse_hook_payload(json.dumps(payload))
         assert (parsed.host_session_id, parsed.directory, parsed.transcript_path) == (CONV, "/w", None)
-    assert shapes == {"sessionStart": base | {"session_id"}, "beforeSubmitPrompt": base | {"prompt", "attachments"},
+    assert shapes == {"sessionStart": base | {"is_background_agent", "composer_mode"},
+                      "beforeSubmitPrompt": base | {"prompt", "attachments"},
                       "stop": base | {"status", "loop_count"}}
     stop = parse_hook_payload(json.dumps(cursor_payload("stop", CONV, generation_id="g", workspace_root="/w",
                                                         status="aborted", loop_count=2)))
