@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
@@ -172,3 +173,28 @@ def test_the_request_ids_count_per_session():
     rpc.reset()
     rid, line = rpc.initialize()
     assert rid == 1 and "\n" not in line and json.loads(line)["method"] == "initialize"
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "hooks"
+_FIXTURE_EVENTS = {
+    "claude-session-start": "SessionStart", "claude-user-prompt-submit": "UserPromptSubmit",
+    "claude-stop": "Stop", "claude-stop-active": "Stop", "cursor-session-start": "sessionStart",
+    "cursor-before-submit-prompt": "beforeSubmitPrompt", "cursor-stop": "stop", "cursor-stop-aborted": "stop",
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(_FIXTURE_EVENTS))
+def test_the_fakes_payloads_have_the_keys_of_the_recorded_ones(fixture):
+    """The payload a fake host writes for an event has exactly the keys of the recorded payload
+    (tests/fixtures/hooks), each value of the same JSON type."""
+    recorded = json.loads((FIXTURES / f"{fixture}.json").read_text(encoding="utf-8"))
+    event = _FIXTURE_EVENTS[fixture]
+    if fixture.startswith("claude"):
+        ours = claude_payload(event, CC, transcript_path="/t/x.jsonl", cwd="/w", prompt="p",
+                              stop_hook_active=recorded.get("stop_hook_active"), source="startup")
+    else:
+        ours = cursor_payload(event, CONV, generation_id="g", workspace_root="/w", prompt="p",
+                              status=recorded.get("status"), loop_count=0)
+    assert ours["hook_event_name"] == recorded["hook_event_name"] == event
+    assert set(ours) == set(recorded)
+    assert {k: type(v).__name__ for k, v in ours.items()} == {k: type(v).__name__ for k, v in recorded.items()}
