@@ -1,16 +1,22 @@
 """The fake Claude Code host: real hook children and a real MCP server child.
 
-The harness process IS the Claude Code host and never opens the database:
+The harness process IS the Claude Code host and never opens the database.
+It reaches thatch only through thatch_core's doors, as Claude Code does
+(D-harness-19; the payloads and replies it reads are in hostio.py):
 - at OP_START it forks one long-lived MCP server child per session
   (`procs.ServerChild`): the child opens its own connection and serves
   `thatch_core.mcp.McpChatServer(host="claude-code", ppid=os.getppid(),
-  env={"CLAUDE_CODE_SESSION_ID": host_id})`, so its parent pid is the host's
-  and the anti-spoofing anchor resolves for real (R32);
+  env={"CLAUDE_CODE_SESSION_ID": host_id})` behind `doors.JsonRpcHandler`,
+  answering each JSON-RPC request line the host sends (`doors.handle_line`);
+  its parent pid is the host's, so the anti-spoofing anchor resolves for
+  real (R32). The host opens the session (initialize, tools/list) at once
+  and again whenever the child was replaced;
 - every hook run is a real short-lived child forked from the host
-  (`procs.run_in_child`): SessionStart at the session's first prompt (and
-  its first after a fork), UserPromptSubmit on every prompt
-  (`chat_hook_line`, R31) and Stop at every turn end (`claude_stop_hook`,
-  R36). The host records a `hook` event per run;
+  (`procs.run_in_child`) running `thatch-core hook EVENT`
+  (`doors.run_hook`) on the host's JSON payload: SessionStart at the
+  session's first prompt (and its first after a fork), UserPromptSubmit on
+  every prompt (R31) and Stop at every turn end (R36). The host reads the
+  printed context or Stop decision and records a `hook` event per run;
 - the host writes a JSONL transcript per host session id under
   `ctx.transcripts_dir`; OP_FORK ends the old transcript with Claude Code's
   continued-in record (its last line, in the format simulator/design.py
@@ -32,12 +38,18 @@ from typing import Any, Optional
 
 from thatch_core import clock
 from thatch_core.config import ConfigSource
-from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, mcp_session_id
+from thatch_core.doors import JsonRpcHandler, handle_line, run_hook
+from thatch_core.mcp import McpChatServer, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE, TRANSCRIPT_SUFFIX, continued_in_record
 from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.agents import TurnState, make_agent
 from simulator.harness.base import Harness
+from simulator.harness.hostio import (
+    CLAUDE_PROJECT_DIR_ENV, CLAUDE_PROMPT, CLAUDE_SESSION_START, CLAUDE_STOP, claude_payload, prompt_context,
+    stop_block_reason,
+)
+from simulator.harness.mcp_client import McpClient
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.protocol import SessionInfo
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
@@ -53,8 +65,13 @@ class _Reply:
         self.ok, self.text = ok, text
 
 
+# The hooks config (settings.json): the command each Claude Code event runs, `thatch-core hook EVENT`.
+HOOK_COMMANDS = {CLAUDE_SESSION_START: "SessionStart", CLAUDE_PROMPT: "UserPromptSubmit", CLAUDE_STOP: "Stop"}
+
+
 def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
-    """Runs in the MCP child after the fork: open the db, build the server."""
+    """Runs in the MCP child after the fork: open the db, build the server and its JSON-RPC handler.
+    The child answers each request line through the stdio framing (D-harness-19)."""
 
     def setup():
         conn = open_connection(ctx)
@@ -64,12 +81,12 @@ def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
             env={"CLAUDE_CODE_SESSION_ID": host_id}, rng=random.Random(mint_seed),
             project=ctx.project, directory=str(ctx.directory),
         )
+        handler = JsonRpcHandler(server)
 
         def serve(request):
             op = request[0]
-            if op == "tool":
-                reply = server.call(request[1], request[2])
-                return bool(reply.ok), reply.text
+            if op == "line":
+                return handle_line(handler, request[1])
             if op == "lookup":
                 return first_name(store, request[1])
             raise ValueError(f"unknown MCP child request {op!r}")
@@ -90,6 +107,7 @@ class ClaudeCodeHarness(Harness):
         self.session_started: dict[str, bool] = {label: False for label in self.sessions}
         self.forked: set[str] = set()          # labels whose next hook line is an adoption
         self.servers: dict[str, ServerChild] = {}
+        self.clients: dict[str, McpClient] = {}
 
     # -- start -----------------------------------------------------------------
 
@@ -98,8 +116,7 @@ class ClaudeCodeHarness(Harness):
         for label in self.sessions:
             # Seeds drawn in label order: deterministic for the process seed.
             store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
-            setup = _mcp_server_setup(self.ctx, self.host_ids[label], store_seed, mint_seed)
-            self.servers[label] = ServerChild(setup, recorder=self.recorder, t=self.t, session=label)
+            self.serve(label, _mcp_server_setup(self.ctx, self.host_ids[label], store_seed, mint_seed))
             if label == getattr(self.ctx, "resumed", None):
                 # A resumed conversation announces itself at once: SessionStart
                 # (source resume) prints the name and the mail that waited.
@@ -131,16 +148,35 @@ class ClaudeCodeHarness(Harness):
 
         return run_in_child(body, recorder=self.recorder, session=label)
 
-    def hook_line(self, label: str, hook: str) -> Optional[str]:
-        ctx, host_id, transcript = self.ctx, self.host_ids[label], str(self.transcript_path(label))
+    def serve(self, label: str, setup) -> None:
+        """Start the session's MCP server child and open the host's JSON-RPC session with it."""
+        server = ServerChild(setup, recorder=self.recorder, t=self.t, session=label)
+        self.servers[label] = server
+        client = McpClient("claude-code", lambda line: server.request(self.t, ("line", line)),
+                           session_key=lambda: server.starts if server.alive else None)
+        self.clients[label] = client
+        try:
+            client.open()
+        except ChildCrashed:
+            pass  # opened again before the next call, with the fresh child
+
+    def hook_stdout(self, label: str, event: str, payload: dict[str, Any]) -> Optional[str]:
+        """Run `thatch-core hook EVENT` in a child with the host's payload on its stdin: what it
+        printed on stdout (ChildCrashed when the child died)."""
+        ctx, command, raw = self.ctx, HOOK_COMMANDS[event], json.dumps(payload)
 
         def run(store):
-            return chat_hook_line(store, ConfigSource(ctx.config_path), host_id, project=ctx.project,
-                                  directory=str(ctx.directory), transcript_path=transcript,
-                                  ppid=os.getppid())
+            return run_hook(command, raw, store=store, config=ConfigSource(ctx.config_path), ppid=os.getppid(),
+                            env={CLAUDE_PROJECT_DIR_ENV: str(ctx.directory)}, project=ctx.project).stdout
 
+        return self._in_child(run, label)
+
+    def hook_line(self, label: str, hook: str, prompt: Optional[str] = None) -> Optional[str]:
+        source = "resume" if label in self.forked or label == getattr(self.ctx, "resumed", None) else "startup"
+        payload = claude_payload(hook, self.host_ids[label], transcript_path=str(self.transcript_path(label)),
+                                 cwd=str(self.ctx.directory), prompt=prompt, source=source)
         try:
-            line = self._in_child(run, label)
+            line = prompt_context(self.hook_stdout(label, hook, payload))
         except ChildCrashed:
             self.emit(HOOK, label, hook=hook, line=None, decision="crashed")
             return None
@@ -150,32 +186,29 @@ class ClaudeCodeHarness(Harness):
             name = m.group("name")
             adopted = label in self.forked
             if adopted or self.names.get(label) != name:
-                self.emit(REGISTERED, label, session_id=mcp_session_id(host_id), name=name,
+                self.emit(REGISTERED, label, session_id=mcp_session_id(self.host_ids[label]), name=name,
                           how="adopt" if adopted else "hook")
             self.forked.discard(label)
             self.names[label] = name
         return line
 
-    def stop_hook(self, label: str, active: bool) -> Optional[dict]:
-        ctx, host_id = self.ctx, self.host_ids[label]
-
-        def run(store):
-            return claude_stop_hook(store, ConfigSource(ctx.config_path), host_id, stop_hook_active=active)
-
+    def stop_hook(self, label: str, active: bool) -> Optional[str]:
+        """Stop at a turn end: the reason the turn continues with when the hook blocked the stop."""
+        payload = claude_payload(CLAUDE_STOP, self.host_ids[label], transcript_path=str(self.transcript_path(label)),
+                                 cwd=str(self.ctx.directory), stop_hook_active=active)
         try:
-            out = self._in_child(run, label)
+            reason = stop_block_reason(self.hook_stdout(label, CLAUDE_STOP, payload))
         except ChildCrashed:
-            self.emit(HOOK, label, hook="Stop", line=None, decision="crashed")
+            self.emit(HOOK, label, hook=CLAUDE_STOP, line=None, decision="crashed")
             return None
-        decision = (out or {}).get("decision")
-        self.emit(HOOK, label, hook="Stop", line=(out or {}).get("reason"), decision=decision)
-        return out
+        self.emit(HOOK, label, hook=CLAUDE_STOP, line=reason, decision="block" if reason else None)
+        return reason
 
     # -- tools ---------------------------------------------------------------------
 
     def _call_tool(self, label: str, tool: str, args: dict[str, Any]):
         try:
-            ok, text = self.servers[label].request(self.t, ("tool", tool, args))
+            ok, text = self.clients[label].call(tool, args)
         except ChildCrashed:
             return _Reply(False, CRASHED_TEXT)
         if ok and tool.endswith("_register"):
@@ -211,8 +244,8 @@ class ClaudeCodeHarness(Harness):
         self.emit(USER_PROMPT, label, text=text)
         if not self.session_started[label]:
             self.session_started[label] = True
-            self.hook_line(label, "SessionStart")
-        self.hook_line(label, "UserPromptSubmit")
+            self.hook_line(label, CLAUDE_SESSION_START)
+        self.hook_line(label, CLAUDE_PROMPT, prompt=text)
         self.want_turn(label, "user")
         return {"ok": True}
 
@@ -221,12 +254,11 @@ class ClaudeCodeHarness(Harness):
         label = self.acting(label)
         if not self.session_started[label]:
             self.session_started[label] = True
-            self.hook_line(label, "SessionStart")
+            self.hook_line(label, CLAUDE_SESSION_START)
         return {"ok": True}
 
     def turn_ending(self, label: str, args: dict[str, Any]) -> None:
-        out = self.stop_hook(label, bool(args.get("stop_hook_active")))
-        if out and out.get("decision") == "block":
+        if self.stop_hook(label, bool(args.get("stop_hook_active"))):
             # The turn continues with the reminder as its input (R36).
             self.turns[label].end()
             self.emit(TURN_END, label)
@@ -266,8 +298,7 @@ class ClaudeCodeHarness(Harness):
         if label in self.names:
             self.names[older] = self.names[label]
         store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
-        setup = _mcp_server_setup(self.ctx, old_id, store_seed, mint_seed)
-        self.servers[older] = ServerChild(setup, recorder=self.recorder, t=self.t, session=older)
+        self.serve(older, _mcp_server_setup(self.ctx, old_id, store_seed, mint_seed))
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -154,6 +154,7 @@ class ServerChild:
         self.pid: Optional[int] = None
         self.conn = None
         self._setup = setup
+        self.starts = 0  # how many children served so far: a new one is a new session for its client
         self._start(t)
 
     def _start(self, t: int) -> None:
@@ -168,6 +169,7 @@ class ServerChild:
                 hygiene.leave(1)
         child_end.close()
         self.pid, self.conn = pid, parent_end
+        self.starts += 1
 
     def _child_loop(self, conn: Connection, parent_end: Connection, parent_pid: int, arms: list, t: int) -> None:
         _child_setup(conn, parent_end, parent_pid, arms)

@@ -275,7 +275,7 @@ def test_python_dash_m_entry_point():
 
 def test_console_script_version_and_help_with_examples_and_exit_codes():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"thatch-sim": "simulator.cli:main"}
+    assert scripts == {"thatch-sim": "simulator.cli:main", "thatch-core": "thatch_core.__main__:main"}
     version = _sim("--version")
     assert version.returncode == 0 and version.stdout.startswith("thatch-sim ")
     top = _sim("--help").stdout

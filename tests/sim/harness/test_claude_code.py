@@ -315,3 +315,51 @@ def test_crash_point_fires_in_a_hook_child_and_is_recorded_by_the_parent(tmp_pat
             server.close()
     finally:
         points.disarm()
+
+
+@pytest.fixture
+def recorded_hooks(tmp_path, monkeypatch):
+    """Every `thatch-core hook EVENT` run of a host forked after this: (command, payload, stdout), appended
+    by the hook child itself to a file (the host and its children inherit the wrapper)."""
+    import simulator.harness.claude_code as claude_code
+
+    log = tmp_path / "hook-runs.jsonl"
+    real = claude_code.run_hook
+
+    def recording(command, payload, **kw):
+        result = real(command, payload, **kw)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps([command, json.loads(payload), result.stdout, result.stderr]) + "\n")
+        return result
+
+    monkeypatch.setattr(claude_code, "run_hook", recording)
+    return lambda: [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.mark.rules("R31", "R36")
+def test_hook_children_get_claude_codes_payloads_and_the_host_reads_their_output(host, tmp_path, recorded_hooks):
+    """R31, R36: each hook child runs `thatch-core hook EVENT` on the payload Claude Code writes (session id,
+    transcript path, cwd, event name, and the prompt or stop_hook_active); the host takes the printed
+    line as context and the Stop JSON as its decision."""
+    h = host()
+    h.send(OP_START, 0, session=None)
+    with store_at(tmp_path, 500) as store:
+        store.register(BOB, project="demo")
+    h.act(1_000, "prompt", text="hello")
+    name = h.events("registered")[0]["data"]["name"]
+    with store_at(tmp_path, 2_000) as store:
+        store.send(BOB, name, "mail")
+    h.send(OP_TURN_END, 21_000, cause="user")
+    h.send(OP_TURN_END, 41_000, cause="reminder", stop_hook_active=True)
+    runs = recorded_hooks()
+    assert [(r[0], r[1]["hook_event_name"]) for r in runs] == [
+        ("SessionStart", "SessionStart"), ("UserPromptSubmit", "UserPromptSubmit"), ("Stop", "Stop"), ("Stop", "Stop")]
+    transcript = str(h.ctx.transcripts_dir / f"{A}.jsonl")
+    for _, payload, _, stderr in runs:
+        assert (payload["session_id"], payload["transcript_path"], payload["cwd"]) == (
+            A, transcript, str(h.ctx.directory)) and stderr == ""
+    assert runs[0][1]["source"] == "startup" and runs[1][1]["prompt"] == "hello"
+    assert [r[1]["stop_hook_active"] for r in runs[2:]] == [False, True]
+    assert runs[1][2].strip() == h.hooks("UserPromptSubmit")[0]["line"]
+    assert json.loads(runs[2][2]) == {"decision": "block", "reason": h.hooks("Stop")[0]["line"]}
+    assert runs[3][2] == "" and h.hooks("Stop")[1] == {"hook": "Stop", "line": None, "decision": None}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harnesskit import Driver, make_ctx, session_info
@@ -131,3 +133,40 @@ def test_cursor_has_no_poller_and_no_fork(workspace):
     d = workspace()
     assert not d.send(OP_POLL, 30_000).ok
     assert not d.send(OP_FORK, 30_000, "alice", new_host_id="x").ok
+
+
+@pytest.mark.rules("R36")
+def test_hooks_get_cursors_payloads_and_the_workspace_reads_their_json(tmp_path, frozen_sim, monkeypatch):
+    """R36: each hook run is `thatch-core hook EVENT` on the payload Cursor writes (conversation_id,
+    generation_id, workspace_roots, the prompt, or the stop's status and loop_count); the workspace takes
+    additional_context as context, followup_message as the next prompt, {} as the end of the turn."""
+    import simulator.harness.cursor as cursor
+
+    runs, real = [], cursor.run_hook
+
+    def recording(command, payload, **kw):
+        result = real(command, payload, **kw)
+        runs.append((command, json.loads(payload), result.stdout))
+        return result
+
+    monkeypatch.setattr(cursor, "run_hook", recording)
+    ctx = make_ctx(tmp_path, "ws", "cursor", [session_info("alice", A, agent="reader"),
+                                              session_info("bob", B, agent="reader")])
+    d = Driver(ctx, tmp_path / "run", frozen_sim)
+    try:
+        d.send(OP_START, 0)
+        d.run_until(1_000)
+        d.act(2_000, "send", "bob", to="alice", body="secret body")
+        d.run_until(60_000)
+    finally:
+        d.close()
+    alice = [r for r in runs if r[1]["conversation_id"] == A]
+    assert [(c, p["hook_event_name"]) for c, p, _ in alice] == [
+        ("UserPromptSubmit", "beforeSubmitPrompt"), ("chat-notify", "stop"), ("chat-notify", "stop")]
+    assert all(p["workspace_roots"] == [str(ctx.directory)] and "transcript_path" not in p for _, p, _ in alice)
+    assert len({p["generation_id"] for _, p, _ in alice}) == 3
+    prompt, first, second = alice
+    assert json.loads(prompt[2]) == {"additional_context": hooks(d, "alice", "UserPromptSubmit")[0]["line"]}
+    assert [(p["status"], p["loop_count"]) for _, p, _ in (first, second)] == [("completed", 0), ("completed", 1)]
+    assert json.loads(first[2]) == {"followup_message": hooks(d, "alice", "stop")[0]["line"]}
+    assert json.loads(second[2]) == {} and hooks(d, "alice", "stop")[1]["decision"] is None
