@@ -49,10 +49,10 @@ def plural(n: int, word: str) -> str:
 # The roster: one text for both surfaces, the chat_list tool and `thatch chat list` (R16)
 # ---------------------------------------------------------------------------
 
+# Only opencode rows are ever listed Stale (an mcp row's age only means between turns, R16).
 STALE_EXPLAINER = (
-    "Stale sessions missed two heartbeats (about a minute): an opencode one's "
-    "harness has probably stopped, and mail to it waits unread; an mcp one is "
-    "between turns and reads its mail at its next prompt."
+    "Stale sessions missed two heartbeats (about a minute): their opencode "
+    "harness has probably stopped, and mail to them waits unread until they resume."
 )
 
 # The checkout kind of a row registered where no .git was found (R4: "undetected").
