@@ -113,6 +113,7 @@ def test_an_unreadable_last_seen_reads_unknown_age_and_is_never_hidden():
     assert text.splitlines()[-1].split() == ["odd-00001", "unknown", "age", "stale", "unknown"]
 
 
+@pytest.mark.rules("R16")
 def test_roster_color_and_empty():
     """ANSI color only when asked (bold headers, green names, red stale); the
     plain text is the colored text without its escapes; the empty roster's text."""
@@ -223,8 +224,10 @@ def test_backlog_is_the_last_twenty_with_reads_in_time_order_and_counts():
     assert (matching.shown, matching.elided) == (5, 6)  # msg 1, 10..19 match
 
 
+@pytest.mark.rules("R28")
 @pytest.mark.parametrize("limit", [0, -1, 2.5, "3", True])
 def test_backlog_refuses_a_limit_that_is_no_count(limit):
+    """R28: the backlog's limit is a whole number of messages, 1 or more, or all; anything else is refused."""
     with pytest.raises(ValueError, match=r"^limit must be a whole number of messages, 1 or more, or None"):
         tail_backlog([], limit)
 
@@ -331,6 +334,7 @@ def test_tail_refuses_bad_arguments_with_the_real_texts(db_path, capsys, argv, m
     assert not db_path.exists()
 
 
+@pytest.mark.rules("R28")
 def test_unknown_options_and_commands_are_refused_with_the_usage(db_path, capsys):
     """An option the CLI does not know (an old `--grep`) is refused rather than
     ignored: ignoring a filter would print mail the user meant to leave out."""

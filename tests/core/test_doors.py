@@ -46,7 +46,9 @@ def rpc(h, method, params=None, msg_id=1):
     return json.loads(handle_line(h, json.dumps(msg)))
 
 
+@pytest.mark.rules("R31", "R36")
 def test_hook_events_name_the_claude_code_events_and_the_cursor_check():
+    """R31, R36: the hook commands are Claude Code's three events and Cursor's turn-end check."""
     assert set(HOOK_EVENTS) >= {"SessionStart", "UserPromptSubmit", "Stop", "cursor-stop"}
 
 
@@ -114,22 +116,28 @@ def test_disabled_feature_prints_nothing(store, event):
                                      json.dumps({"cwd": "/x"}).encode(), json.dumps({"session_id": ""}).encode(),
                                      json.dumps({"session_id": 7}).encode(),
                                      b'{"session_id": "' + b"a" * MAX_PAYLOAD_BYTES + b'"}'])
+@pytest.mark.rules("R31")
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop", "cursor-stop"])
 def test_unusable_payload_prints_nothing_and_one_stderr_line(store, event, payload):
+    """R31: an unusable payload prints nothing, one stderr line, exit 0: a hook never breaks the host's turn."""
     out = run_hook(event, payload, store=store, config=ON)
     assert out.stdout == "" and out.exit_code == 0
     assert out.stderr.startswith(f"[thatch hook {event}]") and "\n" not in out.stderr
     assert store.list_sessions() == []
 
 
+@pytest.mark.rules("R31")
 def test_a_store_that_fails_is_one_stderr_line(store):
+    """R31: a store that fails to open is one stderr line, never a traceback or a failed turn."""
     def broken():
         raise RuntimeError("disk on fire\nsecond line")
     out = run_hook("UserPromptSubmit", claude_payload(), store=broken, config=ON)
     assert out.stdout == "" and out.exit_code == 0 and "\n" not in out.stderr and "disk on fire" in out.stderr
 
 
+@pytest.mark.rules("R31")
 def test_unknown_event_is_one_stderr_line(store):
+    """R31: an event the hook does not serve prints nothing and one stderr line."""
     out = run_hook("PreToolUse", claude_payload(), store=store, config=ON)
     assert out.stdout == "" and out.exit_code == 0 and out.stderr.count("\n") == 0
 

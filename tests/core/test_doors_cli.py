@@ -59,8 +59,10 @@ class _Pipe(io.BytesIO):
         return self
 
 
+@pytest.mark.rules("R31")
 @pytest.mark.parametrize("argv", [[], ["Stop", "extra"], ["Stop", "--db"], ["Stop", "--bogus"]])
 def test_a_bad_hook_command_line_is_one_stderr_line_exit_0(argv):
+    """R31: a bad hook command line is one stderr line and exit 0."""
     out, err = io.StringIO(), io.StringIO()
     assert hook_main(argv, stdin=_Pipe(b"{}"), stdout=out, stderr=err) == 0
     assert out.getvalue() == "" and err.getvalue().count("\n") == 1

@@ -133,9 +133,11 @@ MALFORMED = {
 }
 
 
+@pytest.mark.rules("R31")
 @pytest.mark.parametrize("kind", list(MALFORMED))
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop", "cursor-stop"])
 def test_malformed_payload_prints_nothing_one_stderr_line_exit_0(tmp_path, event, kind):
+    """R31: a malformed payload, as a real subprocess, prints nothing, one stderr line, exit 0."""
     done = hook(tmp_path, event, MALFORMED[kind])
     assert done.returncode == 0 and done.stdout == b""
     assert done.stderr.count(b"\n") == 1 and done.stderr.startswith(f"[thatch hook {event}]".encode())
@@ -153,7 +155,9 @@ def test_disabled_feature_prints_nothing(tmp_path, event, name):
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
+@pytest.mark.rules("R31")
 def test_a_broken_database_is_one_stderr_line(tmp_path):
+    """R31: a broken database file is one stderr line and exit 0, never a traceback."""
     (tmp_path / "thatch.db").write_bytes(b"this is not a database, just bytes" * 200)
     done = hook(tmp_path, "UserPromptSubmit", fixture("claude-user-prompt-submit"))
     assert done.returncode == 0 and done.stdout == b"" and done.stderr.count(b"\n") == 1

@@ -246,6 +246,7 @@ def test_hourly_sweep_prunes(store, host, raw, frozen):
     sweeper.dispose()
 
 
+@pytest.mark.rules("R13")
 def test_start_stop_dispose_timer(poller):
     """
     "start/stop/dispose manage the timer": the poller runs only between start

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 from scenariokit import error_lines
 from simulator.scenario.loader import parse_scenario
@@ -186,6 +188,7 @@ def test_expect_only_on_steps_that_leave_a_reply():
         """) == []
 
 
+@pytest.mark.rules("R33")
 def test_a_forks_older_id_is_a_session_from_the_fork_on():
     """R33: `fork: {older_as: LABEL}` names the older id, which keeps running: later steps may target it (and
     `{LABEL}` expands), a step before the fork may not, and the label must be new."""
