@@ -21,6 +21,8 @@ from thatch_core.runtime import OpencodeRuntime
 from thatch_core.store import ERR_NOT_REGISTERED, ChatStore
 from thatch_core.tools import ChatTools
 
+from opencodekit import FakeClient
+
 QODER = Policy(sender_cap=3, inbound="auto", unregistered="hold", exited="refuse", wake_cap=None)
 BYPASS = Policy(inbound="auto", permissions="bypass")
 
@@ -180,22 +182,6 @@ def test_a_broadcast_holds_and_refuses_per_recipient(store):
 
 # -- the wiring ----------------------------------------------------------------
 
-class Client:
-    def __init__(self):
-        self.prompts = []
-
-    def prompt_async(self, session_id, parts, *, no_reply=False):
-        self.prompts.append((session_id, parts, no_reply))
-
-    def session_title(self, session_id):
-        return None
-
-    def session_parent(self, session_id):
-        return None
-
-    def list_sessions(self, directory):
-        return []
-
 
 def config(tmp_path, name, policy):
     path = tmp_path / f"{name}.json"
@@ -205,7 +191,7 @@ def config(tmp_path, name, policy):
 
 def test_the_runtime_publishes_counts_and_expires(store, tmp_path, frozen):
     cfg = config(tmp_path, "q", {"inbound": "auto", "permissions": "bypass", "senderCap": 3, "wakeCap": None})
-    rt = OpencodeRuntime(store, Client(), directory=str(tmp_path), project="p", config_source=cfg, pid=1,
+    rt = OpencodeRuntime(store, FakeClient(), directory=str(tmp_path), project="p", config_source=cfg, pid=1,
                          cmdline_reader=lambda pid: ["opencode"], log=lambda m: None)
     rt.start()
     assert rt.poller.max_nudges_per_hour > 10**6                 # no receiver-side wake cap

@@ -14,29 +14,12 @@ import pytest
 from thatch_core.config import ChatConfig, StaticConfig
 from thatch_core.runtime import OpencodeRuntime
 
-
-class QuietClient:
-    """An opencode client stand-in: top-level sessions, no titles, prompts recorded."""
-
-    def __init__(self):
-        self.prompts = []
-
-    def prompt_async(self, session_id, parts, *, no_reply=False):
-        self.prompts.append((session_id, parts, no_reply))
-
-    def session_title(self, session_id):
-        return None
-
-    def session_parent(self, session_id):
-        return None
-
-    def list_sessions(self, directory):
-        return []
+from opencodekit import FakeClient
 
 
 @pytest.fixture
 def runtime(store, tmp_path):
-    rt = OpencodeRuntime(store, QuietClient(), directory=str(tmp_path), project="p",
+    rt = OpencodeRuntime(store, FakeClient(), directory=str(tmp_path), project="p",
                          config_source=StaticConfig(ChatConfig()), pid=4242,
                          cmdline_reader=lambda pid: ("opencode",), state_dir=tmp_path / "state",
                          log=lambda message: None)

@@ -124,6 +124,16 @@ def store_at(tmp_path, t):
             conn.close()
 
 
+def _first_prompt(h, tmp_path) -> tuple[str, dict]:
+    """Start the host with bob registered in the store (project demo), then alice's first prompt:
+    bob's name and the `registered` event data of alice's hook join."""
+    h.send(OP_START, 0, session=None)
+    with store_at(tmp_path, 500) as store:
+        bob = store.register(BOB, project="demo").name
+    h.act(1_000, "prompt", text="hello")
+    return bob, h.events("registered")[0]["data"]
+
+
 @pytest.mark.rules("R31", "R32")
 def test_hook_anchor_beats_a_spoofed_as(host, tmp_path):
     """R31, R32: SessionStart and UserPromptSubmit hooks (real children of the
@@ -131,12 +141,8 @@ def test_hook_anchor_beats_a_spoofed_as(host, tmp_path):
     server child resolves its parent pid, so a call claiming bob's name still
     acts as alice."""
     h = host()
-    h.send(OP_START, 0, session=None)
-    with store_at(tmp_path, 500) as store:
-        bob = store.register(BOB, project="demo").name
-    h.act(1_000, "prompt", text="hello")
+    bob, alice = _first_prompt(h, tmp_path)
     assert [e["data"]["hook"] for e in h.events("hook")] == ["SessionStart", "UserPromptSubmit"]
-    alice = h.events("registered")[0]["data"]
     assert alice["session_id"] == mcp_session_id(A) and alice["how"] == "hook"
     with store_at(tmp_path, 1_500) as store:
         anchors = store.conn.execute("SELECT ppid, session_id FROM chat_host_pids").fetchall()
@@ -155,11 +161,7 @@ def test_stop_hook_reminds_and_the_turn_continues_with_a_read(host, tmp_path):
     reminder; the turn continues, the reader reads, and the second Stop (with
     stop_hook_active) lets it end. The next prompt's line shows the count."""
     h = host()
-    h.send(OP_START, 0, session=None)
-    with store_at(tmp_path, 500) as store:
-        store.register(BOB, project="demo")
-    h.act(1_000, "prompt", text="hello")
-    alice = h.events("registered")[0]["data"]["name"]
+    alice = _first_prompt(h, tmp_path)[1]["name"]
     with store_at(tmp_path, 2_000) as store:
         assert store.send(BOB, alice, "the secret body").ok
         store.send(BOB, alice, "second")
@@ -184,11 +186,7 @@ def test_fork_appends_continued_in_and_the_next_hook_adopts(host, tmp_path):
     continued-in record; the next hook sees the unknown id and adopts the
     name and mail onto mcp(new id)."""
     h = host()
-    h.send(OP_START, 0, session=None)
-    with store_at(tmp_path, 500) as store:
-        store.register(BOB, project="demo")
-    h.act(1_000, "prompt", text="hello")
-    name = h.events("registered")[0]["data"]["name"]
+    name = _first_prompt(h, tmp_path)[1]["name"]
     h.send(OP_TURN_END, 21_000, cause="user")
     with store_at(tmp_path, 25_000) as store:
         store.send(BOB, name, "before the fork")
@@ -236,11 +234,8 @@ def test_leave_sticks_for_the_hook_and_an_explicit_register_mints_a_fresh_name(h
     rejoining; R6: an explicit chat_register then mints a fresh name, which the
     agent uses as `as` from then on. A `to` label resolves through the MCP child."""
     h = host()
-    h.send(OP_START, 0, session=None)
-    with store_at(tmp_path, 500) as store:
-        bob = store.register(BOB, project="demo").name
-    h.act(1_000, "prompt", text="hello")
-    old = h.events("registered")[0]["data"]["name"]
+    bob, joined = _first_prompt(h, tmp_path)
+    old = joined["name"]
     assert h.act(2_000, "unregister").result["ok"]
     h.act(3_000, "prompt", text="still there?")
     assert h.hooks("UserPromptSubmit")[-1]["line"].startswith(LEAVE_LINE_PREFIX)
@@ -342,11 +337,7 @@ def test_hook_children_get_claude_codes_payloads_and_the_host_reads_their_output
     transcript path, cwd, event name, and the prompt or stop_hook_active); the host takes the printed
     line as context and the Stop JSON as its decision."""
     h = host()
-    h.send(OP_START, 0, session=None)
-    with store_at(tmp_path, 500) as store:
-        store.register(BOB, project="demo")
-    h.act(1_000, "prompt", text="hello")
-    name = h.events("registered")[0]["data"]["name"]
+    name = _first_prompt(h, tmp_path)[1]["name"]
     with store_at(tmp_path, 2_000) as store:
         store.send(BOB, name, "mail")
     h.send(OP_TURN_END, 21_000, cause="user")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-
 from scenariokit import error_lines
 from simulator.scenario.loader import parse_scenario
 from simulator.scenario.model import Scenario
