@@ -27,7 +27,6 @@ the tools a host lists, under the real names and argument schemas.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -355,8 +354,3 @@ def handle_line(handler: JsonRpcHandler, line: str) -> str | None:
     reply = handler.handle(message)
     return None if reply is None else encode_line(reply)
 
-
-def environ_session_id(env: Mapping[str, str] | None = None) -> str | None:
-    """``CLAUDE_CODE_SESSION_ID`` as the host set it for the server (None when unset)."""
-    env = os.environ if env is None else env
-    return env.get("CLAUDE_CODE_SESSION_ID") or None

@@ -239,16 +239,17 @@ class RunView:
             old = inc.predecessor
             if old is None or not HOSTS[old.kind].polls:
                 continue
-            drop = {label for label in inc.rehosted if not self._hosted_at_end(old, label)}
+            polls = [e for e in self.of(POLL, proc=old.proc)
+                     if old.start_i < e["i"] and (old.end_i is None or e["i"] < old.end_i)]
+            last_poll = data_of(polls[-1]) if polls else None
+            drop = {label for label in inc.rehosted if not self._hosted_at_end(old, label, last_poll)}
             inc.rehosted -= drop
             inc.dormant |= drop
 
-    def _hosted_at_end(self, old: Incarnation, label: str) -> bool:
+    def _hosted_at_end(self, old: Incarnation, label: str, last_poll: Optional[dict]) -> bool:
         if label in self.children:
             return False
-        polls = [e for e in self.of(POLL, proc=old.proc)
-                 if old.start_i < e["i"] and (old.end_i is None or e["i"] < old.end_i)]
-        if polls and label in (data_of(polls[-1]).get("hosted", (label,)) or ()):
+        if last_poll is not None and label in (last_poll.get("hosted", (label,)) or ()):
             return True  # its last poll beat it (a poll that lists no hosted set beat them all)
         if label in old.rehosted:
             return self.hosted_from(old, label, old.end_t if old.end_t is not None else self.t_end) is not None
