@@ -166,7 +166,7 @@ MUTANTS: list[Mutant] = [
       "tombstones expire after 6 days instead of 7", "R7"),
     M("hook-ignores-tombstone", "thatch_core/mcp.py",
       """        if store.has_tombstone(mcp_id):
-            return leave_line_text(mcp_id)
+            return leave_line(mcp_id)
 """,
       """        if store.has_tombstone(mcp_id):
             store.register(mcp_id, kind="mcp", project=project, directory=directory, auto=True,

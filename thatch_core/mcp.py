@@ -86,20 +86,6 @@ def _host_id_ok(host_session_id) -> bool:
     return is_id(host_session_id)
 
 
-def leave_line_text(mcp_id: str) -> str:
-    """The line the identity hook prints for a conversation that left: the
-    real leave line plus the conversation's own id to pass as ``as``, so a
-    Cursor conversation (no anchor, no environment id) can rejoin this
-    identity rather than mint an unrelated one (D-mcp-12)."""
-    return leave_line(mcp_id)
-
-
-def hook_line_text(name: str, unread: int, others=()) -> str:
-    """The line the identity hook prints: who the conversation is, its unread
-    count, and the project's other sessions that have mail (prompts.hook_line)."""
-    return hook_line(name, unread, others)
-
-
 def chat_hook_line(store, config, host_session_id: str, *, project=None, directory=None,
                    transcript_path=None, ppid: int | None = None) -> str | None:
     """The SessionStart / prompt hook (R29-R33). Returns the line to print, or
@@ -122,14 +108,14 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
         if ppid is not None:
             store.record_host_pid(ppid, mcp_id)
         if store.has_tombstone(mcp_id):
-            return leave_line_text(mcp_id)
+            return leave_line(mcp_id)
         # autoRegister is deliberately not consulted (R30): the hook is the
         # host's identity anchor, not auto-joining.
         result = store.register(mcp_id, kind="mcp", project=project, directory=directory, auto=True)
         if not result.ok:
-            return leave_line_text(mcp_id) if result.tombstoned else None
+            return leave_line(mcp_id) if result.tombstoned else None
         others = [(n, k) for n, k in store.pending_by_project(project) if n != result.name] if project else []
-        return hook_line_text(result.name, store.unread_count(mcp_id), others)
+        return hook_line(result.name, store.unread_count(mcp_id), others)
     except StoreError:
         return None
 

@@ -22,9 +22,8 @@ import thatch_core
 from thatch_core.cli import EMPTY_ROSTER
 from thatch_core.config import StaticConfig
 from thatch_core.db import open_db
-from thatch_core.mcp import hook_line_text, leave_line_text
 from thatch_core.prompts import (
-    UNKNOWN_CHECKOUT, chat_notification_nudge, hidden_stale_note, plural, system_prompt_section,
+    UNKNOWN_CHECKOUT, chat_notification_nudge, hidden_stale_note, hook_line, leave_line, plural, system_prompt_section,
 )
 from thatch_core.store import ERR_NOT_REGISTERED, ERR_TOMBSTONED, ChatStore, err_no_recipient
 from thatch_core.tools import ChatTools
@@ -135,12 +134,12 @@ def test_the_hook_line_prints_what_the_real_hook_prints():
     """R31: seed 001 -- the hook "prints you are NAME (unread count)"; the real
     line is `[thatch] chat: you are NAME (...)` plus the project's other
     sessions with mail, and the leave line says how to rejoin."""
-    assert hook_line_text("ba-sil-00001", 0) == "[thatch] chat: you are ba-sil-00001 (no unread mail for you)."
-    assert hook_line_text("ba-sil-00001", 2) == "[thatch] chat: you are ba-sil-00001 (2 unread message(s) for you)."
-    assert hook_line_text("ba-sil-00001", 1, [("ky-rie-00002", 3), ("lo-ra-00003", 1)]) == (
+    assert hook_line("ba-sil-00001", 0) == "[thatch] chat: you are ba-sil-00001 (no unread mail for you)."
+    assert hook_line("ba-sil-00001", 2) == "[thatch] chat: you are ba-sil-00001 (2 unread message(s) for you)."
+    assert hook_line("ba-sil-00001", 1, [("ky-rie-00002", 3), ("lo-ra-00003", 1)]) == (
         "[thatch] chat: you are ba-sil-00001 (1 unread message(s) for you). "
         "Others in this project with unread mail: ky-rie-00002 (3), lo-ra-00003 (1).")
-    assert leave_line_text("mcp_0123456789ab") == (
+    assert leave_line("mcp_0123456789ab") == (
         "[thatch] chat: this conversation left the chat directory (chat_unregister) and will not receive mail. "
         "If the user asks to rejoin, call thatch_chat_register with no arguments - that mints a fresh identity; "
         'the old one stays closed. To rejoin as this conversation, pass as: "mcp_0123456789ab".')
