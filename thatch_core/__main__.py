@@ -26,7 +26,7 @@ from thatch_core import cli, doors
 from thatch_core.config import ConfigSource
 from thatch_core.db import StoreError, open_db
 from thatch_core.git import detect_project
-from thatch_core.mcp import McpChatServer
+from thatch_core.mcp import McpChatServer, mcp_project_dir
 from thatch_core.store import ChatStore
 
 USAGE = """usage:
@@ -186,8 +186,10 @@ def mcp_main(argv: list[str]) -> int:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    path, directory = db_path(opts), project_dir()
-    chat = LazyChat(path, config_source(opts, path), host=opts.get("--host", "claude-code"), ppid=os.getppid(),
+    path = db_path(opts)
+    config = config_source(opts, path)
+    directory = mcp_project_dir(os.environ, thatch_first=config.load().policy.mcp_project_env)
+    chat = LazyChat(path, config, host=opts.get("--host", "claude-code"), ppid=os.getppid(),
                     env=os.environ, project=detect_project(directory), directory=directory)
     server = build_sdk_server(chat)
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from thatch_core import clock
+from thatch_core import clock, later
 from thatch_core.constants import RENUDGE_MINUTES
 from thatch_core.continuation import adopt_continuation
 from thatch_core.db import StoreError
@@ -149,6 +149,17 @@ def resolve_chat_identity(store, *, host_context: str | None = None, ppid: int |
     return None
 
 
+def mcp_project_dir(env=None, *, thatch_first: bool = False) -> str:
+    """The MCP server's project directory: the host's project variables, else
+    the working directory. Under the later design (``mcp_project_env``)
+    ``THATCH_PROJECT_DIR``, which a project-local setup pins, comes first."""
+    env = os.environ if env is None else env
+    for key in later.PROJECT_ENV_LATER if thatch_first else later.PROJECT_ENV_SEED:
+        if env.get(key):
+            return env[key]
+    return os.getcwd()
+
+
 # The tools that act as the caller: an `as` that names nobody is answered with who is missing.
 _NEEDS_IDENTITY = ("thatch_chat_send", "thatch_chat_read", "thatch_chat_broadcast", "thatch_chat_unregister")
 
@@ -226,7 +237,27 @@ class McpChatServer:
             return ToolReply(text=UNKNOWN_CLAIM.format(name=claimed), ok=False, echo=None)
         if tool in _NEEDS_IDENTITY and identity is None and claimed is not None:
             return ToolReply(text=unknown_claim(claimed), ok=False, echo=None)
+        refused = self._foreign_claim(claimed, identity)
+        if refused is not None:
+            return ToolReply(text=refused, ok=False, echo=None)
         return self.tools.call(tool, args, identity=identity)
+
+    def _foreign_claim(self, claimed: str | None, identity: str | None) -> str | None:
+        """Under the later design's project-bound claims: the refusal of an
+        identity that came from the claimed `as` alone and whose row is not of
+        this server's project (D-later-6). A left id (no row) is not refused:
+        the leave line hands it out so the conversation can rejoin."""
+        if claimed is None or identity is None or not self.tools._policy().project_bound_as:
+            return None
+        if self.identity(None) is not None:
+            return None  # anchored by the host (parent pid or env): the claim decided nothing
+        row = self.store.get(identity)
+        if row is None:
+            return None
+        ours = self.tools.project
+        if row.project is not None and ours is not None and row.project == ours:
+            return None
+        return later.claim_refused(claimed, row.project, ours)
 
 
 # ---------------------------------------------------------------------------

@@ -30,6 +30,23 @@ field of :class:`Policy`, so a set of them can be composed and compared:
   later message from asking;
 - ``wake_cap``: thatch's receiver-side cap (None: none).
 
+The real thatch's later design (docs/dev/features/cross-session-chat.md,
+newer than seed 000) adds answers to incidents its users hit; each is an
+option here too, off by default (:data:`LATER` has them all on; the logic
+is :mod:`thatch_core.later`):
+
+- ``retry_dedup_ms``: a send (or a broadcast's per-recipient batch) that
+  repeats one still unread within this window is not stored again;
+- ``machinery_markers``: the plugin's own children are marked durably and
+  never auto-register;
+- ``split_part_len`` / ``max_body_chars``: long bodies are split into parts
+  instead of refused, under a larger whole-body cap;
+- ``paged_reads``: chat_read clips each message to a page and pages through
+  one message on request;
+- ``name_claims``: a pruned auto row's own session gets its old name back;
+- ``project_bound_as``: a claimed ``as`` must belong to the caller's project;
+- ``mcp_project_env``: the MCP server reads ``THATCH_PROJECT_DIR`` first.
+
 This module is the options and their pure logic; the tables and queries are
 in :mod:`thatch_core.policy_store`. :data:`DEFAULT` is thatch's design
 exactly: with it nothing here changes what the store, tools or poller do.
@@ -40,7 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
-from thatch_core.constants import MAX_NUDGES_PER_HOUR
+from thatch_core.constants import MAX_BODY_LEN, MAX_NUDGES_PER_HOUR
 
 INBOUND = ("accept", "hold", "refuse", "auto")
 REPOSITORY_INBOUND = ("hold", "refuse")
@@ -90,10 +107,29 @@ class Policy:
     exited: str = "note"
     dialog_expiry_ms: int | None = DIALOG_EXPIRY_MS
     wake_cap: int | None = MAX_NUDGES_PER_HOUR
+    # The later design's options (thatch_core.later); None / False / MAX_BODY_LEN: seed 000's design.
+    retry_dedup_ms: int | None = None
+    machinery_markers: bool = False
+    split_part_len: int | None = None
+    max_body_chars: int = MAX_BODY_LEN
+    paged_reads: bool = False
+    name_claims: bool = False
+    project_bound_as: bool = False
+    mcp_project_env: bool = False
 
     @property
     def is_default(self) -> bool:
         return self == DEFAULT
+
+    @property
+    def later(self) -> frozenset[str]:
+        """The later design's options that are on here (their field names)."""
+        return frozenset(name for name in LATER_OPTIONS if getattr(self, name) != getattr(DEFAULT, name))
+
+    @property
+    def messaging_default(self) -> bool:
+        """True when the seed-003 messaging options are thatch's (the later ones may differ)."""
+        return replace(self, **{name: getattr(DEFAULT, name) for name in LATER_OPTIONS}) == DEFAULT
 
     @property
     def nudges_per_hour(self) -> int:
@@ -101,7 +137,16 @@ class Policy:
         return self.wake_cap if self.wake_cap is not None else 1 << 62
 
 
+LATER_OPTIONS = ("retry_dedup_ms", "machinery_markers", "split_part_len", "max_body_chars", "paged_reads",
+                 "name_claims", "project_bound_as", "mcp_project_env")
 DEFAULT = Policy()
+# The later design: every later option at the real thatch's value.
+LATER = Policy(retry_dedup_ms=10_000, machinery_markers=True, split_part_len=2000, max_body_chars=20_000,
+               paged_reads=True, name_claims=True, project_bound_as=True, mcp_project_env=True)
+
+
+def _positive_or_none(v: Any) -> bool:
+    return v is None or (type(v) is int and v >= 1)
 
 # config.json key (camelCase, like the other chat switches) -> (field, allowed values or a check).
 _CONFIG_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -114,6 +159,14 @@ _CONFIG_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "exited": ("exited", lambda v: v in EXITED),
     "dialogExpiryMs": ("dialog_expiry_ms", lambda v: v is None or (type(v) is int and v >= 1)),
     "wakeCap": ("wake_cap", lambda v: v is None or (type(v) is int and v >= 1)),
+    "retryDedupMs": ("retry_dedup_ms", _positive_or_none),
+    "machineryMarkers": ("machinery_markers", lambda v: isinstance(v, bool)),
+    "splitPartLen": ("split_part_len", _positive_or_none),
+    "maxBodyChars": ("max_body_chars", lambda v: type(v) is int and v >= 1),
+    "pagedReads": ("paged_reads", lambda v: isinstance(v, bool)),
+    "nameClaims": ("name_claims", lambda v: isinstance(v, bool)),
+    "projectBoundAs": ("project_bound_as", lambda v: isinstance(v, bool)),
+    "mcpProjectEnv": ("mcp_project_env", lambda v: isinstance(v, bool)),
 }
 
 

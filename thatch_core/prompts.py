@@ -171,20 +171,27 @@ def short_stamp(iso: str) -> str:
     return f"{_MONTHS[t.tm_mon - 1]} {t.tm_mday} {t.tm_hour:02d}:{t.tm_min:02d}Z"
 
 
-def inbox_line(sender: str, created_at: str, body: str) -> str:
-    """One message of chat_read: `[from NAME, Sep 11 14:32Z] body`."""
-    return f"[from {sender}, {short_stamp(created_at)}] {body}"
+def inbox_line(sender: str, created_at: str, body: str, message_id: int | None = None) -> str:
+    """One message of chat_read: `[from NAME, Sep 11 14:32Z] body`; under the
+    later design's paged reads it carries its id: `[#12 from NAME, ...] body`."""
+    mark = f"#{message_id} " if message_id is not None else ""
+    return f"[{mark}from {sender}, {short_stamp(created_at)}] {body}"
 
 
-def chat_inbox_frame(lines: Sequence[str]) -> str:
+def chat_inbox_frame(lines: Sequence[str], note: str | None = None) -> str:
     """chat_read's output: a header, the untrusted-content warning, the
     message lines between begin/end fences, and a count (R10).
 
     The frame exists only in the tool output; the stored rows stay verbatim.
     """
     n = len(lines)
-    return "\n".join([f"[thatch] chat inbox: {n} message(s), now marked read.", FRAME_WARNING,
-                      FRAME_BEGIN, *lines, FRAME_END, f"({plural(n, 'message')}, marked read)"])
+    head = [f"[thatch] chat inbox: {n} message(s), now marked read."] + ([note] if note else [])
+    return "\n".join([*head, FRAME_WARNING, FRAME_BEGIN, *lines, FRAME_END, f"({plural(n, 'message')}, marked read)"])
+
+
+def chat_page_frame(head: str, text: str, tail: str) -> str:
+    """A page of one message (the later design's paged reads): framed like the inbox, nothing marked read."""
+    return "\n".join([head, FRAME_WARNING, FRAME_BEGIN, text, FRAME_END, tail])
 
 
 def system_prompt_section(enabled: bool = True) -> str:
@@ -240,6 +247,8 @@ DEGRADED_DELIVERY_NOTE = ("Delivery: wake-up is opencode-only; on this host pend
 ORIGIN_DRAWN = "Your name was drawn from the built-in pool."
 ORIGIN_KEPT = "You were already registered - keeping your current name."
 ORIGIN_REJOINED = ("You had left the directory, so this is a fresh name (assigned names are never reused).")
+ORIGIN_CLAIMED = ("Your old name was given back: the directory had pruned this session's row while it was away, "
+                  "and the name stays this session's.")
 
 
 def registered_reply(name: str, session_id: str, project: str | None, topic: str | None, *,
@@ -265,8 +274,11 @@ SEND_NOTE_STALE = ("The recipient is stale (stale in chat_list): its host proces
                    "message waits unread - a dead session never reads it.")
 
 
-def sent_reply(name: str, session_id: str, note: str) -> str:
-    """chat_send's answer: `[sent] to NAME (<id[:12]>)`, a blank line, the liveness note."""
+def sent_reply(name: str, session_id: str, note: str, split: str | None = None) -> str:
+    """chat_send's answer: `[sent] to NAME (<id[:12]>)`, a blank line, the liveness note
+    (under the later design a split send says so first: `SENT AS N PARTS`)."""
+    if split:
+        return f"[sent] to {name} ({session_id[:12]})\n\n{split}\n\n{note}"
     return f"[sent] to {name} ({session_id[:12]})\n\n{note}"
 
 

@@ -34,6 +34,7 @@ import threading
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from thatch_core import clock
+from thatch_core.later import EXTRACTION_CHILD_TITLE, MACHINERY_REASON, is_machinery_title
 from thatch_core.constants import rehost_grace_ms as _env_rehost_grace_ms
 from thatch_core.osargs import parse_startup_target, read_cmdline
 # Looked up as a module global at start(): the simulator swaps it for a
@@ -261,6 +262,7 @@ class OpencodeRuntime:
             self._status[session_id] = status
         if status != "idle":
             return
+        self._drop_machinery_corpse(session_id)
         if not self._auto_register(session_id):
             self._refresh_topic(session_id)
         if self.poller is not None:
@@ -275,6 +277,21 @@ class OpencodeRuntime:
                 self._compacting.add(session_id)
             else:
                 self._compacting.discard(session_id)
+
+    def on_machinery_child(self, session_id: str, parent_id: str | None, *, title: str = EXTRACTION_CHILD_TITLE,
+                           reason: str = MACHINERY_REASON) -> None:
+        """The plugin created a child session of its own (fact extraction). The
+        in-memory parent map keeps it out of the directory, and under the later
+        design a durable marker does too, surviving a reload (D-later-2)."""
+        if not self._live(session_id):
+            return
+        with self._lock:
+            self._parents[session_id] = parent_id
+        if self.policy.machinery_markers:
+            try:
+                self.store.mark_machinery(session_id, reason)
+            except Exception as err:  # noqa: BLE001 - the title still keeps it out
+                self._log(f"[thatch] chat machinery marker for {session_id} ({title}) failed: {err!r}")
 
     def on_session_deleted(self, session_id: str) -> None:
         """session.deleted: leave at once (row + tombstone), stop hosting (R17)."""
@@ -325,11 +342,13 @@ class OpencodeRuntime:
         """The poller's policy knobs; none under thatch's design (the poller's own defaults)."""
         if self.policy.is_default:
             return {}
+        if self.policy.messaging_default and not self.policy.machinery_markers:
+            return {}
         return {"max_nudges_per_hour": self.policy.nudges_per_hour, "upkeep": self._policy_upkeep}
 
     def _publish_standing(self, session_ids) -> None:
         """Tell every sender what these hosted sessions do with incoming mail (once each)."""
-        if self.policy.is_default:
+        if self.policy.messaging_default:
             return
         for sid in session_ids:
             if sid in self._published:
@@ -341,7 +360,12 @@ class OpencodeRuntime:
                 self._log(f"[thatch] chat policy publish for {sid} failed: {err!r}")
 
     def _policy_upkeep(self) -> None:
-        """Each poll cycle: approval prompts that ran out drop their message and tell its sender."""
+        """Each poll cycle: approval prompts that ran out drop their message and tell its sender;
+        machinery markers past the auto-row TTL age out (the later design)."""
+        if self.policy.machinery_markers:
+            self.store.age_machinery()
+        if self.policy.messaging_default:
+            return
         hosted = self.hosted_sessions()
         self._publish_standing(hosted)
         self.store.expire_held(hosted)
@@ -420,6 +444,8 @@ class OpencodeRuntime:
         if not (cfg.enabled and cfg.auto_register):
             return False
         try:
+            if self.policy.machinery_markers and self.store.is_machinery(session_id):
+                return False  # the plugin's own child: never a participant (D-later-2)
             if self.store.get(session_id) is not None or self.store.has_tombstone(session_id):
                 return False
         except Exception as err:  # noqa: BLE001
@@ -428,15 +454,28 @@ class OpencodeRuntime:
         if not self._is_top_level(session_id):
             return False  # child sessions never join; unknown parent: try at the next event
         title = self._title(session_id)
+        if self.policy.machinery_markers and is_machinery_title(title):
+            return False  # the title survives even a lost marker
         # The session may have been deleted while the title was fetched: the
         # store's tombstone gate inside register refuses it (no resurrection).
         return self._register(session_id, title=title)
 
+    def _drop_machinery_corpse(self, session_id: str) -> None:
+        """The idle path heals: a marked session's directory row (registered
+        before the marker counted, or by a process without it) is deleted."""
+        if not self.policy.machinery_markers:
+            return
+        try:
+            self.store.drop_machinery_row(session_id)
+        except Exception as err:  # noqa: BLE001 - retried at the next idle
+            self._log(f"[thatch] chat machinery cleanup of {session_id} failed: {err!r}")
+
     def _register(self, session_id: str, *, title: str | None) -> bool:
+        claims = {"policy": self.policy} if self.policy.name_claims else {}
         try:
             res = self.store.register(
                 session_id, kind="opencode", project=self.project, directory=self.directory,
-                title=title, auto=True, explicit=False,
+                title=title, auto=True, explicit=False, **claims,
             )
         except Exception as err:  # noqa: BLE001
             self._log(f"[thatch] chat registration of {session_id} failed: {err!r}")

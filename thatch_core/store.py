@@ -29,6 +29,7 @@ from thatch_core.store_guard import (
 from thatch_core.policy import DEFAULT as DEFAULT_POLICY
 from thatch_core.policy import Policy
 from thatch_core.policy_store import PolicyMixin
+from thatch_core.store_later import LaterMixin, later_body_problem, parts_of
 from thatch_core.store_upkeep import UpkeepMixin
 from thatch_core.types import (
     BroadcastResult, FeedRow, InboxItem, NotificationRow, RegisterResult, SendResult,
@@ -72,7 +73,7 @@ def err_bad_kind(kind: str) -> str:
     return f'Unknown host kind "{kind}" (expected one of: {", ".join(HOST_KINDS)}).'
 
 
-class ChatStore(UpkeepMixin, PolicyMixin):
+class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
     """Directory (``chat_sessions``), inbox (``chat_messages``) and upkeep.
 
     Prune, continuation and host-pid anchors come from
@@ -143,13 +144,15 @@ class ChatStore(UpkeepMixin, PolicyMixin):
     @guarded
     def register(self, session_id: str, *, kind: str = "opencode", project: str | None = None,
                  directory: str | None = None, title: str | None = None, auto: bool = True,
-                 explicit: bool = False) -> RegisterResult:
+                 explicit: bool = False, policy: Policy = DEFAULT_POLICY) -> RegisterResult:
         """Join the directory, or reclaim an existing row (R1-R7).
 
         One ``BEGIN IMMEDIATE`` transaction holds the tombstone gate, the
         reclaim check, the counter bump and the insert, so an auto-register
         racing a ``session.deleted`` either lands before the leave (and is
         removed by it) or sees the tombstone: never resurrects a dead session.
+        Under the later design's name claims (``policy.name_claims``) a new row
+        records its name, and a pruned session's own id gets that name back.
         """
         if isinstance(session_id, str) and text_problem(session_id):
             return RegisterResult(ok=False, session_id=shown(session_id), error=err_id_text(text_problem(session_id)))
@@ -186,13 +189,13 @@ class ChatStore(UpkeepMixin, PolicyMixin):
                     (now, new_topic, session_id))
                 return RegisterResult(ok=True, session_id=session_id, name=existing.name,
                                       reclaimed=True, topic=new_topic)
-            name = self._mint_and_insert(session_id, kind, project, topic, auto, worktree, now)
+            name, claimed = self._new_row(session_id, kind, project, topic, auto, worktree, now, policy)
             # A session that comes back after a prune leaves the prune record;
             # mail still queued for its id has a registered recipient again,
             # which no sweep touches.
             self.conn.execute("DELETE FROM chat_pruned WHERE session_id = ?", (session_id,))
-        return RegisterResult(ok=True, session_id=session_id, name=name, drawn=True, topic=topic,
-                              rejoined=rejoined)
+        return RegisterResult(ok=True, session_id=session_id, name=name, drawn=not claimed, topic=topic,
+                              rejoined=rejoined, claimed=claimed)
 
     def _draw(self) -> str:
         base = self.rng.choice(NAME_POOL)
@@ -206,6 +209,18 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         ).fetchone()[0]
         return format_name(base, drawn)
 
+    def _new_row(self, session_id, kind, project, topic, auto, worktree, now, policy) -> tuple[str, bool]:
+        """Insert a new row: (its name, whether it is a pruned session's claimed name).
+        Without name claims (seed 000's design) the name is always freshly drawn."""
+        if not (isinstance(policy, Policy) and policy.name_claims):
+            return self._mint_and_insert(session_id, kind, project, topic, auto, worktree, now), False
+        claimed = self._claimed_name(session_id)
+        if claimed is not None:
+            self._insert_row(session_id, claimed, kind, project, topic, auto, worktree, now)
+        name = claimed or self._mint_and_insert(session_id, kind, project, topic, auto, worktree, now)
+        self._claim_name(session_id, name)
+        return name, claimed is not None
+
     def _mint_and_insert(self, session_id, kind, project, topic, auto, worktree, now) -> str:
         # A minted name can only collide with a legacy (claimed-era) name
         # that happens to look like one; the counter moves on and that
@@ -213,15 +228,18 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         for _ in range(100):
             name = self._draw()
             try:
-                self.conn.execute(
-                    "INSERT INTO chat_sessions (session_id, name, topic, project, host_kind, auto,"
-                    " worktree, registered_at, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, name, topic, project, kind, 1 if auto else 0, worktree or "", now, now))
+                self._insert_row(session_id, name, kind, project, topic, auto, worktree, now)
                 return name
             except sqlite3.IntegrityError:
                 if self._get(session_id) is not None:  # cannot happen under the write lock
                     raise
         raise StoreError("could not mint a free name after 100 draws")
+
+    def _insert_row(self, session_id, name, kind, project, topic, auto, worktree, now) -> None:
+        self.conn.execute(
+            "INSERT INTO chat_sessions (session_id, name, topic, project, host_kind, auto,"
+            " worktree, registered_at, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, name, topic, project, kind, 1 if auto else 0, worktree or "", now, now))
 
     @guarded
     def unregister(self, session_id: str) -> bool:
@@ -282,7 +300,7 @@ class ChatStore(UpkeepMixin, PolicyMixin):
     # ------------------------------------------------------------------
 
     @staticmethod
-    def _check_body(body: str | None) -> tuple[str | None, str | None]:
+    def _check_body(body: str | None, policy: Policy = DEFAULT_POLICY) -> tuple[str | None, str | None]:
         if body is not None and not isinstance(body, str):
             return None, ERR_BODY_TYPE
         if body is not None and text_problem(body):
@@ -290,6 +308,9 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         trimmed = (body or "").strip()
         if not trimmed:
             return None, ERR_EMPTY
+        if policy.split_part_len is not None or policy.max_body_chars != MAX_BODY_LEN:
+            problem = later_body_problem(trimmed, policy)  # the later design's cap (D-later-3)
+            return (None, problem) if problem else (trimmed, None)
         if len(trimmed) > MAX_BODY_LEN:
             return None, ERR_TOO_LONG
         return trimmed, None
@@ -302,7 +323,7 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         `policy` is the sender's messaging policy; the recipient's published
         standing applies whatever it is (thatch_core.policy_store)."""
         policy = policy if isinstance(policy, Policy) else DEFAULT_POLICY
-        trimmed, err = self._check_body(body)
+        trimmed, err = self._check_body(body, policy)
         if err:
             return SendResult(ok=False, error=err)
         with immediate(self.conn):
@@ -318,6 +339,8 @@ class ChatStore(UpkeepMixin, PolicyMixin):
             gated = self._gate_send(from_session, recipient, trimmed, policy)
             if gated is not None:
                 return gated
+            if policy.later:
+                return self._send_later(from_session, recipient, trimmed, policy)
             cur = self.conn.execute(
                 "INSERT INTO chat_messages (from_session, to_session, body, created_at, via_broadcast)"
                 " VALUES (?, ?, ?, ?, 0)",
@@ -326,17 +349,33 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         return SendResult(ok=True, message_id=message_id, recipient=recipient,
                           recipient_stale=is_stale(recipient))
 
+    def _send_later(self, from_session: str, recipient: SessionRow, trimmed: str, policy: Policy) -> SendResult:
+        """The later design's send, in send's transaction: a retry of a copy
+        still unread stores nothing (D-later-1); a long body is stored as its
+        parts, all or nothing (D-later-3)."""
+        parts = parts_of(trimmed, policy)
+        stale = is_stale(recipient)
+        if self._unread_copy(from_session, recipient.session_id, parts, 0, policy.retry_dedup_ms):
+            return SendResult(ok=True, recipient=recipient, recipient_stale=stale, suppressed=True)
+        ids = self._insert_parts(from_session, recipient.session_id, parts, clock.iso(), 0)
+        return SendResult(ok=True, message_id=ids[0], recipient=recipient, recipient_stale=stale,
+                          message_ids=tuple(ids))
+
     @guarded
-    def broadcast(self, from_session: str, body: str) -> BroadcastResult:
+    def broadcast(self, from_session: str, body: str, *, policy: Policy = DEFAULT_POLICY) -> BroadcastResult:
         """One inbox row per other registered session, all or nothing (R12, R35).
 
         Stale opencode rows are skipped and reported (their harness stopped);
-        mcp rows always receive (their age only means between turns).
+        mcp rows always receive (their age only means between turns). Under
+        the later design each recipient's batch is the body's parts, and a
+        recipient whose identical copy is still unread gets nothing new.
         """
-        trimmed, err = self._check_body(body)
+        policy = policy if isinstance(policy, Policy) else DEFAULT_POLICY
+        trimmed, err = self._check_body(body, policy)
         if err:
             return BroadcastResult(ok=False, error=err)
-        recipients, skipped, ids = [], [], []
+        recipients, skipped, ids, suppressed = [], [], [], []
+        parts = parts_of(trimmed, policy)
         withheld: dict[str, list[str]] = {"held": [], "refused": []}
         with immediate(self.conn):
             if not is_id(from_session) or self._get(from_session) is None:
@@ -355,6 +394,13 @@ class ChatStore(UpkeepMixin, PolicyMixin):
                 if gated is not None:
                     withheld[gated].append(row.name)
                     continue
+                if policy.later:
+                    if self._unread_copy(from_session, row.session_id, parts, 1, policy.retry_dedup_ms):
+                        suppressed.append(row.name)
+                    else:
+                        ids.extend(self._insert_parts(from_session, row.session_id, parts, now, 1))
+                    recipients.append(row.name)
+                    continue
                 cur = self.conn.execute(
                     "INSERT INTO chat_messages (from_session, to_session, body, created_at,"
                     " via_broadcast) VALUES (?, ?, ?, ?, 1)",
@@ -363,7 +409,7 @@ class ChatStore(UpkeepMixin, PolicyMixin):
                 ids.append(cur.lastrowid)
         return BroadcastResult(ok=True, recipients=tuple(recipients), skipped=tuple(skipped),
                                message_ids=tuple(ids), held=tuple(withheld["held"]),
-                               refused=tuple(withheld["refused"]))
+                               refused=tuple(withheld["refused"]), suppressed=tuple(suppressed), parts=len(parts))
 
     @guarded
     def read(self, session_id: str) -> list[InboxItem]:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from thatch_core import clock, staleness
+from thatch_core import clock, later, staleness
 from thatch_core.db import StoreBusy, StoreError, StoreFault
 from thatch_core.prompts import (
     DISABLED_REPLY, EMPTY_ROSTER, INBOX_EMPTY, LIST_NOT_REGISTERED, NOT_REGISTERED_STATUS, NOT_REGISTERED_UNREGISTER,
-    ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, REGISTER_FAILED, SEND_NOTE_ACTIVE,
+    ORIGIN_CLAIMED, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, REGISTER_FAILED, SEND_NOTE_ACTIVE,
     SEND_NOTE_BETWEEN_TURNS, SEND_NOTE_STALE, STALE_EXPLAINER, UNREGISTERED_REPLY, broadcast_reply, chat_echo_text,
-    chat_inbox_frame, checkout_mark, inbox_line, not_sent, registered_reply, roster_header, roster_section, sent_reply,
-    short_tool, status_reply,
+    chat_inbox_frame, chat_page_frame, checkout_mark, inbox_line, not_sent, registered_reply, roster_header,
+    roster_section, sent_reply, short_tool, status_reply,
 )
 from thatch_core.policy import DEFAULT as DEFAULT_POLICY
 from thatch_core.policy import Policy
@@ -143,6 +143,7 @@ class ChatTools:
                 title = self.title_for(identity)
             except Exception:  # noqa: BLE001 - a title is advisory; register without it
                 title = None
+        policy = self._policy()
         res = self.store.register(
             identity,
             kind=self.host_kind,
@@ -151,10 +152,12 @@ class ChatTools:
             title=title,
             auto=True,  # assigned-name rows are auto rows on every host; only legacy rows are not
             explicit=True,
+            **({"policy": policy} if policy.name_claims else {}),
         )
         if not res.ok:
             return _refuse(REGISTER_FAILED + (res.error or "the store refused the row."))
-        origin = ORIGIN_KEPT if res.reclaimed else ORIGIN_REJOINED if res.rejoined else ORIGIN_DRAWN
+        origin = (ORIGIN_KEPT if res.reclaimed else ORIGIN_REJOINED if res.rejoined
+                  else ORIGIN_CLAIMED if getattr(res, "claimed", False) else ORIGIN_DRAWN)
         row = self.store.get(identity)
         text = registered_reply(res.name, identity, self.project, row.topic if row else None,
                                 origin=origin, mcp=self.host_kind == "mcp")
@@ -225,20 +228,49 @@ class ChatTools:
         else:
             note = SEND_NOTE_ACTIVE
         sid = rcpt.session_id if rcpt is not None else to
-        return ToolReply(text=sent_reply(name, sid, note), ok=True,
-                         echo=chat_echo_text("send", to=name, body=body.strip()))
+        echo = chat_echo_text("send", to=name, body=body.strip())
+        if getattr(res, "suppressed", False):  # a retry: the copy is there, nothing new to echo (D-later-1)
+            return ToolReply(text=sent_reply(name, sid, later.dedup_note(policy.retry_dedup_ms)), ok=True, echo=None)
+        parts = len(getattr(res, "message_ids", ()) or ())
+        if parts > 1:  # the reply says it was split (D-later-3)
+            limit = later.part_len(policy.split_part_len) or 0
+            return ToolReply(text=sent_reply(name, sid, note, later.parts_note(parts, limit)), ok=True, echo=echo)
+        return ToolReply(text=sent_reply(name, sid, note), ok=True, echo=echo)
 
     def _read(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None or self.store.get(identity) is None:
             return _refuse(NOT_REGISTERED)
+        paged = self._policy().paged_reads
+        if args.get("message") is not None or args.get("offset") is not None:
+            return self._page(args, identity) if paged else _refuse(later.PAGING_OFF)
         items = self.store.read(identity)
         if not items:
             # Nothing conversational happened: no bubble for an empty drain.
             return ToolReply(text=INBOX_EMPTY, ok=True, echo=None)
         marked = self._unregistered_marks(items)
-        lines = [inbox_line(marked.get(it.id, it.from_name), it.created_at, it.body) for it in items]
-        framed = chat_inbox_frame(lines)
+        if paged:  # every line carries its id, a long body shows one page and a marker (D-later-4)
+            lines = [inbox_line(marked.get(it.id, it.from_name), it.created_at, later.clipped(it.body, it.id), it.id)
+                     for it in items]
+            framed = chat_inbox_frame(lines, note=later.PAGING_NOTE)
+        else:
+            lines = [inbox_line(marked.get(it.id, it.from_name), it.created_at, it.body) for it in items]
+            framed = chat_inbox_frame(lines)
         return ToolReply(text=framed, ok=True, echo=chat_echo_text("read", inbox=framed))
+
+    def _page(self, args: Mapping[str, Any], identity: str) -> ToolReply:
+        """One page of one message addressed to the caller; drains nothing, marks nothing read."""
+        message_id, offset = args.get("message"), args.get("offset", 0)
+        offset = 0 if offset is None else offset
+        if not (type(message_id) is int and message_id >= 1 and type(offset) is int and offset >= 0):
+            return _refuse(later.BAD_PAGE_ARGS)
+        item = self.store.message_for(identity, message_id)
+        if item is None:
+            return _refuse(later.NO_SUCH_MESSAGE.format(id=message_id))
+        text, start, end = later.page_of(item.body, offset)
+        total = later.units(item.body)
+        framed = chat_page_frame(later.page_head(item.id, item.from_name, start, end, total), text,
+                                 later.page_tail(item.id, end, total))
+        return ToolReply(text=framed, ok=True, echo=None)
 
     def _policy(self) -> Policy:
         """The caller's messaging policy, re-read per call like the other switches."""
@@ -258,11 +290,14 @@ class ChatTools:
         body = _text_arg(args, "body", "message")
         if body is None:
             return _refuse(not_sent(ERR_BODY_TYPE))
-        res = self.store.broadcast(identity, body)
+        policy = self._policy()
+        res = self.store.broadcast(identity, body, **({"policy": policy} if policy.later else {}))
         if not res.ok:
             return _refuse(not_sent(res.error or "the store refused the message."))
         n = len(res.recipients)
         text = broadcast_reply(res.recipients, res.skipped, getattr(res, "held", ()), getattr(res, "refused", ()))
+        text = later.broadcast_notes(text, getattr(res, "suppressed", ()), getattr(res, "parts", 1),
+                                     later.part_len(policy.split_part_len) or 0)
         return ToolReply(text=text, ok=True, echo=chat_echo_text("broadcast", count=n, body=body.strip()))
 
     def _status(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:

@@ -39,6 +39,8 @@ class RegisterResult:
     topic: str | None = None
     error: str | None = None
     rejoined: bool = False
+    # The later design's name claims: a pruned session got its old name back.
+    claimed: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,10 @@ class SendResult:
     # message's id and the reply that says so; None under thatch's design.
     held_id: int | None = None
     reply: str | None = None
+    # The later design (thatch_core.later): every stored part's id, and a retry
+    # that stored nothing because an identical copy is still unread.
+    message_ids: tuple[int, ...] = ()
+    suppressed: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,10 @@ class BroadcastResult:
     # Recipients whose inbound policy held or refused the message (thatch_core.policy).
     held: tuple[str, ...] = ()
     refused: tuple[str, ...] = ()
+    # The later design: recipients whose identical copy is still unread (counted as delivered,
+    # nothing stored again), and how many parts each recipient got.
+    suppressed: tuple[str, ...] = ()
+    parts: int = 1
 
 
 @dataclass(frozen=True)
