@@ -34,6 +34,23 @@ DEFAULT_REHOST_GRACE_MS = 86_400_000
 # approval prompt waits by default ("general.dialogExpiry, which defaults to five minutes").
 QODER_SENDER_CAP = 3
 DIALOG_EXPIRY_MS = 5 * MINUTE_MS
+# The real thatch's later design (docs/dev/features/cross-session-chat.md, docs/decisions/later.md):
+# a retried send within 10 s is not stored again while its copy is unread; a body over the part
+# budget (2000 UTF-16 units, THATCH_CHAT_SPLIT_PART_LEN clamped 500..9000) is split into parts,
+# the whole capped at 20,000 (THATCH_CHAT_MAX_BODY_CHARS) instead of seed 000's 10,000; chat_read
+# shows each message up to one 2000-character page.
+MAX_BODY_LEN = 10_000
+LATER_DEDUP_MS = 10_000
+LATER_SPLIT_PART_LEN = 2000
+LATER_SPLIT_PART_BOUNDS = (500, 9000)
+LATER_MAX_BODY_CHARS = 20_000
+LATER_READ_PAGE_LEN = 2000
+MACHINERY_TITLE = "thatch-extraction"
+FIRST_PART_RE = re.compile(r"^\(message 1 of (?P<count>\d+)\)")
+PART_CONTINUED = "(continued in next message)"
+SENT_PARTS_RE = re.compile(r"SENT AS (?P<count>\d+) PARTS")
+DEDUP_REPLY_MARK = "still UNREAD in the recipient's inbox"
+CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+) characters")
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
 # R33 (docs/transcripts.md): Claude Code keeps `<host session id>.jsonl` per session; a conversation
@@ -102,7 +119,9 @@ INBOX_WARNING = "UNTRUSTED CONTENT:"
 INBOX_BEGIN = "===[ begin chat inbox ]==="
 INBOX_END = "===[ end chat inbox ]==="
 # One message line: `[from NAME, Sep 11 14:32Z] body`; a departed sender is `unknown (<id[:12]>, departed)`.
-INBOX_LINE_RE = re.compile(r"^\[from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)\] ", re.M)
+# Under the later design's paged reads the line carries its message id: `[#12 from NAME, ...] body`.
+INBOX_LINE_RE = re.compile(r"^\[(?:#(?P<id>\d+) )?from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)\] ",
+                           re.M)
 # R20: the opencode wake prompt names the senders and the count, never a body.
 WAKE_NUDGE_RE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. "
                            r"Call thatch_chat_read")

@@ -10,10 +10,14 @@ under a set of its own:
     policy: {inbound: hold}                # options laid over the scenario's set (thatch at the top)
 
 A process's `policy:` is laid over the scenario's (a `base:` replaces it).
-Policies model opencode hosts: a claude-code or cursor process always runs
-thatch's design (validate refuses a `policy:` on one). The options are
-stated here independently of thatch_core; the config file the engine writes
-for a process (`chat.policy`) is the interface between the two.
+The messaging policies model opencode hosts: a claude-code or cursor process
+always runs thatch's messaging (validate refuses a seed-003 option on one).
+The real thatch's later design (`thatch-later`: retry de-duplication,
+machinery markers, split bodies, paged reads, name claims, project-bound
+claims, the MCP project env; docs/decisions/later.md) applies on every host
+kind. The options are stated here independently of thatch_core; the config
+file the engine writes for a process (`chat.policy`) is the interface
+between the two.
 """
 
 from __future__ import annotations
@@ -25,12 +29,18 @@ from typing import Annotated, Any, Iterator, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema
 
-from simulator.design import DIALOG_EXPIRY_MS, MAX_WAKES_PER_HOUR, QODER_SENDER_CAP
+from simulator.design import (
+    DIALOG_EXPIRY_MS, LATER_DEDUP_MS, LATER_MAX_BODY_CHARS, LATER_SPLIT_PART_LEN, MAX_BODY_LEN, MAX_WAKES_PER_HOUR,
+    QODER_SENDER_CAP,
+)
 from simulator.scenario.durations import DURATION_HELP, duration_json_schema, format_duration, parse_word_or_duration
 from simulator.scenario.errors import did_you_mean
 from simulator.scenario.kinds import DEFAULT_HOST, REVIEW_ACTIONS, hosts_with
 
-PolicyName = Literal["thatch", "qoder"]
+PolicyName = Literal["thatch", "qoder", "thatch-later"]
+# The later design's options (every host kind); the others are the messaging policies (opencode only).
+LATER_FIELDS = ("retry_dedup_ms", "machinery_markers", "split_part_len", "max_body_chars", "paged_reads",
+                "name_claims", "project_bound_as", "mcp_project_env")
 # The host kinds messaging policies are modelled on; every other kind runs thatch's design.
 POLICY_HOSTS = hosts_with("policies")
 _POLICY_HOSTS_TEXT = " or ".join(POLICY_HOSTS)
@@ -50,10 +60,32 @@ class PolicyOptions:
     exited: str = "note"
     dialog_expiry_ms: Optional[int] = DIALOG_EXPIRY_MS
     wake_cap: Optional[int] = MAX_WAKES_PER_HOUR
+    # The real thatch's later design (None / False / seed 000's body cap: off).
+    retry_dedup_ms: Optional[int] = None
+    machinery_markers: bool = False
+    split_part_len: Optional[int] = None
+    max_body_chars: int = MAX_BODY_LEN
+    paged_reads: bool = False
+    name_claims: bool = False
+    project_bound_as: bool = False
+    mcp_project_env: bool = False
 
     @property
     def is_thatch(self) -> bool:
         return self == THATCH
+
+    @property
+    def later(self) -> frozenset[str]:
+        """The later design's options that are on (their field names): where a later promise is made."""
+        return frozenset(n for n in LATER_FIELDS if getattr(self, n) != getattr(THATCH, n))
+
+    def messaging(self) -> "PolicyOptions":
+        """These options with the later design's at seed 000's values (the seed-003 part alone)."""
+        return replace(self, **{n: getattr(THATCH, n) for n in LATER_FIELDS})
+
+    def later_only(self) -> "PolicyOptions":
+        """thatch's messaging with these later options: what a claude-code or cursor process runs."""
+        return replace(THATCH, **{n: getattr(self, n) for n in LATER_FIELDS})
 
     def to_config(self) -> dict[str, Any]:
         """`chat.policy` for the process's config file: the options that differ from thatch's."""
@@ -72,18 +104,26 @@ THATCH = PolicyOptions()
 # fallback for inbound mail, unregistered senders held, exited peers refused,
 # and no receiver-side wake cap (delivery goes into the next turn).
 QODER = PolicyOptions(sender_cap=QODER_SENDER_CAP, inbound="auto", unregistered="hold", exited="refuse", wake_cap=None)
-POLICY_SETS: dict[str, PolicyOptions] = {"thatch": THATCH, "qoder": QODER}
+# The real thatch's later design: every later option at the real value.
+THATCH_LATER = PolicyOptions(retry_dedup_ms=LATER_DEDUP_MS, machinery_markers=True, split_part_len=LATER_SPLIT_PART_LEN,
+                             max_body_chars=LATER_MAX_BODY_CHARS, paged_reads=True, name_claims=True,
+                             project_bound_as=True, mcp_project_env=True)
+POLICY_SETS: dict[str, PolicyOptions] = {"thatch": THATCH, "qoder": QODER, "thatch-later": THATCH_LATER}
 
 _CONFIG_KEY = {"sender_cap": "senderCap", "inbound": "inbound", "repository_inbound": "repositoryInbound",
                "permissions": "permissions", "interactive": "interactive", "unregistered": "unregistered",
-               "exited": "exited", "dialog_expiry_ms": "dialogExpiryMs", "wake_cap": "wakeCap"}
-_OFF_WORD = {"sender_cap": "off", "wake_cap": "off", "repository_inbound": "none", "dialog_expiry_ms": "never"}
+               "exited": "exited", "dialog_expiry_ms": "dialogExpiryMs", "wake_cap": "wakeCap",
+               "retry_dedup_ms": "retryDedupMs", "machinery_markers": "machineryMarkers",
+               "split_part_len": "splitPartLen", "max_body_chars": "maxBodyChars", "paged_reads": "pagedReads",
+               "name_claims": "nameClaims", "project_bound_as": "projectBoundAs", "mcp_project_env": "mcpProjectEnv"}
+_OFF_WORD = {"sender_cap": "off", "wake_cap": "off", "repository_inbound": "none", "dialog_expiry_ms": "never",
+             "retry_dedup_ms": "off", "split_part_len": "off"}
 
 
 def _shown(name: str, value: Any) -> str:
     if value is None:
         return _OFF_WORD.get(name, "none")
-    if name == "dialog_expiry_ms":
+    if name in ("dialog_expiry_ms", "retry_dedup_ms"):
         return format_duration(value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -107,6 +147,22 @@ Expiry = Annotated[Union[Literal["never"], int], BeforeValidator(_expiry),
                    WithJsonSchema(duration_json_schema("never"))]
 
 
+def _window(value: Any) -> Any:
+    """`off` (YAML's false too) or a duration of at least one millisecond."""
+    if value is False:
+        return "off"
+    parsed = parse_word_or_duration(value, "off")
+    if parsed == 0:
+        raise ValueError("a window of 0 de-duplicates nothing - write a duration such as 10s, or `off`")
+    return parsed
+
+
+Window = Annotated[Union[Literal["off"], int], BeforeValidator(_window), WithJsonSchema(duration_json_schema("off"))]
+PART_LEN_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["off", False]}]}
+PartLen = Annotated[Union[Annotated[int, Field(ge=1)], Literal["off"]], BeforeValidator(_cap),
+                    WithJsonSchema(PART_LEN_SCHEMA)]
+
+
 def _help(text: str) -> str:
     """A field description written as a wrapped paragraph: its words joined by single spaces."""
     return " ".join(text.split())
@@ -118,8 +174,9 @@ class PolicySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     base: Optional[PolicyName] = Field(None, description=_help("""
-        The named set the options are laid over: thatch (its design, R1-R36) or qoder (seed 003's). Omitted: the
-        scenario's policy (for a process) or thatch (at the top)."""))
+        The named set the options are laid over: thatch (its design, R1-R36), qoder (seed 003's) or thatch-later
+        (thatch with the real thatch's later design). Omitted: the scenario's policy (for a process) or thatch (at
+        the top)."""))
     sender_cap: Optional[Cap] = Field(None, description=_help("""
         After this many messages to the same session with no message from the sender's user in between, further sends to
         it are refused until the user writes again; `off` = no cap (thatch)."""))
@@ -147,6 +204,30 @@ class PolicySpec(BaseModel):
         keeps the default 5m (seed 003)."""))
     wake_cap: Optional[Cap] = Field(None, description=_help("""
         thatch's receiver-side cap on wake prompts per recipient per rolling hour (6, R22); `off` = none."""))
+    retry_dedup: Optional[Window] = Field(None, description=_help(f"""
+        The later design: a send (or a broadcast's per-recipient batch) identical to one the sender made within this
+        window is not stored again while that copy is unread ({DURATION_HELP}; the later design's is 10s); `off` =
+        every send stores (seed 000)."""))
+    machinery_markers: Optional[bool] = Field(None, description=_help("""
+        The later design: the plugin's own extraction children carry a durable marker and never auto-register; the
+        idle path deletes a marked session's row."""))
+    split_part_len: Optional[PartLen] = Field(None, description=_help("""
+        The later design: a body over this many UTF-16 units is split into parts (clamped to 500..9000; the later
+        design's is 2000, and THATCH_CHAT_SPLIT_PART_LEN in a process's env overrides it); `off` = no split."""))
+    max_body_chars: Optional[Annotated[int, Field(ge=1)]] = Field(None, description=_help("""
+        The whole-body cap: 10000 in seed 000 (refused with the cap), 20000 in the later design (refused with the
+        attempted count; THATCH_CHAT_MAX_BODY_CHARS overrides it)."""))
+    paged_reads: Optional[bool] = Field(None, description=_help("""
+        The later design: chat_read shows each message up to 2000 characters with a clip marker, every line carries
+        its message id, and `message`/`offset` page through one message without marking anything read."""))
+    name_claims: Optional[bool] = Field(None, description=_help("""
+        The later design: a pruned auto row's own session gets its old name back (seed 001: a fresh name)."""))
+    project_bound_as: Optional[bool] = Field(None, description=_help("""
+        The later design: a claimed `as` must belong to the caller's project; a cross-project or project-less claim
+        is refused with the re-register hint."""))
+    mcp_project_env: Optional[bool] = Field(None, description=_help("""
+        The later design: the MCP server's project is THATCH_PROJECT_DIR, else CURSOR_PROJECT_DIR, else
+        CLAUDE_PROJECT_DIR, else its working directory."""))
 
     def options_over(self, below: PolicyOptions) -> PolicyOptions:
         """These options laid over `below` (or over the named `base`)."""
@@ -156,9 +237,14 @@ class PolicySpec(BaseModel):
             value = getattr(self, key)
             if value is not None:
                 changes[key] = None if value == "off" else value
-        for key in ("inbound", "permissions", "interactive", "unregistered", "exited"):
+        for key in ("inbound", "permissions", "interactive", "unregistered", "exited", "machinery_markers",
+                    "max_body_chars", "paged_reads", "name_claims", "project_bound_as", "mcp_project_env"):
             if getattr(self, key) is not None:
                 changes[key] = getattr(self, key)
+        if self.retry_dedup is not None:
+            changes["retry_dedup_ms"] = None if self.retry_dedup == "off" else self.retry_dedup
+        if self.split_part_len is not None:
+            changes["split_part_len"] = None if self.split_part_len == "off" else self.split_part_len
         if self.repository_inbound is not None:
             changes["repository_inbound"] = None if self.repository_inbound == "none" else self.repository_inbound
         if self.dialog_expiry is not None:
@@ -179,8 +265,9 @@ def _named(value: Any) -> Any:
 
 # Declared as name-or-options for the schema editors read; the validator makes it options.
 PolicyField = Annotated[Optional[Union[PolicyName, PolicySpec]], BeforeValidator(_named)]
-POLICY_DESC = ("The messaging policy: a named set (`thatch`, `qoder`) or options ({base: qoder, sender_cap: 5}); "
-               "see docs/authoring-scenarios.md, \"Messaging policies\".")
+POLICY_DESC = ("The messaging policy and design options: a named set (`thatch`, `qoder`, `thatch-later`) or options "
+               "({base: qoder, sender_cap: 5}); see docs/authoring-scenarios.md, \"Messaging policies\" and "
+               "\"Design options\".")
 
 
 def scenario_options(spec: Any) -> PolicyOptions:
@@ -190,12 +277,12 @@ def scenario_options(spec: Any) -> PolicyOptions:
 
 
 def process_options(spec: Any, proc: Any) -> PolicyOptions:
-    """What one process runs under: its own `policy:` over the scenario's; thatch on a host policies do not model."""
-    if getattr(proc, "kind", DEFAULT_HOST) not in POLICY_HOSTS:
-        return THATCH
+    """What one process runs under: its own `policy:` over the scenario's. On a host the messaging
+    policies do not model, thatch's messaging with the later design's options in force."""
     below = scenario_options(spec)
     own = getattr(proc, "policy", None)
-    return own.options_over(below) if own is not None else below
+    options = own.options_over(below) if own is not None else below
+    return options if getattr(proc, "kind", DEFAULT_HOST) in POLICY_HOSTS else options.later_only()
 
 
 def options_by_process(spec: Any) -> dict[str, PolicyOptions]:
@@ -210,10 +297,13 @@ def uses_policies(spec: Any) -> bool:
 def policy_problems(spec: Any) -> Iterator[tuple[tuple, str, str]]:
     """(key path, problem, fix) for `policy:` uses the engine cannot honour."""
     for i, proc in enumerate(getattr(spec, "processes", [])):
-        if getattr(proc, "policy", None) is not None and proc.kind not in POLICY_HOSTS:
+        own = getattr(proc, "policy", None)
+        # The later design's options apply on every host; a seed-003 option only on the policies' hosts.
+        if own is not None and proc.kind not in POLICY_HOSTS and not own.options_over(THATCH).messaging().is_thatch:
             yield (("processes", i, "policy"), f"`policy:` on `{proc.id}`, a {proc.kind} process",
                    f"messaging policies are modelled on {_POLICY_HOSTS_TEXT} processes: move the policy to an "
-                   f"{_POLICY_HOSTS_TEXT} process (a {_OTHER_HOSTS_TEXT} process runs thatch's design)")
+                   f"{_POLICY_HOSTS_TEXT} process (a {_OTHER_HOSTS_TEXT} process runs thatch's messaging; "
+                   "only the later design's options apply there)")
     kinds = {s.id: p.kind for p in getattr(spec, "processes", []) for s in p.sessions}
     for i, step in enumerate(getattr(spec, "steps", [])):
         if step.action in REVIEW_ACTIONS and kinds.get(step.args.session, DEFAULT_HOST) not in POLICY_HOSTS:
@@ -279,4 +369,7 @@ def policy_spec_of(options: PolicyOptions) -> PolicySpec:
         repository_inbound=options.repository_inbound or "none", permissions=options.permissions,
         interactive=options.interactive, unregistered=options.unregistered, exited=options.exited,
         dialog_expiry=options.dialog_expiry_ms if options.dialog_expiry_ms is not None else "never",
-        wake_cap=options.wake_cap or "off")
+        wake_cap=options.wake_cap or "off", retry_dedup=options.retry_dedup_ms or "off",
+        machinery_markers=options.machinery_markers, split_part_len=options.split_part_len or "off",
+        max_body_chars=options.max_body_chars, paged_reads=options.paged_reads, name_claims=options.name_claims,
+        project_bound_as=options.project_bound_as, mcp_project_env=options.mcp_project_env)
