@@ -34,6 +34,8 @@ from thatch_core.continuation import adopt_continuation
 from thatch_core.db import StoreError
 from thatch_core.ids import MCP_PREFIX, legacy_mcp_session_id, mcp_session_id  # mcp_session_id: public here too
 from thatch_core.names import render_participant
+from thatch_core.policy import DEFAULT as DEFAULT_POLICY
+from thatch_core.policy import Policy
 from thatch_core.prompts import (  # noqa: F401 - LEAVE_LINE: public here too
     LEAVE_LINE,
     chat_notification_nudge,
@@ -79,6 +81,14 @@ def _enabled(config) -> bool:
     return chat_settings(config)[0]
 
 
+def _policy(config):
+    """The design options of whatever config the caller holds (seed 000's when it has none)."""
+    if hasattr(config, "load"):
+        config = config.load()
+    policy = getattr(config, "policy", None)
+    return policy if isinstance(policy, Policy) else DEFAULT_POLICY
+
+
 def _host_id_ok(host_session_id) -> bool:
     # A hook payload without a usable session id (none, blank, or not valid
     # text: a lone surrogate has no UTF-8 form to hash) names no conversation:
@@ -111,7 +121,9 @@ def chat_hook_line(store, config, host_session_id: str, *, project=None, directo
             return leave_line(mcp_id)
         # autoRegister is deliberately not consulted (R30): the hook is the
         # host's identity anchor, not auto-joining.
-        result = store.register(mcp_id, kind="mcp", project=project, directory=directory, auto=True)
+        claims = _policy(config)
+        result = store.register(mcp_id, kind="mcp", project=project, directory=directory, auto=True,
+                                **({"policy": claims} if claims.name_claims else {}))
         if not result.ok:
             return leave_line(mcp_id) if result.tombstoned else None
         others = [(n, k) for n, k in store.pending_by_project(project) if n != result.name] if project else []

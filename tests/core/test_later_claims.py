@@ -155,3 +155,11 @@ def test_a_host_anchored_identity_is_not_a_claim(store):
 def test_the_mcp_project_env_precedence(env, want_later, want_seed):
     assert mcp_project_dir(env, thatch_first=True) == (want_later or os.getcwd())
     assert mcp_project_dir(env) == (want_seed or os.getcwd())
+
+
+def test_the_hook_line_gives_a_pruned_conversation_its_old_name_back(store, frozen):
+    from thatch_core.mcp import chat_hook_line
+    config = StaticConfig(ChatConfig(policy=CLAIMS))
+    first = chat_hook_line(store, config, "HOST-1", project="p")
+    prune_after_a_week(store, frozen)
+    assert chat_hook_line(store, config, "HOST-1", project="p") == first
