@@ -29,6 +29,7 @@ POLL_MS = 30_000
 TURN_MS = 20_000
 T0_MS = 1_767_603_600_000  # 2026-01-05T09:00:00Z, where a scenario's clock starts
 CUTOFF = "2026-01-05T09:00:00Z"
+RENUDGE_POLLS = 30  # the re-nudge cutoff (15 minutes) in poll rounds
 
 _HEARTBEAT = "UPDATE chat_sessions SET last_seen = ? WHERE session_id IN ({})"
 _PENDING = ("SELECT m.id, m.to_session, m.from_session, s.name FROM chat_messages m"
@@ -101,7 +102,14 @@ def _read(conn, sid: str) -> None:
         _tx(conn, _CLAIM.format(",".join("?" * len(rows))), (CUTOFF, *(r[0] for r in rows)))
 
 
-def issue(path: Path, mix: Counter, ids: list[str], share: tuple[int, int] = (0, 1)) -> None:
+def poll_stamps(mix: Counter, procs: int) -> list[str]:
+    """The ISO second of each poll round (formatted before the clock starts)."""
+    rounds = mix["pending_notifications"] // max(procs, 1) + 1
+    return [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(T0_MS // 1000 + (r + 1) * POLL_MS // 1000))
+            for r in range(rounds)]
+
+
+def issue(path: Path, mix: Counter, ids: list[str], stamps: list[str], share: tuple[int, int] = (0, 1)) -> None:
     """Issue share `p` of `n` of the statement mix (every statement when n is 1).
 
     Each simulated process has its own connection, as each opencode process
@@ -123,9 +131,12 @@ def issue(path: Path, mix: Counter, ids: list[str], share: tuple[int, int] = (0,
         g = k % procs
         if g % n != p:
             continue
+        # Each poll beats at its own second and asks with its own cutoff, as a
+        # run does: SQLite skips writing a row updated to the value it holds.
+        at = k // procs
         if k < mix["heartbeat"]:
-            _tx(conns[g], beat, (CUTOFF, *groups[g]))
-        conns[g].execute(pending, (*groups[g], CUTOFF)).fetchall()
+            _tx(conns[g], beat, (stamps[at], *groups[g]))
+        conns[g].execute(pending, (*groups[g], stamps[max(at - RENUDGE_POLLS, 0)])).fetchall()
     for k in range(p, mix["send"], n):
         frm, to = ids[k % len(ids)], ids[(k + 1) % len(ids)]
         _send(conn_of(frm), frm, to, names[to], f"status {k}")
@@ -142,24 +153,26 @@ def raw_sql(mix: Counter, procs: int, root: Path) -> float:
     """Seconds for the statement mix in one process, straight through sqlite3."""
     path = root / "raw-one.db"
     ids = prepare_db(path, procs)
+    stamps = poll_stamps(mix, procs)
     t0 = time.perf_counter()
-    issue(path, mix, ids)
+    issue(path, mix, ids, stamps)
     return time.perf_counter() - t0
 
 
-def _forked_worker(path, mix, ids, share, ready, go) -> None:
+def _forked_worker(path, mix, ids, stamps, share, ready, go) -> None:
     ready.release()
     go.wait()
-    issue(path, mix, ids, share)
+    issue(path, mix, ids, stamps, share)
 
 
 def raw_sql_forked(mix: Counter, procs: int, root: Path) -> float:
     """Seconds for the statement mix split over `procs` free-running forked processes on one WAL file."""
     path = root / "raw-forked.db"
     ids = prepare_db(path, procs)
+    stamps = poll_stamps(mix, procs)
     ctx = multiprocess.get_context("fork")
     ready, go = ctx.Semaphore(0), ctx.Event()
-    workers = [ctx.Process(target=_forked_worker, args=(path, mix, ids, (p, procs), ready, go))
+    workers = [ctx.Process(target=_forked_worker, args=(path, mix, ids, stamps, (p, procs), ready, go))
                for p in range(procs)]
     for w in workers:
         w.start()
