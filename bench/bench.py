@@ -12,14 +12,20 @@ Prints, side by side in one run:
   process boundary, one round trip per window: D-sim-23), `lockstep` (serial
   dispatch, one round trip per agenda entry) and `concurrent` dispatch (the
   race mode: commands due at one instant go out as one wave);
-- the raw cost of the same SQL work done by thatch_core.store in ONE process
-  (the statement mix replayed from the run's history: heartbeats and pending
-  notification queries per poll, sends, reads, delivered stamps) and the
-  overhead ratio run/raw (target <= 3x);
+- the floors (bench/floors.py): the same SQL statements issued straight
+  through sqlite3 in ONE process (a connection per simulated process; the
+  statement mix replayed from the run's history: heartbeats and pending
+  notification queries per poll, sends, reads, delivered stamps), the same
+  statements from N free-running forked processes on one WAL file, and the
+  code under test alone (thatch_core's runtimes, pollers and stores for the
+  same sessions, polls and mail, driven in one process under a patched
+  clock, no simulator); and every ratio: forked / one process, code under
+  test / raw SQL (target <= 1.5x), harness = run / code under test (targets:
+  windowed <= 1.3x, lockstep <= 2x), run / raw SQL (target <= 3x);
 - the cost per simulated poll for 1, 2, 4, 8, 16, 32 processes over a
   shorter virtual span, per engine (target: flat within 1.5x);
 - the scenario suite's wall time on 2 cores (`pytest -n 2 scenarios -q` in a
-  subprocess; target <= 20 s); `--no-suite` skips it.
+  subprocess; target <= 20 s); `--no-suite` skips it, `--no-scaling` the scaling rows.
 
 Numbers depend on the machine and its load: run it on a quiet one.
 """

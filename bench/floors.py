@@ -222,8 +222,9 @@ class _World:
         from thatch_core.runtime import OpencodeRuntime
         from thatch_core.store import ChatStore
 
-        self.wakes: list[str] = []
+        self.wakes: list[tuple[str, list]] = []
         self.counts: Counter = Counter()
+        self.seq = 0  # turn ends at one instant, in the order their turns began
         self.runtimes, self.owner, self.conns = [], {}, []
         for p in range(procs):
             conn = open_db(root / "core.db")
@@ -270,37 +271,55 @@ def core_alone(procs: int, virtual_ms: int, *, mail_every_ms: int = 600_000, see
     return wall, world.counts
 
 
-def _agenda(world: _World, procs: int, virtual_ms: int, mail_every_ms: int, seed: int) -> list:
-    """(at, order, what, args): the polls and the sends of the reference scenario."""
-    agenda = [(at, p, "poll", p) for at in range(POLL_MS, virtual_ms + 1, POLL_MS) for p in range(procs)]
+def _agenda(world: _World, procs: int, virtual_ms: int, mail_every_ms: int, seed: int) -> tuple[list, list]:
+    """The poll instants, and a heap of the rest (at, order, seq, what, args): the sends of the
+    reference scenario, later the turn ends. At one instant the simulator's agenda order holds:
+    scripted sends, then the turn ends (harness follow-ups), then the polls."""
+    polls = list(range(POLL_MS, virtual_ms + 1, POLL_MS))
     rng = random.Random(seed)
     names = {sid: rt.store.get(sid).name for sid, rt in world.owner.items()}
-    for at in range(60_000, virtual_ms, mail_every_ms):
+    events = []
+    for k, at in enumerate(range(60_000, virtual_ms, mail_every_ms)):
         a, b = rng.sample(world.labels, 2)
-        agenda.append((at, -1, "send", (a, names[b])))
-    heapq.heapify(agenda)
-    return agenda
+        events.append((at, -2, k, "send", (a, names[b])))
+    heapq.heapify(events)
+    return polls, events
 
 
-def _drive(world: _World, agenda: list, now: list) -> None:
-    seq = 1 << 20
-    while agenda:
-        at, _, what, arg = heapq.heappop(agenda)
+def _drive(world: _World, agenda: tuple[list, list], now: list) -> None:
+    polls, events = agenda
+    pollers = [rt.poller for rt in world.runtimes]
+    for at in polls:
+        while events and events[0][:2] < (at, 0):
+            _event(world, events, now, *heapq.heappop(events))
         now[0] = (T0_MS + at) / 1000.0
-        if what == "poll":
-            world.counts["poll"] += 1
-            world.runtimes[arg].poller.poll()
-        elif what == "send":
-            frm, to = arg
-            world.counts["send"] += world.owner[frm].call_tool(frm, "thatch_chat_send", {"to": to, "body": "status"}).ok
-        elif what == "idle":
-            world.owner[arg].on_session_status(arg, "idle")
-        while world.wakes:
-            sid, parts = world.wakes.pop(0)
-            world.counts["wake"] += 1
-            rt = world.owner[sid]
-            rt.on_chat_message(sid, parts)
-            rt.on_session_status(sid, "busy")
-            world.counts["read"] += rt.call_tool(sid, "thatch_chat_read", {}).ok
-            seq += 1
-            heapq.heappush(agenda, (at + TURN_MS, seq, "idle", sid))
+        for poller in pollers:
+            poller.poll()
+            if world.wakes:
+                _turns(world, events, at)
+    world.counts["poll"] += len(polls) * len(pollers)
+    while events:
+        _event(world, events, now, *heapq.heappop(events))
+
+
+def _event(world: _World, events: list, now: list, at: int, order: int, seq: int, what: str, arg) -> None:
+    now[0] = (T0_MS + at) / 1000.0
+    if what == "send":
+        frm, to = arg
+        world.counts["send"] += world.owner[frm].call_tool(frm, "thatch_chat_send", {"to": to, "body": "status"}).ok
+    else:
+        world.owner[arg].on_session_status(arg, "idle")
+    _turns(world, events, at)
+
+
+def _turns(world: _World, events: list, at: int) -> None:
+    """The wake prompts just sent: each starts a reader's turn (read now, idle a turn later)."""
+    while world.wakes:
+        sid, parts = world.wakes.pop(0)
+        world.counts["wake"] += 1
+        rt = world.owner[sid]
+        rt.on_chat_message(sid, parts)
+        rt.on_session_status(sid, "busy")
+        world.counts["read"] += rt.call_tool(sid, "thatch_chat_read", {}).ok
+        world.seq += 1
+        heapq.heappush(events, (at + TURN_MS, -1, world.seq, "idle", sid))

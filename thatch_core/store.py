@@ -478,7 +478,10 @@ class ChatStore(UpkeepMixin, PolicyMixin):
         ids = self._hosted_ids(session_ids)
         if not ids:
             return []
-        cutoff = renudge_cutoff_iso if is_text(renudge_cutoff_iso) else ""
+        cutoff = renudge_cutoff_iso
+        # The poller's ISO cutoff is plain ASCII text: it needs no encoding check.
+        if not (type(cutoff) is str and cutoff.isascii()) and not is_text(cutoff):
+            cutoff = ""
         if len(ids) <= CHUNK:  # one query, already in id order
             return [NotificationRow(id=i, to_session=t, from_session=f, from_name=n)
                     for i, t, f, n in self.conn.execute(_pending_sql(len(ids)), (*ids, cutoff))]
