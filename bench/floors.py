@@ -73,21 +73,35 @@ def prepare_db(path: Path, procs: int) -> list[str]:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=2.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 2000")
+    # A floor waits out a held lock however long a loaded machine holds it:
+    # it measures the statements, not a give-up policy.
+    conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 60000")
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn
 
 
+def _begin(conn: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, retried when SQLite's unfair busy handler gives up early (as the store's is)."""
+    for attempt in range(100):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.001 * (attempt + 1))
+
+
 def _tx(conn: sqlite3.Connection, sql: str, args: tuple) -> list:
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn)
     rows = conn.execute(sql, args).fetchall()
     conn.execute("COMMIT")
     return rows
 
 
 def _send(conn, frm: str, to: str, name: str, body: str) -> None:
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn)
     conn.execute(_ROW, (frm,)).fetchone()
     conn.execute(_BY_NAME, (name,)).fetchone()
     conn.execute(_STANDING, (to,)).fetchone()
@@ -183,9 +197,8 @@ def raw_sql_forked(mix: Counter, procs: int, root: Path) -> float:
     for w in workers:
         w.join()
     wall = time.perf_counter() - t0
-    if any(w.exitcode != 0 for w in workers):
-        raise RuntimeError("a forked SQL worker failed")
-    return wall
+    # A worker that failed leaves its share undone: no figure, rather than a low one.
+    return wall if all(w.exitcode == 0 for w in workers) else float("nan")
 
 
 # ----------------------------------------------------------------------
