@@ -12,14 +12,20 @@ Prints, side by side in one run:
   process boundary, one round trip per window: D-sim-23), `lockstep` (serial
   dispatch, one round trip per agenda entry) and `concurrent` dispatch (the
   race mode: commands due at one instant go out as one wave);
-- the raw cost of the same SQL work done by thatch_core.store in ONE process
-  (the statement mix replayed from the run's history: heartbeats and pending
-  notification queries per poll, sends, reads, delivered stamps) and the
-  overhead ratio run/raw (target <= 3x);
+- the floors (bench/floors.py): the same SQL statements issued straight
+  through sqlite3 in ONE process (a connection per simulated process; the
+  statement mix replayed from the run's history: heartbeats and pending
+  notification queries per poll, sends, reads, delivered stamps), the same
+  statements from N free-running forked processes on one WAL file, and the
+  code under test alone (thatch_core's runtimes, pollers and stores for the
+  same sessions, polls and mail, driven in one process under a patched
+  clock, no simulator); and every ratio: forked / one process, code under
+  test / raw SQL (target <= 1.5x), harness = run / code under test (targets:
+  windowed <= 1.3x, lockstep <= 2x), run / raw SQL (target <= 3x);
 - the cost per simulated poll for 1, 2, 4, 8, 16, 32 processes over a
   shorter virtual span, per engine (target: flat within 1.5x);
 - the scenario suite's wall time on 2 cores (`pytest -n 2 scenarios -q` in a
-  subprocess; target <= 20 s); `--no-suite` skips it.
+  subprocess; target <= 20 s); `--no-suite` skips it, `--no-scaling` the scaling rows.
 
 Numbers depend on the machine and its load: run it on a quiet one.
 """
@@ -41,6 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from simulator import Scenario, run_scenario  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import floors  # noqa: E402
 
 SESSIONS_PER_PROC = 4
 HOUR = 3_600_000
@@ -94,36 +103,9 @@ def statement_mix(result) -> Counter:
     return mix
 
 
-def raw_cost(mix: Counter, procs: int, root: Path) -> float:
-    """Seconds to run the same statements through ChatStore in one process, no simulator."""
-    from thatch_core.db import open_db
-    from thatch_core.store import ChatStore
-
-    conn = open_db(root / "raw.db")
-    store = ChatStore(conn, rng=random.Random(0))
-    ids = [f"ses_{n:024x}" for n in range(procs * SESSIONS_PER_PROC)]
-    for sid in ids:
-        store.register(sid, project="proj", title=f"task {sid[-4:]}")
-    groups = [ids[p * SESSIONS_PER_PROC:(p + 1) * SESSIONS_PER_PROC] for p in range(procs)]
-    t0 = time.perf_counter()
-    for n in range(mix["pending_notifications"]):
-        group = groups[n % procs]
-        if n < mix["heartbeat"]:
-            store.heartbeat(group)
-        store.pending_notifications(group, "2026-01-05T09:00:00Z")
-    for n in range(mix["send"]):
-        store.send(ids[n % len(ids)], ids[(n + 1) % len(ids)], f"status {n}")
-    for n in range(mix["mark_delivered"]):
-        store.mark_delivered([n + 1])
-    for n in range(mix["read"]):
-        store.read(ids[(n + 1) % len(ids)])
-    elapsed = time.perf_counter() - t0
-    conn.close()
-    return elapsed
-
-
-def reference(ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) -> dict:
-    """Each column's (dispatches, wall s, statement mix, raw SQL s) for the reference run."""
+def reference(ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) -> tuple[dict, dict]:
+    """Each column's (dispatches, wall s, statement mix, floors) for the reference run, and
+    the code under test alone (wall s and what it did)."""
     cols = {}
     raws: dict = {}
     for col, (dispatch, engine) in MODES.items():
@@ -133,23 +115,28 @@ def reference(ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) ->
         mix = statement_mix(result)
         key = tuple(sorted(mix.items()))
         if key not in raws:  # the same work costs the same raw SQL: measure each distinct mix once
-            raws[key] = raw_cost(mix, ref_procs, root)
+            raws[key] = (floors.raw_sql(mix, ref_procs, root / f"raw{len(raws)}"),
+                         floors.raw_sql_forked(mix, ref_procs, root / f"raw{len(raws)}"))
         # Keep the figures, not the run: a parent holding several 24-hour
         # histories makes every later fork (the scaling rows) pay for
         # copy-on-write of that heap.
         cols[col] = (result.dispatches, wall, mix, raws[key])
         del result
         gc.collect()
-    return cols
+    core = floors.core_alone(ref_procs, ref_ms)
+    return cols, {"wall": core[0], "did": core[1]}
 
 
 def row(label, values, target=""):
     print(f"{label:<34}" + "".join(f"{v:>16}" for v in values) + (f"  {target}" if target else ""))
 
 
-def print_reference(cols: dict, ref_procs: int, ref_ms: int) -> None:
+def print_reference(cols: dict, core: dict, ref_procs: int, ref_ms: int) -> None:
     speed = {m: ref_ms / 1000 / c[1] for m, c in cols.items()}
-    over = {m: (c[1] / c[3] if c[3] > 0 else float("inf")) for m, c in cols.items()}
+    raw = {m: c[3][0] for m, c in cols.items()}
+    over = {m: ratio(c[1], raw[m]) for m, c in cols.items()}
+    harness = {m: ratio(c[1], core["wall"]) for m, c in cols.items()}
+    code = {m: ratio(core["wall"], raw[m]) for m in cols}
 
     def verdicts(ok):
         return ", ".join(f"{m} {'ok' if ok(m) else 'MISSED'}" for m in MODES)
@@ -166,11 +153,26 @@ def print_reference(cols: dict, ref_procs: int, ref_ms: int) -> None:
     same = len(set(mixes.values())) == 1
     for m in (list(MODES)[:1] if same else MODES):
         print(f"{'statement mix' + ('' if same else f' ({m})'):<34}{'':>{16 * len(MODES)}}  {mixes[m]}")
-    row("same SQL in one process", [f"{cols[m][3]:.2f} s" for m in MODES])
+    did = ", ".join(f"{k}={v}" for k, v in sorted(core["did"].items()))
+    print(f"{'code under test alone did':<34}{'':>{16 * len(MODES)}}  {did}")
+    row("raw SQL, one process", [f"{raw[m]:.2f} s" for m in MODES])
+    row(f"raw SQL, {ref_procs} forked processes", [f"{cols[m][3][1]:.2f} s" for m in MODES],
+        "free-running, one WAL file")
+    row("code under test alone", [f"{core['wall']:.2f} s"] * len(MODES), "thatch_core, one process, no simulator")
+    row("forked / one process (SQL)", [f"{ratio(cols[m][3][1], raw[m]):.2f}x" for m in MODES])
+    row("code under test / raw SQL", [f"{code[m]:.2f}x" for m in MODES],
+        "<= 1.5x " + ("ok" if code["windowed"] <= 1.5 else "MISSED"))
+    row("harness (run / code under test)", [f"{harness[m]:.2f}x" for m in MODES],
+        "windowed <= 1.3x " + ("ok" if harness["windowed"] <= 1.3 else "MISSED")
+        + ", lockstep <= 2x " + ("ok" if harness["lockstep"] <= 2 else "MISSED"))
     row("overhead (run / raw SQL)", [f"{over[m]:.1f}x" for m in MODES],
         "<= 3x " + verdicts(lambda m: over[m] <= 3))
     base = cols["windowed"][1]
     row("wall time / windowed", [f"{cols[m][1] / base:.2f}x" for m in MODES])
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("inf")
 
 
 def scaling(scale: tuple, scale_ms: int, root: Path, wall_timeout_s: float) -> None:
@@ -211,6 +213,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shrink everything (CI smoke)")
     ap.add_argument("--no-suite", action="store_true", help="skip the scenario suite's wall time")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the scaling rows")
     ap.add_argument("--wall-timeout", type=float, default=900.0)
     opts = ap.parse_args(argv)
     ref_procs, ref_ms = (4, HOUR) if opts.quick else (16, 24 * HOUR)
@@ -219,13 +222,14 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="thatch-bench-") as tmp:
         root = Path(tmp)
         try:
-            cols = reference(ref_procs, ref_ms, root, opts.wall_timeout)
+            cols, core = reference(ref_procs, ref_ms, root, opts.wall_timeout)
         except RuntimeError as err:
             print(err, file=sys.stderr)
             return 1
-        print_reference(cols, ref_procs, ref_ms)
-        print()
-        scaling(scale, scale_ms, root, opts.wall_timeout)
+        print_reference(cols, core, ref_procs, ref_ms)
+        if not opts.no_scaling:
+            print()
+            scaling(scale, scale_ms, root, opts.wall_timeout)
     if not (opts.quick or opts.no_suite):
         print()
         suite_wall()

@@ -21,12 +21,26 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# Formatted seconds: a poll formats "now" and its re-nudge cutoff, which
+# change once a second at most. A pure function of the second, so a cached
+# text is the text strftime would give (D-speed-core-3); cleared when full.
+_ISO_CACHE: dict[int, str] = {}
+_ISO_CACHE_MAX = 256
+
+
 def iso(ms: int | None = None) -> str:
     """Second-resolution UTC ISO timestamp of ``ms`` (epoch ms), or of now."""
     if ms is None:
         ms = now_ms()
-    # gmtime with an explicit argument is a pure conversion (never frozen).
-    return time.strftime(ISO_FORMAT, time.gmtime(ms // 1000))
+    sec = ms // 1000
+    text = _ISO_CACHE.get(sec)
+    if text is None:
+        # gmtime with an explicit argument is a pure conversion (never frozen).
+        text = time.strftime(ISO_FORMAT, time.gmtime(sec))
+        if len(_ISO_CACHE) >= _ISO_CACHE_MAX:
+            _ISO_CACHE.clear()
+        _ISO_CACHE[sec] = text
+    return text
 
 
 def iso_ms_ago(ms: int) -> str:

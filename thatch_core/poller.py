@@ -205,6 +205,8 @@ class ChatPoller:
             except Exception as err:  # noqa: BLE001
                 self._log(f"[thatch] chat delivery query failed: {err!r}")
                 return
+            if not pending:
+                return
             hosted_set = set(hosted)
             by_recipient: dict[str, list] = {}
             for row in pending:

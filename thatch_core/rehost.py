@@ -55,10 +55,15 @@ class HostedSet:
         # persist that would write the same bytes over our own untouched
         # file is skipped (every host event persists; most change nothing).
         self._written: tuple[str, tuple] | None = None
+        # The answer of the last expire, good until the earliest grace ends or
+        # the set changes (every poll asks twice; D-speed-core-5).
+        self._hosted_sorted: list[str] | None = None
+        self._valid_until_ms: int | None = None
 
     def touch(self, session_id: str, now_ms: int) -> None:
         """Activity: host the session; a re-hosted one graduates to permanent."""
         with self._lock:
+            self._hosted_sorted = None
             entry = self._hosted.get(session_id)
             if entry is None:
                 self._hosted[session_id] = Hosted(now_ms)
@@ -70,6 +75,7 @@ class HostedSet:
     def drop(self, session_id: str) -> None:
         """Stop hosting (the session was deleted or exited here)."""
         with self._lock:
+            self._hosted_sorted = None
             self._hosted.pop(session_id, None)
         self.persist()
 
@@ -78,11 +84,18 @@ class HostedSet:
         without activity, and return the remaining set (sorted) and the
         dropped ids."""
         with self._lock:
+            cached = self._hosted_sorted
+            if cached is not None and (self._valid_until_ms is None or now_ms < self._valid_until_ms):
+                return list(cached), []
             expired = [sid for sid, h in self._hosted.items()
                        if h.rehost_until_ms is not None and now_ms >= h.rehost_until_ms]
             for sid in expired:
                 del self._hosted[sid]
             hosted = sorted(self._hosted)
+            self._hosted_sorted = hosted
+            self._valid_until_ms = min((h.rehost_until_ms for h in self._hosted.values()
+                                        if h.rehost_until_ms is not None), default=None)
+            hosted = list(hosted)
         if expired:
             self.persist()
         return hosted, expired
@@ -126,6 +139,7 @@ class HostedSet:
                 if now_ms >= until:
                     continue
                 self._hosted[sid] = Hosted(last, rehost_until_ms=until)
+                self._hosted_sorted = None
                 loaded.append(sid)
         return loaded
 

@@ -11,10 +11,11 @@ written. No raw ``sqlite3`` exception leaves this class: they become
 
 from __future__ import annotations
 
+import functools
 import random
 import sqlite3
 import threading
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from thatch_core import clock
 from thatch_core.constants import MAX_BODY_LEN
@@ -23,7 +24,7 @@ from thatch_core.git import detect_worktree_kind
 from thatch_core.names import NAME_POOL, format_name, render_participant, topic_from_title
 from thatch_core.staleness import is_stale
 from thatch_core.store_guard import (
-    HOST_KINDS, ROW_COLS, chunks, guarded, id_list, is_id, is_text, marks, row_id_list, row_of,
+    CHUNK, HOST_KINDS, ROW_COLS, IdMemo, chunks, guarded, is_id, is_text, marks, row_id_list, row_of,
     shown, text_or_none, text_problem,
 )
 from thatch_core.policy import DEFAULT as DEFAULT_POLICY
@@ -73,6 +74,24 @@ def err_bad_kind(kind: str) -> str:
     return f'Unknown host kind "{kind}" (expected one of: {", ".join(HOST_KINDS)}).'
 
 
+@functools.lru_cache(maxsize=None)
+def _in_list(update: str, n: int) -> str:
+    """``update`` completed with ``n`` placeholders: one string per shape, so
+    sqlite3's statement cache (keyed by the SQL text) prepares it once."""
+    return f"{update} ({marks(n)})"
+
+
+@functools.lru_cache(maxsize=None)
+def _pending_sql(n: int) -> str:
+    """The pending-notification query for ``n`` recipients (built once per ``n``)."""
+    return ("SELECT m.id, m.to_session, m.from_session, s.name FROM chat_messages m"
+            " LEFT JOIN chat_sessions s ON s.session_id = m.from_session"
+            f" WHERE m.read_at IS NULL AND m.to_session IN ({marks(n)})"
+            " AND (m.delivered_at IS NULL OR m.delivered_at <= ?)"
+            " AND EXISTS (SELECT 1 FROM chat_sessions cs WHERE cs.session_id = m.to_session)"
+            " ORDER BY m.id")
+
+
 class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
     """Directory (``chat_sessions``), inbox (``chat_messages``) and upkeep.
 
@@ -88,6 +107,8 @@ class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
         self.conn = conn
         self.rng = rng if rng is not None else random.Random(0)
         self._lock = threading.RLock()
+        # The poll path's argument check, memoised on the hosted list (D-speed-core-4).
+        self._hosted_ids = IdMemo()
 
     # ------------------------------------------------------------------
     # Directory
@@ -279,12 +300,12 @@ class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
 
         A bare string is one id; values that are not ids are skipped.
         """
-        ids = id_list(session_ids)
+        ids = self._hosted_ids(session_ids)
         if not ids:
             return
         self._stamp_now("UPDATE chat_sessions SET last_seen = ? WHERE session_id IN", ids)
 
-    def _stamp_now(self, update: str, keys: list) -> None:
+    def _stamp_now(self, update: str, keys: Sequence) -> None:
         """Run ``update`` (ending in ``IN``) with now over every chunk of ``keys``.
 
         One transaction and one timestamp for all chunks, so a long id list
@@ -292,8 +313,11 @@ class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
         """
         now = clock.iso()
         with immediate(self.conn):
+            if len(keys) <= CHUNK:  # a poll's few hosted ids: no chunking machinery
+                self.conn.execute(_in_list(update, len(keys)), (now, *keys))
+                return
             for chunk in chunks(keys):
-                self.conn.execute(f"{update} ({marks(len(chunk))})", (now, *chunk))
+                self.conn.execute(_in_list(update, len(chunk)), (now, *chunk))
 
     # ------------------------------------------------------------------
     # Messages
@@ -497,18 +521,20 @@ class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
 
         A cutoff that is not an ISO string selects never-delivered mail only.
         """
-        ids = id_list(session_ids)
-        cutoff = renudge_cutoff_iso if is_text(renudge_cutoff_iso) else ""
+        ids = self._hosted_ids(session_ids)
+        if not ids:
+            return []
+        cutoff = renudge_cutoff_iso
+        # The poller's ISO cutoff is plain ASCII text: it needs no encoding check.
+        if not (type(cutoff) is str and cutoff.isascii()) and not is_text(cutoff):
+            cutoff = ""
+        if len(ids) <= CHUNK:  # one query, already in id order
+            return [NotificationRow(id=i, to_session=t, from_session=f, from_name=n)
+                    for i, t, f, n in self.conn.execute(_pending_sql(len(ids)), (*ids, cutoff))]
         out: list[NotificationRow] = []
         for chunk in chunks(ids):
             out.extend(NotificationRow(id=i, to_session=t, from_session=f, from_name=n)
-                       for i, t, f, n in self.conn.execute(
-                "SELECT m.id, m.to_session, m.from_session, s.name FROM chat_messages m"
-                " LEFT JOIN chat_sessions s ON s.session_id = m.from_session"
-                f" WHERE m.read_at IS NULL AND m.to_session IN ({marks(len(chunk))})"
-                " AND (m.delivered_at IS NULL OR m.delivered_at <= ?)"
-                " AND EXISTS (SELECT 1 FROM chat_sessions cs WHERE cs.session_id = m.to_session)"
-                " ORDER BY m.id", (*chunk, cutoff)))
+                       for i, t, f, n in self.conn.execute(_pending_sql(len(chunk)), (*chunk, cutoff)))
         out.sort(key=lambda r: r.id)
         return out
 

@@ -17,7 +17,9 @@ import sqlite3
 import time
 from typing import Any, Iterable, Sequence
 
-from thatch_core.db import BUSY_RETRIES, StoreError, backoff_s, busy_budget, is_busy, spend_busy_attempt, wrap_error
+from thatch_core.db import (
+    BUSY_RETRIES, CALL_BUDGET, StoreError, backoff_s, is_busy, spend_busy_attempt, wrap_error,
+)
 from thatch_core.types import SessionRow
 
 HOST_KINDS = ("opencode", "mcp")
@@ -46,6 +48,7 @@ def chunks(items: Sequence, size: int = CHUNK) -> Iterable[Sequence]:
         yield items[i:i + size]
 
 
+@functools.lru_cache(maxsize=CHUNK + 1)
 def marks(n: int) -> str:
     return ",".join("?" * n)
 
@@ -98,6 +101,33 @@ def id_list(values: Any) -> list[str]:
     return list(dict.fromkeys(v for v in items if is_id(v)))
 
 
+class IdMemo:
+    """:func:`id_list` of the last list given, kept by one store for its poller.
+
+    A poller passes the same hosted list every cycle; the answer is a pure
+    function of the list's items (immutable strings), so an equal list gets
+    the same answer without re-checking each id (D-speed-core-4). Anything
+    but a plain list of plain strings takes :func:`id_list` every time.
+    """
+
+    __slots__ = ("key", "ids")
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.ids: tuple = ()
+
+    def __call__(self, values: Any) -> tuple:
+        if type(values) is not list:
+            return tuple(id_list(values))
+        key = tuple(values)
+        if key == self.key:
+            return self.ids
+        ids = tuple(id_list(key))
+        if all(type(v) is str for v in key):
+            self.key, self.ids = key, ids
+        return ids
+
+
 def is_row_id(value: Any) -> bool:
     """A usable message id or pid: a positive int SQLite can hold (a bool is not a number here)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_SQL_INT
@@ -135,23 +165,44 @@ def guarded(method):
     argument checks let through and sqlite cannot bind is a StoreError too,
     never a ``UnicodeEncodeError`` or ``OverflowError`` (D-store-20).
     """
+    doing = method.__name__
+
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        doing = method.__name__
-        with self._lock, busy_budget():
-            attempt = 0
-            while True:
-                try:
-                    return method(self, *args, **kwargs)
-                except sqlite3.Error as exc:
-                    if is_busy(exc) and not _in_tx(self.conn) and spend_busy_attempt(BUSY_RETRIES - attempt - 1):
-                        time.sleep(backoff_s(attempt))
-                        attempt += 1
-                        continue
-                    raise wrap_error(exc, doing) from exc
-                except (UnicodeEncodeError, OverflowError) as exc:
-                    raise StoreError(f"a value given to {doing} cannot be stored ({exc})") from exc
+        # The common case inline (no helper frames): one try that succeeds.
+        # Every failure takes _retrying, which runs the whole retry loop.
+        with self._lock:
+            # thatch_core.db.busy_budget, inline: a nested call joins the outer budget.
+            opened = CALL_BUDGET.left is None
+            if opened:
+                CALL_BUDGET.left = BUSY_RETRIES
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.Error as exc:
+                return _retrying(method, self, args, kwargs, exc, doing)
+            except (UnicodeEncodeError, OverflowError) as exc:
+                raise StoreError(f"a value given to {doing} cannot be stored ({exc})") from exc
+            finally:
+                if opened:
+                    CALL_BUDGET.left = None
     return wrapper
+
+
+def _retrying(method, store, args, kwargs, exc: Exception, doing: str):
+    """The guard's loop after the first try of ``method`` raised ``exc``: re-run
+    it while a statement outside a transaction was busy and the budget lasts."""
+    attempt = 0
+    while True:
+        if not isinstance(exc, sqlite3.Error):
+            raise StoreError(f"a value given to {doing} cannot be stored ({exc})") from exc
+        if not (is_busy(exc) and not _in_tx(store.conn) and spend_busy_attempt(BUSY_RETRIES - attempt - 1)):
+            raise wrap_error(exc, doing) from exc
+        time.sleep(backoff_s(attempt))
+        attempt += 1
+        try:
+            return method(store, *args, **kwargs)
+        except (sqlite3.Error, UnicodeEncodeError, OverflowError) as again:
+            exc = again
 
 
 def _in_tx(conn: sqlite3.Connection) -> bool:
