@@ -339,7 +339,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_WALL_BUDGET_S:g})")
     p.add_argument("--engine", choices=ENGINES, default=None,
                    help="serial dispatch engine: lockstep (one round trip per agenda entry) or windowed (one per "
-                        "window, D-sim-23); default $THATCH_SIM_ENGINE, else lockstep")
+                        "window, D-sim-23); default $THATCH_SIM_ENGINE, else windowed")
 
 
 def _lint_arguments(p: argparse.ArgumentParser) -> None:

@@ -43,6 +43,8 @@ from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import process_options
 
 ENGINES = ("lockstep", "windowed")
+# Both give one judged history per scenario and seed (D-speed-harness-1); lockstep stays on request.
+DEFAULT_ENGINE = "windowed"
 # Agents whose turns only read their own inbox: a mail turn of any other kind may send.
 LOCAL_AGENTS = frozenset({"reader", "silent"})
 _NEVER = (float("inf"), 0)
@@ -275,4 +277,4 @@ def _store_facts(db_path: Path) -> tuple[set[str], float]:
     return known, float(min(risks, default=float("inf")))
 
 
-__all__ = ["ENGINES", "Windows"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "Windows"]
