@@ -380,7 +380,7 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run one scenario and print its verdicts",
             ("thatch-sim run scenarios/delivery/one-wake-many-senders.yaml", "thatch-sim run FILE --seed 7 --keep",
-             "thatch-sim run FILE --run-dir /tmp/one-wake --wall-budget 600", "thatch-sim run FILE --engine windowed"),
+             "thatch-sim run FILE --run-dir /tmp/one-wake --wall-budget 600", "thatch-sim run FILE --engine lockstep"),
             _run_arguments, cmd_run),
     Command("lint", "validate scenario files and directories: every error, as FILE:LINE",
             ("thatch-sim lint", "thatch-sim lint scenarios/delivery my-scenario.yaml"), _lint_arguments, cmd_lint),
