@@ -42,7 +42,7 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
 
     `seed` overrides `spec.seed`; `overrides` are test injections passed to
     every HarnessContext (`{"store": ..., "poller": ..., "harness": ...}`);
-    `engine` is "lockstep" or "windowed" (default: $THATCH_SIM_ENGINE, else lockstep).
+    `engine` is "lockstep" or "windowed" (default: $THATCH_SIM_ENGINE, else windowed).
     Raises `SimulationTimeout` when the wall guard fires (children killed).
     """
     run_dir = Path(run_dir)

@@ -339,7 +339,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_WALL_BUDGET_S:g})")
     p.add_argument("--engine", choices=ENGINES, default=None,
                    help="serial dispatch engine: lockstep (one round trip per agenda entry) or windowed (one per "
-                        "window, D-sim-23); default $THATCH_SIM_ENGINE, else lockstep")
+                        "window, D-sim-23); default $THATCH_SIM_ENGINE, else windowed")
 
 
 def _lint_arguments(p: argparse.ArgumentParser) -> None:
@@ -380,7 +380,7 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run one scenario and print its verdicts",
             ("thatch-sim run scenarios/delivery/one-wake-many-senders.yaml", "thatch-sim run FILE --seed 7 --keep",
-             "thatch-sim run FILE --run-dir /tmp/one-wake --wall-budget 600", "thatch-sim run FILE --engine windowed"),
+             "thatch-sim run FILE --run-dir /tmp/one-wake --wall-budget 600", "thatch-sim run FILE --engine lockstep"),
             _run_arguments, cmd_run),
     Command("lint", "validate scenario files and directories: every error, as FILE:LINE",
             ("thatch-sim lint", "thatch-sim lint scenarios/delivery my-scenario.yaml"), _lint_arguments, cmd_lint),

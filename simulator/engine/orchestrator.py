@@ -49,7 +49,7 @@ from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.observer import Observer, observations
 from simulator.engine.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
-from simulator.engine.window import ENGINES, Windows
+from simulator.engine.window import DEFAULT_ENGINE, ENGINES, Windows
 from simulator.engine.world import World
 from simulator.events import (
     FAULT_FIRED, FAULT_NOT_FIRED, LOCK_RELEASED, PHASE, PROCESS_START, RUN_END, RUN_START, SLEEP_END, STEP_DROPPED,
@@ -106,7 +106,7 @@ class Orchestrator:
                  progress: Optional[Callable[[int, int], None]] = None, busy_timeout_ms: Optional[int] = None,
                  stop_grace_s: float = STOP_GRACE_S, engine: Optional[str] = None) -> None:
         self.spec = spec
-        self.engine = engine or os.environ.get("THATCH_SIM_ENGINE") or "lockstep"
+        self.engine = engine or os.environ.get("THATCH_SIM_ENGINE") or DEFAULT_ENGINE
         if self.engine not in ENGINES:
             raise ValueError(f"unknown engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
         self.seed = spec.seed if seed is None else seed

@@ -43,6 +43,8 @@ from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import process_options
 
 ENGINES = ("lockstep", "windowed")
+# Both give one judged history per scenario and seed (D-speed-harness-1); lockstep stays on request.
+DEFAULT_ENGINE = "windowed"
 # Agents whose turns only read their own inbox: a mail turn of any other kind may send.
 LOCAL_AGENTS = frozenset({"reader", "silent"})
 _NEVER = (float("inf"), 0)
@@ -129,12 +131,16 @@ class Windows:
         armed = {f.process for f in run.faults.values() if f.fault == "crash" and not f.fired}
         candidates = [lv for label, lv in run.processes.live.items()
                       if lv.alive and self._static_ok(label) and label not in armed]
-        if not candidates:
+        alive = sum(1 for lv in run.processes.live.values() if lv.alive)
+        if not candidates or len(candidates) < alive:
+            # Some live process cannot join, so no window opens (below): skip the store read,
+            # which a run held in lockstep would otherwise repeat after every entry. Without
+            # joiners the prune instant changes nothing: only dead processes' timers pass, dropped.
             return _Safety(frozenset(), _NEVER[0])
         known, risk = _store_facts(run.world.db_path)
         labels = frozenset(lv.label for lv in candidates if all(
             info.session_id in known or info.parent_id is not None for info in lv.ctx.sessions.values()))
-        if len(labels) < sum(1 for lv in run.processes.live.values() if lv.alive):
+        if len(labels) < alive:
             # A process that cannot join may write into a joiner's inbox (a ping-pong reply, a hook's
             # send) at an instant one of the joiner's beats shares; the two engines would order that
             # pair differently and the beat would see different mail. Windows only when all join.
@@ -275,4 +281,4 @@ def _store_facts(db_path: Path) -> tuple[set[str], float]:
     return known, float(min(risks, default=float("inf")))
 
 
-__all__ = ["ENGINES", "Windows"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "Windows"]

@@ -143,7 +143,7 @@ def test_run_engine_switch_reaches_run_scenario(repo, monkeypatch, capsys):
     fake = cli.run_scenario
     monkeypatch.setattr(cli, "run_scenario", lambda spec, **kw: engines.append(kw.get("engine")) or fake(spec, **kw))
     assert cli.main(["run", str(path), "--engine", "windowed"]) == 0
-    assert cli.main(["run", str(path)]) == 0  # no flag: the API's default ($THATCH_SIM_ENGINE, else lockstep)
+    assert cli.main(["run", str(path)]) == 0  # no flag: the API's default ($THATCH_SIM_ENGINE, else windowed)
     assert engines == ["windowed", None]
     with pytest.raises(SystemExit):
         cli.main(["run", str(path), "--engine", "warp"])

@@ -114,3 +114,21 @@ def test_lockstep_stays_available_and_unknown_engines_are_refused(tmp_path):
     assert run_scenario(spec, run_dir=tmp_path / "a", engine="lockstep").error is None
     with pytest.raises(ValueError, match="unknown engine"):
         run_scenario(spec, run_dir=tmp_path / "b", engine="turbo")
+
+
+def test_windowed_is_the_default_and_lockstep_is_asked_for(tmp_path, monkeypatch):
+    """No engine named: windows go out; THATCH_SIM_ENGINE=lockstep (or engine=) turns them off."""
+    from simulator.engine import window
+
+    sent = []
+    real = window.send_msg
+    monkeypatch.setattr(window, "send_msg", lambda conn, cmd: (sent.append(cmd), real(conn, cmd))[1])
+    monkeypatch.delenv("THATCH_SIM_ENGINE", raising=False)
+    spec = mail_world(procs=2, hours=1)
+    assert run_scenario(spec, run_dir=tmp_path / "default").error is None
+    assert sent
+    sent.clear()
+    monkeypatch.setenv("THATCH_SIM_ENGINE", "lockstep")
+    assert run_scenario(spec, run_dir=tmp_path / "env").error is None
+    assert run_scenario(spec, run_dir=tmp_path / "arg", engine="lockstep").error is None
+    assert not sent
