@@ -188,7 +188,8 @@ def run_seed(seed: int, settings: Settings, guide: Optional[Guide]) -> tuple[Gen
     if guide is None:
         return gen, run_spec(gen.spec, settings)
     try:
-        outcome, _ = guide.run(seed, gen.swarm, lambda: run_spec(gen.spec, settings))
+        cost = len(gen.doc.get("processes", ())) + len(gen.doc.get("steps", ()))
+        outcome, _ = guide.run(seed, gen.swarm, lambda: run_spec(gen.spec, settings), cost)
     except RuntimeError as exc:  # the measured process itself failed: the run's engine error
         outcome = Outcome(seed, [Finding(ERROR, "engine error", str(exc).splitlines()[0])])
     return gen, outcome
@@ -234,12 +235,17 @@ def shrink_failure(gen: Generated, first: Outcome, check: str, settings: Setting
     return shrink(gen.doc, first, still_fails, max_runs=settings.shrink_runs, deadline=deadline)
 
 
-def file_failure(gen: Generated, first: Outcome, finding: Finding, failure: Failure, settings: Settings) -> None:
-    """Shrink, write and rerun alone: fills `failure.shrunk`, `.file` and `.reproduced`."""
+def file_failure(gen: Generated, first: Outcome, finding: Finding, failure: Failure, settings: Settings,
+                 stage: Optional[Path] = None) -> None:
+    """Shrink, write and rerun alone: fills `failure.shrunk`, `.file` and `.reproduced`.
+
+    `stage`: write the file there instead, meant for `settings.out` (the pytest controller moves it).
+    """
     failure.shrunk = shrink_failure(gen, first, finding.check, settings)
     done = failure.shrunk.outcome.finding(finding.check) or finding
     failure.file = write_found(failure.shrunk, seed=gen.seed, check=finding.check, title=done.title,
-                               message=done.message, rules=done.rules, out=settings.out,
+                               message=done.message, rules=done.rules, out=stage or settings.out,
+                               lives_in=settings.out if stage is not None else None,
                                explore_command=explore_command(gen.seed, settings,
                                                                gen.swarm if gen.forced else None))
     failure.reproduced = run_spec(failure.file.spec, settings, keep="never").finding(finding.check) is not None

@@ -311,14 +311,21 @@ class Entry:
     swarm: dict[str, Any]
     parent: Optional[int]             # the seed of the corpus entry it was mutated from
     branches: tuple[str, ...]         # the branches it was the first to reach
+    cost: int = 1                     # the world's size: processes + steps (a deterministic stand-in for its time)
 
     def as_json(self) -> dict[str, Any]:
         return {"seed": self.seed, "swarm": self.swarm, "parent": self.parent, "new": len(self.branches),
-                "branches": list(self.branches)}
+                "cost": self.cost, "branches": list(self.branches)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Entry":
-        return cls(int(data["seed"]), dict(data["swarm"]), data.get("parent"), tuple(data.get("branches", ())))
+        return cls(int(data["seed"]), dict(data["swarm"]), data.get("parent"), tuple(data.get("branches", ())),
+                   int(data.get("cost", 1)))
+
+    @property
+    def weight(self) -> float:
+        """How likely it is picked as a parent: new branches per unit of world (fuzzers favour small, rich inputs)."""
+        return max(1, len(self.branches)) / max(1, self.cost)
 
 
 @dataclass
@@ -350,7 +357,7 @@ class Corpus:
         rng = random.Random(f"guided:{seed}:{self.digest()}")
         if rng.random() < PLAIN_SHARE:
             return None
-        parent = rng.choices(self.entries, weights=[len(e.branches) or 1 for e in self.entries])[0]
+        parent = rng.choices(self.entries, weights=[e.weight for e in self.entries])[0]
         swarm = mutate(swarm_from_json(parent.swarm), rng)
         return (replace(swarm, dispatch=dispatch) if dispatch else swarm), parent.seed
 
@@ -377,6 +384,7 @@ class Guide:
         self.branches = branches or Branches()
         self.timeline: list[Point] = []
         self.parents: dict[int, Optional[int]] = {}
+        self.last: Optional[Entry] = None           # the entry the last run made, if any
         self.started = time.monotonic()
 
     def features(self, seed: int, dispatch: Optional[str] = None) -> Optional[Swarm]:
@@ -385,21 +393,20 @@ class Guide:
         self.parents[seed] = chosen[1] if chosen else None
         return chosen[0] if chosen else None
 
-    def run(self, seed: int, swarm: Swarm, run: Callable[[], Any]) -> tuple[Any, Optional[Entry]]:
+    def run(self, seed: int, swarm: Swarm, run: Callable[[], Any], cost: int = 1) -> tuple[Any, Optional[Entry]]:
         """`run()` measured; the corpus entry it made (None when it reached nothing new)."""
         result, reached = measured(run, self.branches)
-        return result, self.learn(seed, swarm, reached)
+        return result, self.learn(seed, swarm, reached, cost)
 
-    def learn(self, seed: int, swarm: Swarm, reached: frozenset[str]) -> Optional[Entry]:
+    def learn(self, seed: int, swarm: Swarm, reached: frozenset[str], cost: int = 1) -> Optional[Entry]:
         new = tuple(sorted(reached - self.corpus.reached))
+        self.last = None
         if not new:
             return None
-        entry = Entry(seed, swarm_json(swarm), self.parents.get(seed), new)
+        entry = self.last = Entry(seed, swarm_json(swarm), self.parents.get(seed), new, cost)
         self.corpus.add(entry)
         if self.write and self.corpus_path is not None:
-            self.corpus_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.corpus_path, "a", encoding="utf-8") as out:
-                out.write(json.dumps(entry.as_json(), sort_keys=True) + "\n")
+            append_entry(self.corpus_path, entry)
         return entry
 
     def record(self, runs: int, wall_s: float) -> None:
@@ -411,6 +418,12 @@ class Guide:
                 "of": self.branches.total(), "corpus": len(self.corpus.entries), "resumed_from": self.resumed,
                 "corpus_file": str(self.corpus_path) if self.guided and self.corpus_path else None,
                 "timeline": [[p.runs, p.wall_s, p.branches] for p in self.timeline]}
+
+
+def append_entry(path: Path, entry: Entry) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(entry.as_json(), sort_keys=True) + "\n")
 
 
 def thinned(timeline: list[list], rows: int = 12) -> list[list]:
