@@ -333,3 +333,34 @@ def run_campaign(settings: Settings, progress: Optional[Progress] = None,
     if guide is not None:
         state.summary.coverage = write_coverage(guide, settings)
     return state.summary
+
+
+def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Campaign summaries (as JSON) of disjoint seed ranges, e.g. CI shards, as one summary."""
+    def total(key: str) -> float:
+        return sum(p.get(key) or 0 for p in parts)
+
+    def counted(key: str) -> dict[str, int]:
+        c: Counter = Counter()
+        for p in parts:
+            c.update(p.get(key) or {})
+        return dict(c)
+
+    firsts = [p["seeds"][0] for p in parts if p.get("seeds") and p["seeds"][0] is not None]
+    lasts = [p["seeds"][1] for p in parts if p.get("seeds") and p["seeds"][1] is not None]
+    judged = counted("judged")
+    explore_s = total("explore_s")
+    fails = [p["first_failure_s"] for p in parts if p.get("first_failure_s") is not None]
+    return {
+        "parts": len(parts), "runs": int(total("runs")), "failing_runs": int(total("failing_runs")),
+        "seeds": [min(firsts, default=None), max(lasts, default=None)],
+        "virtual_hours": round(total("virtual_hours"), 2), "explore_s": round(explore_s, 1),
+        "wall_s": round(max((p.get("wall_s") or 0 for p in parts), default=0), 1),
+        "runs_per_minute": round(total("runs") / explore_s * 60, 1) if explore_s else None,
+        "faults_armed": counted("faults_armed"), "faults_fired": counted("faults_fired"),
+        "judged": {p: judged.get(p, 0) for p in PROPERTY_IDS},
+        "never_judged": [p for p in PROPERTY_IDS if not judged.get(p)],
+        "first_failure_s": min(fails, default=None), "determinism_checked": int(total("determinism_checked")),
+        "failures": [f for p in parts for f in p.get("failures") or []],
+        "flaky": [f for p in parts for f in p.get("flaky") or []],
+    }

@@ -20,10 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from simulator.explore.campaign import Settings, Summary, run_campaign
+from simulator.explore.campaign import Settings, Summary, merge_summaries, run_campaign
 from simulator.explore.generator import generate
 from simulator.explore.progress import Progress
-from simulator.explore.guided import CORPUS_FILE, swarm_arg
+from simulator.explore.guided import CORPUS_FILE, Corpus, swarm_arg
 from simulator.explore.report import compare_table, format_summary
 from simulator.explore.swarm import SIZES
 from simulator.explore.writer import scenario_yaml
@@ -77,6 +77,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
                       help="run the budget twice from the same seed, plain swarm then guided (both measured, "
                            "found files in OUT/plain and OUT/guided), and print branches over time side by side")
     p.add_argument("--corpus", default=None, metavar="FILE", help="the guided corpus file (default OUT/corpus.jsonl)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="FILE",
+                   help="merge the JSON summaries of disjoint campaigns (CI shards) into --json (or stdout), and "
+                        "any corpus files given (*.jsonl) into OUT/corpus.jsonl; nothing is run")
     p.add_argument("--swarm", default=None, metavar="JSON",
                    help="every run's feature set, as a guided run's rerun command gives it")
 
@@ -121,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.print:
         return _print_seeds(settings)
+    if args.merge:
+        return _merge(args, settings)
     if args.compare_guided:
         return _compare(settings, args)
     summary = run_campaign(settings, Progress(total=settings.runs, budget_s=settings.budget_s))
@@ -128,6 +133,31 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summary.as_json(), indent=2, default=str), encoding="utf-8")
     return exit_code(summary)
+
+
+def _merge(args: argparse.Namespace, settings: Settings) -> int:
+    """`--merge`: summaries into one, corpora into OUT/corpus.jsonl (each branch kept by its first entry)."""
+    corpora = [Path(f) for f in args.merge if f.endswith(".jsonl")]
+    summaries = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge if not f.endswith(".jsonl")]
+    merged = merge_summaries(summaries)
+    if corpora:
+        target = settings.corpus_path
+        corpus = Corpus()
+        for part in corpora:
+            for entry in Corpus.load(part).entries:
+                new = tuple(b for b in entry.branches if b not in corpus.reached)
+                if new:
+                    corpus.add(replace(entry, branches=new))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(json.dumps(e.as_json(), sort_keys=True) + "\n" for e in corpus.entries),
+                          encoding="utf-8")
+        merged["corpus"] = {"file": str(target), "entries": len(corpus.entries), "branches": len(corpus.reached)}
+    text = json.dumps(merged, indent=2, default=str)
+    if args.json:
+        Path(args.json).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    return 1 if merged["failures"] else 0
 
 
 def _compare(settings: Settings, args: argparse.Namespace) -> int:

@@ -94,3 +94,28 @@ def test_a_guided_campaign_writes_its_corpus_and_branches_over_time(tmp_path):
     resumed = subprocess.run(again, env=subprocess_env(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert json.loads((tmp_path / "s.json").read_text())["coverage"]["resumed_from"] == len(entries)
+
+
+def test_shard_summaries_and_corpora_merge_into_one(tmp_path):
+    from simulator.explore.campaign import merge_summaries
+    a = {"runs": 3, "failing_runs": 1, "seeds": [0, 6], "explore_s": 30.0, "judged": {"P1": 2},
+         "faults_fired": {"kill": 1}, "failures": [{"seed": 3, "check": "P2"}], "first_failure_s": 12.0}
+    b = {"runs": 2, "failing_runs": 0, "seeds": [1, 4], "explore_s": 30.0, "judged": {"P1": 1, "P3": 1},
+         "faults_fired": {"kill": 2}, "failures": [], "first_failure_s": None}
+    merged = merge_summaries([a, b])
+    assert merged["runs"] == 5 and merged["seeds"] == [0, 6] and merged["faults_fired"] == {"kill": 3}
+    assert merged["judged"]["P1"] == 3 and "P1" not in merged["never_judged"] and "P2" in merged["never_judged"]
+    assert merged["failures"] == [{"seed": 3, "check": "P2"}] and merged["first_failure_s"] == 12.0
+    swarm = swarm_json(draw_swarm(random.Random(0)))
+    for name, seed, branches in (("a.jsonl", 0, ("x:1>2", "x:3>4")), ("b.jsonl", 1, ("x:1>2", "x:5>6"))):
+        (tmp_path / name).write_text(json.dumps(Entry(seed, swarm, None, branches).as_json()) + "\n")
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    cmd = [sys.executable, "-m", "simulator", "explore", "--merge", *(str(tmp_path / n) for n in
+                                                                     ("a.json", "b.json", "a.jsonl", "b.jsonl")),
+           "--out", str(tmp_path / "all"), "--json", str(tmp_path / "all.json")]
+    done = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr  # a shard failed
+    assert json.loads((tmp_path / "all.json").read_text())["corpus"]["branches"] == 3
+    entries = Corpus.load(tmp_path / "all" / "corpus.jsonl").entries
+    assert [(e.seed, e.branches) for e in entries] == [(0, ("x:1>2", "x:3>4")), (1, ("x:5>6",))]
