@@ -93,14 +93,16 @@ def compare_table(plain: Summary, guided: Summary, *, budget_s: Optional[float],
     by, top = (1, budget_s) if budget_s else (0, runs or max(plain.runs, guided.runs))
     unit = "s" if by == 1 else " runs"
     lines = ["| mode | " + " | ".join(f"branches at {top * (i + 1) / steps:.0f}{unit}" for i in range(steps))
-             + " | runs | failing runs | first failure |",
-             "|---|" + "---|" * (steps + 3)]
+             + " | at the end | runs | failing runs | first failure |",
+             "|---|" + "---|" * (steps + 4)]
     for name, summary in (("plain swarm", plain), ("guided", guided)):
         timeline = (summary.coverage or {}).get("timeline", [])
         cells = [_at(timeline, top * (i + 1) / steps + 1e-9, by) for i in range(steps)]
         first = summary.first_failure_s
+        end = f"{timeline[-1][2]} ({timeline[-1][1]:.0f}s)" if timeline else "-"
+        when = "-" if first is None else f"{first:.0f} s"
         lines.append(f"| {name} | " + " | ".join("-" if c is None else str(c) for c in cells)
-                     + f" | {summary.runs} | {summary.failing} | {'-' if first is None else f'{first:.0f} s'} |")
+                     + f" | {end} | {summary.runs} | {summary.failing} | {when} |")
     of = (guided.coverage or plain.coverage or {}).get("of")
     if of:
         lines.append(f"\n(thatch_core has {of} branches in all)")

@@ -119,3 +119,15 @@ def test_shard_summaries_and_corpora_merge_into_one(tmp_path):
     assert json.loads((tmp_path / "all.json").read_text())["corpus"]["branches"] == 3
     entries = Corpus.load(tmp_path / "all" / "corpus.jsonl").entries
     assert [(e.seed, e.branches) for e in entries] == [(0, ("x:1>2", "x:3>4")), (1, ("x:5>6",))]
+
+
+def test_the_comparison_table_reads_branches_at_even_checkpoints():
+    from simulator.explore.campaign import Summary
+    from simulator.explore.report import compare_table
+    plain, guided = Summary(runs=3), Summary(runs=4)
+    plain.coverage = {"timeline": [[1, 10.0, 100], [2, 25.0, 150], [3, 61.0, 160]], "of": 800}
+    guided.coverage = {"timeline": [[1, 5.0, 90], [2, 20.0, 170], [3, 40.0, 175], [4, 59.0, 190]], "of": 800}
+    table = compare_table(plain, guided, budget_s=60.0, runs=None, steps=3).splitlines()
+    assert table[0].startswith("| mode | branches at 20s | branches at 40s | branches at 60s | at the end | runs |")
+    assert table[2] == "| plain swarm | 100 | 150 | 150 | 160 (61s) | 3 | 0 | - |"
+    assert table[3] == "| guided | 170 | 175 | 190 | 190 (59s) | 4 | 0 | - |"
