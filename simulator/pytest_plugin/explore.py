@@ -212,9 +212,9 @@ class ExplorePlugin:
         self.summary.failing += bool(figures["failures"])
         self.summary.failures += [Failure(figures["seed"], check, title, message, 0.0)
                                   for check, title, message in figures["failures"]]
-        self._merge(figures)
+        self.merge_from_worker(figures)
 
-    def _merge(self, figures: dict[str, Any]) -> None:
+    def merge_from_worker(self, figures: dict[str, Any]) -> None:
         """The controller writes what the workers found: the shrunk files, the corpus entries."""
         if hasattr(self.config, "workerinput"):
             return  # a worker sees its own reports too: only the controller writes
