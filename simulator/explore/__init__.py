@@ -13,6 +13,8 @@ The parts, in the order a seed goes through them:
   file under scenarios/found/;
 - `determinism`: two serial runs of a seed, the first differing event;
 - `campaign`, `progress`, `report`: many seeds, a budget, a progress bar, the summary;
+- `guided`: coverage guidance: thatch_core's branches measured per run, a
+  corpus of the runs that reached new ones, feature sets drawn from it;
 - `cli`: `python -m simulator explore`.
 
 The pytest side (`--sim-explore N`) is simulator/pytest_plugin/explore.py.

@@ -13,6 +13,8 @@ nothing in a whole campaign is flagged: it watched nothing).
 
 from __future__ import annotations
 
+import json
+import shlex
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,10 +24,11 @@ from typing import Any, Callable, Optional
 from simulator.explore.determinism import first_difference
 from simulator.explore.found import FoundFile, write_found
 from simulator.explore.generator import Generated, generate
+from simulator.explore.guided import CORPUS_FILE, COVERAGE_CSV, Guide, swarm_json, timeline_csv
 from simulator.explore.judge import ERROR, TIMEOUT, Finding, Outcome, run_explored
 from simulator.explore.progress import Progress
 from simulator.explore.shrink import Shrunk, shrink
-from simulator.explore.swarm import DEFAULT, SIZES, Size
+from simulator.explore.swarm import DEFAULT, SIZES, Size, Swarm
 from simulator.scenario.model import PROPERTY_IDS, Scenario
 
 DETERMINISM = "determinism"
@@ -50,6 +53,18 @@ class Settings:
     check_determinism: bool = False
     wall_timeout_s: float = 120.0
     work: Optional[Path] = None                # where run directories go (a temp dir when None)
+    guided: bool = False                       # draw feature sets from the coverage corpus (guided.py)
+    measure: bool = False                      # measure thatch_core's branches per run (guided implies it)
+    corpus: Optional[Path] = None              # the corpus file (default: out/corpus.jsonl)
+    swarm: Optional[Swarm] = None              # every run's feature set, given (a guided run's rerun)
+
+    @property
+    def measured(self) -> bool:
+        return self.guided or self.measure
+
+    @property
+    def corpus_path(self) -> Path:
+        return self.corpus if self.corpus is not None else self.out / CORPUS_FILE
 
 
 @dataclass
@@ -82,6 +97,7 @@ class Summary:
     failures: list[Failure] = field(default_factory=list)
     flaky: list[Failure] = field(default_factory=list)   # engine errors that did not come back on a rerun
     determinism_checked: int = 0
+    coverage: Optional[dict] = None                      # guided.Guide.report() of a measured campaign
 
     def add(self, seed: int, outcome: Outcome) -> None:
         """Count one run's figures (whether it failed is the caller's to count: see `confirmed`)."""
@@ -111,6 +127,7 @@ class Summary:
             "first_failure_s": self.first_failure_s, "determinism_checked": self.determinism_checked,
             "failures": [_failure_json(f) for f in self.failures],
             "flaky": [_failure_json(f) for f in self.flaky],
+            **({"coverage": self.coverage} if self.coverage is not None else {}),
         }
 
 
@@ -127,9 +144,12 @@ def size_name(size: Size) -> str:
     return next((name for name, s in SIZES.items() if s == size), "default")
 
 
-def explore_command(seed: int, settings: Settings) -> str:
-    """The command that regenerates and reruns seed `seed` exactly."""
+def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None) -> str:
+    """The command that regenerates and reruns seed `seed` exactly (`swarm`: a guided run's feature set)."""
     parts = [f"python -m simulator explore --seed {seed} --runs 1"]
+    swarm = swarm or settings.swarm
+    if swarm is not None:
+        parts.append(f"--swarm {shlex.quote(json.dumps(swarm_json(swarm), separators=(',', ':')))}")
     if settings.size != DEFAULT:
         parts.append(f"--size {size_name(settings.size)}")
     if settings.dispatch:
@@ -144,14 +164,45 @@ def explore_command(seed: int, settings: Settings) -> str:
 # ---------------------------------------------------------------------------
 
 
-def generated(seed: int, settings: Settings) -> Generated:
+def generated(seed: int, settings: Settings, swarm: Optional[Swarm] = None) -> Generated:
     dispatch = "serial" if settings.check_determinism else settings.dispatch
-    return generate(seed, settings.size, dispatch=dispatch)
+    return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm)
 
 
 def run_spec(spec: Scenario, settings: Settings, keep: str = "failed") -> Outcome:
     return run_explored(spec, work=settings.work, overrides=settings.overrides,
                         wall_timeout_s=settings.wall_timeout_s, keep=keep)
+
+
+def guide_of(settings: Settings, *, write: bool = True) -> Optional[Guide]:
+    """The campaign's guide when it measures coverage (`write`: it appends to the corpus file)."""
+    if not settings.measured:
+        return None
+    return Guide(guided=settings.guided, corpus_path=settings.corpus_path, write=write)
+
+
+def run_seed(seed: int, settings: Settings, guide: Optional[Guide]) -> tuple[Generated, Outcome]:
+    """Generate seed `seed` (its features from the guide's corpus when guided) and run it (measured)."""
+    dispatch = "serial" if settings.check_determinism else settings.dispatch
+    gen = generated(seed, settings, guide.features(seed, dispatch) if guide is not None else None)
+    if guide is None:
+        return gen, run_spec(gen.spec, settings)
+    try:
+        cost = len(gen.doc.get("processes", ())) + len(gen.doc.get("steps", ()))
+        outcome, _ = guide.run(seed, gen.swarm, lambda: run_spec(gen.spec, settings), cost)
+    except RuntimeError as exc:  # the measured process itself failed: the run's engine error
+        outcome = Outcome(seed, [Finding(ERROR, "engine error", str(exc).splitlines()[0])])
+    return gen, outcome
+
+
+def write_coverage(guide: Guide, settings: Settings) -> dict:
+    """The coverage report of a measured campaign; its timeline also as out/coverage.csv."""
+    report = guide.report()
+    settings.out.mkdir(parents=True, exist_ok=True)
+    path = settings.out / COVERAGE_CSV
+    path.write_text(timeline_csv(report["timeline"]), encoding="utf-8")
+    report["csv"] = str(path)
+    return report
 
 
 def confirmed(spec: Scenario, outcome: Outcome, settings: Settings) -> tuple[list[Finding], list[Finding]]:
@@ -184,13 +235,19 @@ def shrink_failure(gen: Generated, first: Outcome, check: str, settings: Setting
     return shrink(gen.doc, first, still_fails, max_runs=settings.shrink_runs, deadline=deadline)
 
 
-def file_failure(gen: Generated, first: Outcome, finding: Finding, failure: Failure, settings: Settings) -> None:
-    """Shrink, write and rerun alone: fills `failure.shrunk`, `.file` and `.reproduced`."""
+def file_failure(gen: Generated, first: Outcome, finding: Finding, failure: Failure, settings: Settings,
+                 stage: Optional[Path] = None) -> None:
+    """Shrink, write and rerun alone: fills `failure.shrunk`, `.file` and `.reproduced`.
+
+    `stage`: write the file there instead, meant for `settings.out` (the pytest controller moves it).
+    """
     failure.shrunk = shrink_failure(gen, first, finding.check, settings)
     done = failure.shrunk.outcome.finding(finding.check) or finding
     failure.file = write_found(failure.shrunk, seed=gen.seed, check=finding.check, title=done.title,
-                               message=done.message, rules=done.rules, out=settings.out,
-                               explore_command=explore_command(gen.seed, settings))
+                               message=done.message, rules=done.rules, out=stage or settings.out,
+                               lives_in=settings.out if stage is not None else None,
+                               explore_command=explore_command(gen.seed, settings,
+                                                               gen.swarm if gen.forced else None))
     failure.reproduced = run_spec(failure.file.spec, settings, keep="never").finding(finding.check) is not None
 
 
@@ -253,16 +310,18 @@ def run_campaign(settings: Settings, progress: Optional[Progress] = None,
     """Explore from `settings.seed` on; see the module docstring."""
     started = time.monotonic()
     state = _State(settings, Summary(), progress or Progress(total=settings.runs, budget_s=settings.budget_s), started)
+    guide = guide_of(settings)
     n = 0
     while state.more(n):
         seed = settings.seed + n
         n += 1
         t0 = time.monotonic()
-        gen = generated(seed, settings)
-        outcome = run_spec(gen.spec, settings)
+        gen, outcome = run_seed(seed, settings, guide)
         findings = _findings(gen, outcome, state)
         state.summary.explore_s += time.monotonic() - t0
         state.summary.add(seed, outcome)
+        if guide is not None:
+            guide.record(state.summary.runs, state.summary.explore_s)
         state.summary.failing += bool(findings)
         if on_run is not None:
             on_run(seed, outcome)
@@ -271,4 +330,37 @@ def run_campaign(settings: Settings, progress: Optional[Progress] = None,
         state.progress.update(state.summary.runs, state.summary.failing)
     state.progress.close()
     state.summary.wall_s = time.monotonic() - started
+    if guide is not None:
+        state.summary.coverage = write_coverage(guide, settings)
     return state.summary
+
+
+def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Campaign summaries (as JSON) of disjoint seed ranges, e.g. CI shards, as one summary."""
+    def total(key: str) -> float:
+        return sum(p.get(key) or 0 for p in parts)
+
+    def counted(key: str) -> dict[str, int]:
+        c: Counter = Counter()
+        for p in parts:
+            c.update(p.get(key) or {})
+        return dict(c)
+
+    firsts = [p["seeds"][0] for p in parts if p.get("seeds") and p["seeds"][0] is not None]
+    lasts = [p["seeds"][1] for p in parts if p.get("seeds") and p["seeds"][1] is not None]
+    judged = counted("judged")
+    explore_s = total("explore_s")
+    fails = [p["first_failure_s"] for p in parts if p.get("first_failure_s") is not None]
+    return {
+        "parts": len(parts), "runs": int(total("runs")), "failing_runs": int(total("failing_runs")),
+        "seeds": [min(firsts, default=None), max(lasts, default=None)],
+        "virtual_hours": round(total("virtual_hours"), 2), "explore_s": round(explore_s, 1),
+        "wall_s": round(max((p.get("wall_s") or 0 for p in parts), default=0), 1),
+        "runs_per_minute": round(total("runs") / explore_s * 60, 1) if explore_s else None,
+        "faults_armed": counted("faults_armed"), "faults_fired": counted("faults_fired"),
+        "judged": {p: judged.get(p, 0) for p in PROPERTY_IDS},
+        "never_judged": [p for p in PROPERTY_IDS if not judged.get(p)],
+        "first_failure_s": min(fails, default=None), "determinism_checked": int(total("determinism_checked")),
+        "failures": [f for p in parts for f in p.get("failures") or []],
+        "flaky": [f for p in parts for f in p.get("flaky") or []],
+    }

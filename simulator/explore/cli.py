@@ -3,6 +3,7 @@
     explore --seed S [--runs N | --budget 10m] [--out scenarios/found] [--size small|default]
             [--check-determinism] [--no-shrink] [--max-failures K]
             [--dispatch serial|concurrent] [--overrides MODULE:NAME] [--json FILE] [--print]
+            [--guided | --measure-coverage | --compare-guided] [--corpus FILE] [--swarm JSON]
 
 Exit codes: 0 nothing failed, 1 a failure (or a determinism difference), 2 bad usage.
 The simulator CLI's command table takes `HELP`, `EXAMPLES`, `arguments` (fills
@@ -15,13 +16,15 @@ import argparse
 import importlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from simulator.explore.campaign import Settings, Summary, run_campaign
+from simulator.explore.campaign import Settings, Summary, merge_summaries, run_campaign
 from simulator.explore.generator import generate
 from simulator.explore.progress import Progress
-from simulator.explore.report import format_summary
+from simulator.explore.guided import CORPUS_FILE, Corpus, swarm_arg
+from simulator.explore.report import compare_table, format_summary
 from simulator.explore.swarm import SIZES
 from simulator.explore.writer import scenario_yaml
 from simulator.scenario.durations import parse_duration
@@ -32,6 +35,8 @@ EXAMPLES = (
     "thatch-sim explore --seed 0 --runs 200 --size small",
     "thatch-sim explore --seed 1000 --budget 10m --check-determinism",
     "thatch-sim explore --seed 17 --print",
+    "thatch-sim explore --seed 0 --budget 5m --guided --out /tmp/campaign",
+    "thatch-sim explore --seed 0 --budget 2m --compare-guided --no-shrink",
 )
 
 
@@ -61,6 +66,22 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="wall-clock limit of one run (default 120)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the campaign summary as JSON")
     p.add_argument("--print", action="store_true", help="print each seed's scenario YAML instead of running it")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--guided", action="store_true",
+                      help="coverage-guided: measure thatch_core's branches per run and draw the next feature sets "
+                           "from the runs that reached new ones (a corpus in OUT/corpus.jsonl; a later campaign "
+                           "with the same --out resumes from it)")
+    mode.add_argument("--measure-coverage", action="store_true",
+                      help="plain swarm, but measure thatch_core's branches per run (branches over time)")
+    mode.add_argument("--compare-guided", action="store_true",
+                      help="run the budget twice from the same seed, plain swarm then guided (both measured, "
+                           "found files in OUT/plain and OUT/guided), and print branches over time side by side")
+    p.add_argument("--corpus", default=None, metavar="FILE", help="the guided corpus file (default OUT/corpus.jsonl)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="FILE",
+                   help="merge the JSON summaries of disjoint campaigns (CI shards) into --json (or stdout), and "
+                        "any corpus files given (*.jsonl) into OUT/corpus.jsonl; nothing is run")
+    p.add_argument("--swarm", default=None, metavar="JSON",
+                   help="every run's feature set, as a guided run's rerun command gives it")
 
 
 def load_overrides(ref: str) -> dict:
@@ -83,12 +104,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
         shrink=not args.no_shrink, shrink_runs=args.shrink_runs, max_failures=args.max_failures,
         dispatch=args.dispatch, check_determinism=args.check_determinism,
         overrides=load_overrides(args.overrides) if args.overrides else None, overrides_ref=args.overrides,
-        wall_timeout_s=args.timeout)
+        wall_timeout_s=args.timeout, guided=args.guided, measure=args.measure_coverage,
+        corpus=Path(args.corpus) if args.corpus else None, swarm=swarm_arg(args.swarm) if args.swarm else None)
 
 
 def _print_seeds(settings: Settings) -> int:
     for seed in range(settings.seed, settings.seed + (settings.runs or 1)):
-        gen = generate(seed, settings.size, dispatch=settings.dispatch)
+        gen = generate(seed, settings.size, dispatch=settings.dispatch, swarm=settings.swarm)
         sys.stdout.write(scenario_yaml(gen.spec, comments=(f"seed {seed}: {gen.swarm.describe()}",)))
         sys.stdout.write("---\n" if seed < settings.seed + (settings.runs or 1) - 1 else "")
     return 0
@@ -102,11 +124,57 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.print:
         return _print_seeds(settings)
+    if args.merge:
+        return _merge(args, settings)
+    if args.compare_guided:
+        return _compare(settings, args)
     summary = run_campaign(settings, Progress(total=settings.runs, budget_s=settings.budget_s))
     print(format_summary(summary, settings))
     if args.json:
         Path(args.json).write_text(json.dumps(summary.as_json(), indent=2, default=str), encoding="utf-8")
     return exit_code(summary)
+
+
+def _merge(args: argparse.Namespace, settings: Settings) -> int:
+    """`--merge`: summaries into one, corpora into OUT/corpus.jsonl (each branch kept by its first entry)."""
+    corpora = [Path(f) for f in args.merge if f.endswith(".jsonl")]
+    summaries = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge if not f.endswith(".jsonl")]
+    merged = merge_summaries(summaries)
+    if corpora:
+        target = settings.corpus_path
+        corpus = Corpus()
+        for part in corpora:
+            for entry in Corpus.load(part).entries:
+                new = tuple(b for b in entry.branches if b not in corpus.reached)
+                if new:
+                    corpus.add(replace(entry, branches=new))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(json.dumps(e.as_json(), sort_keys=True) + "\n" for e in corpus.entries),
+                          encoding="utf-8")
+        merged["corpus"] = {"file": str(target), "entries": len(corpus.entries), "branches": len(corpus.reached)}
+    text = json.dumps(merged, indent=2, default=str)
+    if args.json:
+        Path(args.json).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    return 1 if merged["failures"] else 0
+
+
+def _compare(settings: Settings, args: argparse.Namespace) -> int:
+    """Plain swarm, then guided, in the same budget from the same seed (both measured, each from nothing)."""
+    plain_out, guided_out = settings.out / "plain", settings.out / "guided"
+    (guided_out / CORPUS_FILE).unlink(missing_ok=True)  # the comparison's guided side starts from no corpus
+    summaries = []
+    for name, s in (("plain", replace(settings, measure=True, out=plain_out)),
+                    ("guided", replace(settings, guided=True, out=guided_out, corpus=None))):
+        summary = run_campaign(s, Progress(total=s.runs, budget_s=s.budget_s))
+        print(f"== {name} ==\n{format_summary(summary, s)}\n")
+        summaries.append(summary)
+    print(compare_table(*summaries, budget_s=settings.budget_s, runs=settings.runs))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"plain": summaries[0].as_json(), "guided": summaries[1].as_json()},
+                                              indent=2, default=str), encoding="utf-8")
+    return max(exit_code(s) for s in summaries)
 
 
 def exit_code(summary: Summary) -> int:

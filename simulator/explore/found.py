@@ -46,10 +46,15 @@ def _header(seed: int, check: str, message: str, shrunk: Shrunk, rerun: str, exp
 
 
 def write_found(shrunk: Shrunk, *, seed: int, check: str, title: str, message: str, rules: tuple[str, ...],
-                out: Path, explore_command: str) -> FoundFile:
-    """Write the shrunk scenario under `out`; return where and the spec loaded back from it."""
+                out: Path, explore_command: str, lives_in: Path | None = None) -> FoundFile:
+    """Write the shrunk scenario under `out`; return where and the spec loaded back from it.
+
+    `lives_in`: the directory the file is meant for when `out` only stages it (an explored item on an
+    xdist worker stages it; the controller writes it there): its schema line and rerun command name that.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    home = Path(lives_in) if lives_in is not None else out
     digest = short_hash(shrunk.spec)
     path = out / f"{check.lower()}-{digest}.yaml"
     doc = {**shrunk.doc, "name": found_name(check, digest),
@@ -58,9 +63,9 @@ def write_found(shrunk: Shrunk, *, seed: int, check: str, title: str, message: s
     if rules:
         doc["rules"] = list(dict.fromkeys(rules))
     spec = Scenario.model_validate(_ordered(doc))
-    rerun = f"python -m simulator run {path.as_posix()}"
+    rerun = f"python -m simulator run {(home / path.name).as_posix()}"
     comments = _header(seed, check, message.splitlines()[0] if message else check, shrunk, rerun, explore_command)
-    path.write_text(scenario_yaml(spec, comments=comments, schema_from=out), encoding="utf-8")
+    path.write_text(scenario_yaml(spec, comments=comments, schema_from=home), encoding="utf-8")
     return FoundFile(path=path, spec=load_file(path).spec, rerun=rerun)
 
 

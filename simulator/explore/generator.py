@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from simulator.explore.plan import WorldPlan
@@ -52,6 +52,7 @@ class Generated:
     swarm: Swarm
     spec: Scenario
     doc: dict[str, Any]
+    forced: bool = False        # the swarm was given (a guided run's), not drawn
 
 
 _FAKER = None
@@ -67,13 +68,21 @@ def _faker(rng: random.Random):
     return _FAKER
 
 
-def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None) -> Generated:
-    """The scenario seed `seed` names (`dispatch` forces serial or concurrent)."""
+def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
+             swarm: Optional[Swarm] = None) -> Generated:
+    """The scenario seed `seed` names (`dispatch` forces serial or concurrent).
+
+    `swarm` (a guided run's feature set) replaces the drawn one; the feature draws are made all
+    the same, so the rest of the world comes from the same point of the seed's stream.
+    """
     rng = random.Random(seed)
     draw = _Draw(rng, _faker(rng), size)
-    swarm = draw_swarm(rng, dispatch=dispatch)
-    doc = draw.document(seed, swarm)
-    return Generated(seed=seed, swarm=swarm, spec=Scenario.model_validate(doc), doc=doc)
+    drawn = draw_swarm(rng, dispatch=dispatch)
+    if swarm is not None and dispatch is not None:
+        swarm = replace(swarm, dispatch=dispatch)
+    doc = draw.document(seed, swarm or drawn)
+    return Generated(seed=seed, swarm=swarm or drawn, spec=Scenario.model_validate(doc), doc=doc,
+                     forced=swarm is not None)
 
 
 class _Draw:

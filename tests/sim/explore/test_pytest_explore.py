@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -63,10 +64,27 @@ def _failing_seed() -> int:
 def test_a_failing_explored_item_names_its_shrunk_file(tmp_path):
     seed = _failing_seed()
     done = _pytest(tmp_path, "--sim-explore", "1", "--sim-explore-seed", str(seed), "--sim-explore-overrides",
-                   OVERRIDES, "-q")
+                   OVERRIDES, "-q", "--tx", "2*popen", "--dist", "load", "--sim-explore-json", "campaign.json")
     assert done.returncode == 1, done.stdout + done.stderr
     found = sorted((tmp_path / "scenarios" / "found").glob("*.yaml"))
-    assert len(found) == 1
+    assert len(found) == 1  # written by the controller from the worker's report (the worker only staged it)
+    assert found[0].read_text().startswith("# yaml-language-server: $schema=")
+    campaign = json.loads((tmp_path / "campaign.json").read_text())
+    assert campaign["runs"] == 1 and [f["seed"] for f in campaign["failures"]] == [seed]
     assert f"seed {seed}: " in done.stdout and str(found[0]) in done.stdout
     assert "reproduces when run alone" in done.stdout and "rerun: python -m simulator run" in done.stdout
     assert "FAILED: 1 of 1 runs" in done.stdout
+
+
+def test_a_guided_campaign_over_two_popen_workers_merges_its_summary_and_corpus(tmp_path):
+    done = _pytest(tmp_path, "--sim-explore", "4", "--sim-explore-guided", "--tx", "2*popen", "--dist", "load",
+                   "--sim-explore-json", "campaign.json", "--sim-explore-out", "found", "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    campaign = json.loads((tmp_path / "campaign.json").read_text())
+    assert campaign["runs"] == 4 and campaign["seeds"] == [0, 3] and campaign["failures"] == []
+    coverage = campaign["coverage"]
+    assert [row[0] for row in coverage["timeline"]] == [1, 2, 3, 4] and coverage["mode"] == "guided"
+    lines = (tmp_path / "found" / "corpus.jsonl").read_text().splitlines()
+    branches = [b for line in lines for b in json.loads(line)["branches"]]
+    assert len(branches) == len(set(branches)) == coverage["branches"] > 0  # each branch once, first reacher
+    assert "thatch_core branches reached (guided)" in done.stdout
