@@ -86,7 +86,8 @@ def _crash(engine: FaultEngine, t: int, idx: int, d: int, args: CrashArgs) -> No
         return
     nth = args.nth if "nth" in args.model_fields_set else None  # None: the named point's own default
     engine.exchange(t, d, [ProcessCommand(live, OP_ARM_CRASH, None, {
-        "point": args.point, "sql": args.sql, "nth": nth, "step": idx, "when": args.timing})])
+        "point": args.point, "sql": args.sql, "nth": nth, "step": idx, "when": args.timing,
+        "call": args.call, "statement": args.statement})])
 
 
 def _sleep(engine: FaultEngine, t: int, idx: int, d: int, args: SleepArgs) -> None:
