@@ -455,7 +455,7 @@ _ACTIONS = (
              family="churn"),
     StepKind("exit", SessionArg, "A greenlit /thatch/exit of the session.", needs="leaves", family="churn"),
     StepKind("title", TitleArgs, "The auto-titler sets the session's title.", family="title"),
-    StepKind("config", ConfigArgs, "Edit a process's thatch config file.", target=PROCESS),
+    StepKind("config", ConfigArgs, "Edit a process's thatch config file.", target=PROCESS, family="config"),
     StepKind("start", ProcessArg, "Start a process declared with `start: never`.", target=PROCESS, runs=ORCHESTRATOR),
     StepKind("cli_list", CliListArgs, "Run `thatch chat list` through the CLI entry point (stale: N or all).",
              target=MACHINE, reply=TOOL_REPLY, family="cli"),
@@ -516,6 +516,7 @@ def harness_actions(host_kind: str) -> frozenset[str]:
 # mail nothing is delivered and most properties judge nothing.
 EXPLORE_ACTIONS: dict[str, int] = {
     "send": 10, "broadcast": 3, "read": 3, "query": 2, "prompt": 4, "title": 1, "churn": 2, "cli": 1,
+    "config": 1,
 }
 EXPLORE_ALWAYS_ACTIONS = ("send",)
 # Fault families: the fault kind each draws and the range of its rate (the chance that one scripted

@@ -293,6 +293,22 @@ def test_p5_allows_prune_to_sweep_mail(tmp_path):
 
 
 @pytest.mark.rules("R10")
+def test_p5_tells_twins_apart_by_count_not_by_row(tmp_path):
+    """R10: two sends of one text in one second, a read between them: the read's one line stands
+    for either row, so one stamped twin is all it owes; a read returning both owes two stamps."""
+    twins = ((ALICE, BOB, "hello", 10_000, 10_000, 0), (ALICE, BOB, "hello", 10_000, None, 0))
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=twins)
+    for lines, want in (([(N_ALICE, 10_000, "hello")], "pass"), ([(N_ALICE, 10_000, "hello")] * 2, "fail")):
+        h = H(); base_world(h)
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        h.read(10_000, "h1", "bob", lines)
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        v = judge("P5", h, db)
+        assert v.status == want, v.message
+
+
+@pytest.mark.rules("R10")
 def test_p5_fails_a_message_read_twice(tmp_path):
     """R10: a message returned by two reads with no crash inside chat_read between fails."""
     db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
