@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from simulator.explore import reach
 from simulator.explore.plan import WorldPlan
+from simulator.design import STALE_MS
 from simulator.explore.swarm import DEFAULT, Size, Swarm, draw_swarm
 from simulator.scenario.durations import parse_duration
 from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, STEPS, hosts_with
@@ -461,6 +462,18 @@ class _Draw:
         # is the bug a jump past them only would never show.
         return {"at": t, "sleep": {"for": 6 * DAY + self.rng.randint(60, 48 * 60) * MINUTE}}
 
+    def _stall(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
+        """Poll jitter (R13, R14): a polling process's timer lost for a while, its cycles skipped
+        and the next one late, never so long that a beat gap passes the 60 s staleness bound."""
+        running = self._running(plan, hosts_with(STEPS["stall"].needs))
+        if not running:
+            return None
+        proc = next(p for p in self.processes if p["id"] == self.rng.choice(running))
+        room = (STALE_MS - reach.interval(proc)) // 1000
+        if room < 1:
+            return None
+        return {"at": t, "stall": {"process": proc["id"], "for": self.rng.randint(1, room) * 1000}}
+
     def _lock(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         # Short: every store call meeting the lock backs off in real time (a minute-long lock
         # costs half a minute of wall clock), and a few seconds already fail polls and tools.
@@ -520,6 +533,7 @@ ACTION_DRAWS: dict[str, Callable[[_Draw, WorldPlan, int], Optional[dict[str, Any
 FAULT_DRAWS: dict[str, Callable[[_Draw, WorldPlan, int], Optional[dict[str, Any]]]] = {
     "kill": _Draw._kill, "crash": _Draw._crash, "sleep": _Draw._sleep, "resume": _Draw._resume,
     "restart": _Draw._restart, "fork": _Draw._fork, "lock": _Draw._lock, "prune": _Draw._prune,
+    "jitter": _Draw._stall,
 }
 
 __all__ = ["Generated", "generate"]

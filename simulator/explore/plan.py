@@ -130,6 +130,9 @@ class WorldPlan:
             return None if ok else f"crash in {args['process']}, not a running process that takes crash points"
         if action == "kill":
             return None if args["process"] in self.kind else f"kill of unknown {args['process']}"
+        if action == "stall":
+            ok = self.runs(args["process"]) and STEPS["stall"].accepts(self.kind[args["process"]])
+            return None if ok else f"stall of {args['process']}, not a running process that polls"
         return self._session_problem(action, args, t)
 
     def effective(self, t: int) -> int:

@@ -238,7 +238,7 @@ _SIMPLER_ARGS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("send", "body"): lambda v: SHORT_BODY, ("broadcast", "body"): lambda v: SHORT_BODY,
     ("prompt", "text"): lambda v: None, ("crash", "nth"): lambda v: None,
     ("restart", "grace"): lambda v: None, ("resume", "how"): lambda v: None,
-    ("sleep", "for"): _halved, ("lock", "for"): _halved,
+    ("sleep", "for"): _halved, ("lock", "for"): _halved, ("stall", "for"): _halved,
     ("cli_list", "stale"): lambda v: None, ("cli_tail", "limit"): lambda v: None,
     ("crash", "statement"): lambda v: max(1, v - 1), ("crash", "when"): lambda v: None,
     ("send", "as"): lambda v: None, ("read", "as"): lambda v: None,

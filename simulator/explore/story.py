@@ -49,6 +49,7 @@ def _step(step: dict[str, Any]) -> str:
         "config": lambda: f"{a.get('process')}'s config changes ("
                           + ", ".join(f"{k} {str(a[k]).lower()}" for k in ("enabled", "autoRegister") if k in a) + ")",
         "sleep": lambda: f"the machine sleeps for {spell_duration(a.get('for', 0))}",
+        "stall": lambda: f"{a.get('process')}'s poll timer stalls for {spell_duration(a.get('for', 0))}",
         "lock": lambda: f"another writer holds the database lock for {spell_duration(a.get('for', 0))}",
         "resume": lambda: f"{a.get('session')} is resumed with {a.get('how', '-s')} in {a.get('process')}",
         "restart": lambda: f"the daemon {a.get('process')} restarts into {a.get('into')}",

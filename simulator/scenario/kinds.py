@@ -333,6 +333,15 @@ class ForkArgs(Strict):
                     "session of that process.")
 
 
+class StallArgs(Strict):
+    process: str = Field(..., description="Label of the polling process whose poll timer stalls.")
+    duration: DurationMs = Field(
+        ..., alias="for",
+        description=f"How long its poll timer is lost ({DURATION_HELP}): the cycles in it are skipped and it "
+                    "polls at the end, late. Keep `for` + the poll interval within 60 s to stay within the "
+                    "staleness rule (R14).")
+
+
 class LockArgs(Strict):
     duration: DurationMs = Field(
         ..., alias="for",
@@ -488,6 +497,9 @@ _FAULTS = (
              needs="forks", not_reached="the session's host was not running or refused the fork"),
     StepKind("lock", LockArgs, "Fault: another writer holds the database lock.", fault=True, target=ENGINE,
              runs=ORCHESTRATOR, needs="lock_safe", not_reached="no store call met the held lock"),
+    StepKind("stall", StallArgs, "Fault: poll jitter: a polling process's timer is lost for a while (its cycles "
+             "skipped), then it polls late.", fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="polls",
+             not_reached="the process was not running"),
 )
 
 # Every step kind by its YAML key: the scripted actions, the harness-internal ones, the faults.
@@ -525,5 +537,5 @@ EXPLORE_ALWAYS_ACTIONS = ("send",)
 EXPLORE_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
     "kill": ("kill", (0.03, 0.12)), "crash": ("crash", (0.03, 0.12)), "sleep": ("sleep", (0.02, 0.08)),
     "resume": ("resume", (0.05, 0.2)), "restart": ("restart", (0.02, 0.08)), "fork": ("fork", (0.05, 0.2)),
-    "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)),
+    "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)), "jitter": ("stall", (0.03, 0.12)),
 }

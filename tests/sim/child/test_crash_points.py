@@ -390,3 +390,22 @@ def test_a_statement_crash_fires_in_a_real_harness_between_a_reads_select_and_it
     assert crash["data"]["point"] == "read-stamp"
     assert crash["data"]["sql"].startswith("update chat_messages set read_at")
     assert r.verdict("fault#0").status == "pass"
+
+
+@pytest.mark.rules("R13", "R14")
+def test_a_stall_skips_poll_cycles_and_polls_late(tmp_path):
+    """R13, R14: a stall of 45 s at 32 s loses h2's polls at 45, 60 and 75 s (every 15 s); it polls
+    at 77 s, then every interval. Its session's beat gap stays within 60 s (P4), and mail sent
+    just before is not owed a wake while the timer is lost (P3)."""
+    spec = Scenario.model_validate({
+        "name": "stall", "duration": "3m", "drain": "1m", "seed": 5,
+        "processes": [{"id": "h1", "sessions": [{"id": "alice"}]},
+                      {"id": "h2", "poll_interval": "15s", "sessions": [{"id": "bob"}]}],
+        "steps": [{"at": "31s", "send": {"from": "alice", "to": "bob", "body": "hi"}},
+                  {"at": "32s", "stall": {"process": "h2", "for": "45s"}}],
+    })
+    r = run_scenario(spec, run_dir=tmp_path)
+    polls = [e["t"] for e in r.events("poll") if e["proc"] == "h2"]
+    assert not {45_000, 60_000, 75_000} & set(polls) and {77_000, 92_000} <= set(polls)
+    assert r.verdict("fault#1").status == "pass" and r.verdict("P4").status == "pass"
+    assert r.verdict("P3").status == "pass", r.verdict("P3").message
