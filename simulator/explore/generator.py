@@ -468,7 +468,8 @@ class _Draw:
         running = self._running(plan, hosts_with(STEPS["stall"].needs))
         if not running:
             return None
-        proc = next(p for p in self.processes if p["id"] == self.rng.choice(running))
+        label = self.rng.choice(running)
+        proc = next(p for p in self.processes if p["id"] == label)
         room = (STALE_MS - reach.interval(proc)) // 1000
         if room < 1:
             return None

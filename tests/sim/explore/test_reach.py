@@ -131,3 +131,19 @@ def test_every_reach_family_is_drawn_and_every_world_fits_its_plan():
 
 
 reach_features = ("boundaries", "races", "legacy", "sync-events", "spoofing", "unread-leaves")
+
+
+@pytest.mark.rules("R13", "R14")
+def test_poll_jitter_stalls_stay_within_the_staleness_rule():
+    """R13, R14: a drawn stall loses at most 60 s minus the process's poll interval, so no beat
+    gap passes 60 s; stalls are drawn in some runs."""
+    stalls = 0
+    for seed in range(300):
+        g = generate(seed, SMALL)
+        procs = {p["id"]: p for p in g.doc["processes"]}
+        for st in g.doc["steps"]:
+            if "stall" in st:
+                stalls += 1
+                every = procs[st["stall"]["process"]].get("poll_interval", 30_000)
+                assert 0 < st["stall"]["for"] <= STALE_MS - every
+    assert stalls > 0
