@@ -98,3 +98,17 @@ def test_a_synchronous_event_stream_is_refused_outside_opencode():
     errs = errors_of("", world)
     assert len(errs) == 1 and "processes[1].events: `events: synchronous` on `cu`, a cursor process" in errs[0]
     assert errors_of("", WORLD.replace("  - id: h1\n", "  - id: h1\n    events: synchronous\n")) == []
+
+
+@pytest.mark.rules("R13", "R14")
+def test_a_stall_names_a_process_that_polls():
+    """R13, R14: poll jitter loses a poll timer, so only a polling process can stall."""
+    assert errors_of("""\
+        steps:
+          - {at: 1m, stall: {process: h1, for: 20s}}
+        """) == []
+    errs = errors_of("""\
+        steps:
+          - {at: 1m, stall: {process: cu, for: 20s}}
+        """)
+    assert len(errs) == 1 and "stall of `cu`, a cursor process" in errs[0] and "runs no poller" in errs[0]
