@@ -607,6 +607,22 @@ def test_p9_leaves_a_session_that_left_after_the_fork_to_p7(tmp_path):
     assert v.status == "skipped", v.message
 
 
+@pytest.mark.rules("R33", "R26")
+def test_p9_does_not_judge_a_fork_across_a_silence_past_the_auto_row_ttl(tmp_path):
+    """R33, R26: a fork, then eight silent days (prune may delete the row), then a fresh name."""
+    db = make_db(tmp_path / "d.db")
+    h = H()
+    h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
+    h.start(0, "c1", {"carol": "host-old"}, kind="claude-code")
+    h.ev(1_000, "hook", "c1", "carol", hook="SessionStart",
+         line=f"[thatch] chat: you are {N_CAROL} (no unread mail for you).", decision=None)
+    h.ev(50_000, "fork", "c1", "carol", old_host_id="host-old", new_host_id="host-new")
+    h.ev(8 * 86_400_000, "hook", "c1", "carol", hook="UserPromptSubmit",
+         line="[thatch] chat: you are o-pal-00002 (no unread mail for you).", decision=None)
+    v = judge("P9", h, db)
+    assert v.status == "skipped", v.message
+
+
 @pytest.mark.rules("R33")
 def test_p9_fails_mail_left_on_the_old_id(tmp_path):
     """R33: mail addressed to the pre-fork identity must move to the new one."""
