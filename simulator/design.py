@@ -69,6 +69,8 @@ AUTO_ROW_TTL_MS = 7 * 86_400_000
 # R26: in the same pass it deletes unread mail older than 7 days to any session not in
 # the directory (pruned, or gone by a leave); younger mail waits for a later pass.
 MAIL_SWEEP_AGE_MS = 7 * 86_400_000
+# R32: a hook's parent-pid -> session record counts for the MCP server while fresher than 600 s.
+PID_FRESH_MS = 600_000
 # R2: the per-base counters as the real thatch keeps them (`next` is the base's next
 # unassigned number), read as how many names each base has minted.
 COUNTERS_QUERY = "SELECT base, next - 1 FROM chat_name_counters ORDER BY base"

@@ -194,6 +194,8 @@ class CrashData(TypedDict):
     step: Optional[int]
     sql: NotRequired[str]
     when: NotRequired[str]
+    call: NotRequired[str]
+    statement: NotRequired[int]
 
 
 class StreamEventData(TypedDict):

@@ -36,7 +36,7 @@ OP_ACT = "act"              # an action: args = act_args(kind, its arguments mod
 OP_TURN_END = "turn-end"    # an agent turn scheduled earlier ends: args = {"cause": ...}
 OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {"what": "busy"|"compacting", "on": bool}
 OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index,
-                            #         "when": "before"|"after"}
+                            #         "when": "before"|"after", "call": store call|None, "statement": int|None}
 OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
 OP_STOP = "stop"            # graceful end of the run: flush, close, exit 0
 OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: save coverage data, record nothing

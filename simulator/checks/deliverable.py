@@ -131,6 +131,7 @@ class Gate:
             cuts |= {t + d for t in self.errors.get(inc.proc, ()) for d in (0, 1)}
         cuts |= {e["t"] for e in view.of(*TURN_EVENTS, session=label)} | {t for a, b in self.sleeps for t in (a, b)}
         cuts |= {t for window in view.lock_windows() for t in window}
+        cuts |= {t for _, a, b in view.stall_windows() for t in (a, b)}
         points = sorted(t for t in cuts if 0 <= t <= view.t_end)
         out: list[Stretch] = []
         for start, end in zip(points, points[1:]):
@@ -172,6 +173,8 @@ class Gate:
 
     def _host_gate(self, inc: Incarnation, t: int, status, wakes: list[int]) -> str:
         """Why the hosting process `inc` cannot wake the session at t ("" when it can)."""
+        if any(proc == inc.proc and a <= t < b for proc, a, b in self.view.stall_windows()):
+            return f"{inc.proc}'s poll timer stalls (poll jitter)"
         state = self._at(status[0], status[1], t, "unknown")
         if state == "unknown":
             return f"{inc.proc} has seen no status of it yet"

@@ -11,6 +11,7 @@ from typing import Optional
 
 from simulator.checks.deliverable import Gate, Stretch
 from simulator.checks.faults import crash_lost_a_stamp
+from simulator.checks.messages import acting_identity
 from simulator.checks.registry import Promise, passed, promised_procs, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
@@ -136,14 +137,16 @@ def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) ->
     """Did wake `w` come after the message was stored? Its history position says so, except
     within one concurrent wave: the wave's processes run at once and the merge orders their
     events by process, so another process's wake in the send's wave that names the sender
-    may have come after it."""
+    may have come after it. The sender is who the send acted as (a Cursor send claiming
+    another session's name is that session's mail, R32)."""
     if (w["t"], w["i"]) > created:
         return True
     if call is None or call.result is None or w["t"] != call.t or w.get("proc") == call.proc:
         return False
     if w.get("dispatch") is None or w.get("dispatch") != call.result.get("dispatch"):
         return False
-    return any(view.label_for_name(n) == call.session for n in data_of(w).get("senders") or ())
+    sender = acting_identity(view, call)
+    return any(view.label_for_name(n) == sender for n in data_of(w).get("senders") or ())
 
 
 def _lost_stamps(view: RunView) -> dict[int, dict]:

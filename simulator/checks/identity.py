@@ -125,6 +125,10 @@ def p9_continuation(view: RunView) -> Verdict:
 
         if before is None or nxt is None:
             continue
+        if any(f["i"] < leave["i"] < nxt["i"] for leave in view.leaves(label)):
+            continue  # it left in between: what its next line says is R7's to judge (P7), not the fork's
+        if view.could_be_pruned(label, f, nxt):
+            continue  # silent past the auto-row TTL in between: prune may have deleted the row (R26)
         checked += 1
         shown = HOOK_LINE_RE.match(data_of(nxt)["line"]).group("name")
         hops = _chain_hops(view, label, nxt)

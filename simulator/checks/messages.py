@@ -124,7 +124,12 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
                 return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times "
                                f"(by {', '.join(callers)}) with no crash in chat_read between",
                                a.witness() + b.witness())
-        if seen and not r["read_at"] and not crashes:
+        # Twins (one recipient, one body, one minute) read alike: a read returning one of them
+        # stamped one of them, so the unstamped twin is lost only when more were returned than stamped.
+        stamped = sum(1 for x in view.db["messages"] if x["to_session"] == r["to_session"] and x["read_at"]
+                      and inbox_needle(x["created_at"], x["body"]) == needle)
+        returned = sum(max(1, c.text.count(needle + "\n")) for c in seen)
+        if seen and not r["read_at"] and not crashes and returned > stamped:
             return verdict(p5_no_loss, "fail",
                            f"message #{r['id']} to {label} was returned by chat_read but is not stamped read",
                            seen[0].witness())

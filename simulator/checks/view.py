@@ -28,8 +28,8 @@ from simulator.design import (
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.events import (
-    FAULT, FORK, HOOK, LEAVE, PHASE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, RUN_START, SAMPLE, SLEEP_END,
-    SLEEP_START, STATUS, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, TURN_START, USER_PROMPT, data_of, hook_line,
+    FAULT, FAULT_FIRED, FORK, HOOK, LEAVE, PHASE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, RUN_START, SAMPLE,
+    SLEEP_END, SLEEP_START, STATUS, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, TURN_START, USER_PROMPT, data_of, hook_line,
     sample_rows, step_of,
 )
 from simulator.scenario.model import Scenario
@@ -397,6 +397,15 @@ class RunView:
                 dur = self.steps[idx].lock.duration
             out.append((e["t"], e["t"] + int(dur or 0)))
         return out
+
+    def stall_windows(self) -> list[tuple[Optional[str], int, int]]:
+        """(process, start, end) of every `stall` fault that took effect: its poll timer was lost."""
+        if "_stalls" not in self.__dict__:
+            self.__dict__["_stalls"] = [
+                (detail.get("target"), e["t"], int(detail.get("until") or e["t"]))
+                for e in self.of(FAULT_FIRED) if data_of(e).get("fault") == "stall"
+                for detail in [data_of(e).get("detail") or {}]]
+        return self.__dict__["_stalls"]
 
     # -- identities ---------------------------------------------------------
 

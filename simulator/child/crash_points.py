@@ -21,6 +21,15 @@ Two kinds of step:
   and the crash. A COMMIT that failed (busy) leaves the
   transaction open: the hook lets it be and waits for the retried COMMIT; a
   ROLLBACK undoes the match, and the point waits for the next one.
+- Statement boundaries of a store call (`call:` + `statement:`): the nth
+  statement SQLite runs inside one call of a `thatch_core` store method
+  (BEGIN and COMMIT count; trigger lines do not), found by walking the
+  stack from the trace callback to the outermost frame of that method, so
+  every boundary of every call is reachable, not only the named ones.
+  `before` and `after` mean what they mean for a statement. The event names
+  the call's own named point (`STORE_CALL_POINTS`) when it has one: a crash
+  inside `read` before its transaction committed cuts the read's stamp as a
+  crash `before: read-stamp` does, and one after it committed leaves it done.
 - Host steps (`HOST_POINTS`): a step of the fake host itself, which the
   harness announces with `reached(name, when, session=...)` just before and
   just after it (the fake opencode server receiving a wake prompt).
@@ -72,6 +81,15 @@ HOST_POINTS: dict[str, str] = {
 
 WHENS = ("before", "after")
 
+# The named point a statement crash inside a store call stands for (the call's own write), so the
+# judges read a crash at any boundary of that call as they read its named point.
+STORE_CALL_POINTS: dict[str, str] = {
+    "mark_delivered": "delivered-stamp", "read": "read-stamp", "broadcast": "broadcast-insert",
+    "register": "register-insert", "unregister": "unregister", "heartbeat": "heartbeat",
+}
+_BEGIN = re.compile(r"^begin\b")
+_STORE_MODULE = "thatch_core."
+
 _WS = re.compile(r"\s+")
 _COMMIT = re.compile(r"^(?:commit|end)\b")
 _ROLLBACK = re.compile(r"^rollback\b(?! to)")
@@ -93,11 +111,20 @@ class _Armed:
     # `after` a statement: the connection whose transaction holds the match, until it commits
     open_tx: Optional[sqlite3.Connection] = None
     matched_sql: str = ""
+    # a statement of a store call: the method, the statement's number in it, the call being counted
+    call: Optional[str] = None
+    statement: int = 0
+    frame: Any = None
+    count: int = 0
+    began: bool = False
+    fired_point: Optional[str] = None
+    fired_when: Optional[str] = None
 
     def handed_on(self) -> "_Armed":
         """A copy for another process: its own counts, no transaction of ours."""
         twin = copy.copy(self)
         twin.open_tx = None
+        twin.frame, twin.count, twin.began = None, 0, False
         return twin
 
 
@@ -122,12 +149,21 @@ class CrashPoints:
         return conn
 
     def arm(self, point: Optional[str] = None, sql: Optional[str] = None, nth: Optional[int] = None,
-            step: Optional[int] = None, when: Optional[str] = None) -> None:
-        if (point is None) == (sql is None):
-            raise ValueError("arm a crash with exactly one of point= (a named step) or sql= (a statement substring)")
+            step: Optional[int] = None, when: Optional[str] = None, call: Optional[str] = None,
+            statement: Optional[int] = None) -> None:
+        if [point, sql, call].count(None) != 2:
+            raise ValueError("arm a crash with exactly one of point= (a named step), sql= (a statement substring) "
+                             "or call= (a store call, with statement=)")
         when = when or "before"
         if when not in WHENS:
             raise ValueError(f"a crash comes before or after its step, not {when!r}")
+        if call is not None:
+            if not call.isidentifier() or statement is None or statement < 1:
+                raise ValueError(f"a statement crash names a store method and a statement from 1, "
+                                 f"not {call!r} / {statement!r}")
+            self._armed.append(_Armed(None, None, nth or 1, step, when=when, call=call, statement=statement))
+            self._set_all(True)
+            return
         pattern: Optional[re.Pattern]
         if point is not None and point in HOST_POINTS:
             pattern, default_nth = None, 1
@@ -191,6 +227,9 @@ class CrashPoints:
         for armed in self._armed:
             if armed.open_tx is conn:
                 self._transaction_moves(armed, conn, text)
+            elif armed.call is not None:
+                if self._counts(armed, conn, text):
+                    self._statement_reached(armed, conn, sql)
             elif armed.pattern is not None and self._matches(armed, text):
                 armed.seen += 1
                 if armed.seen < armed.nth:
@@ -201,6 +240,37 @@ class CrashPoints:
                     armed.open_tx, armed.matched_sql = conn, sql  # it commits with its transaction
                 else:
                     self._fire_once_returned(armed, conn, sql, committing=False)  # it commits as it finishes
+
+    @staticmethod
+    def _counts(armed: _Armed, conn: sqlite3.Connection, text: str) -> bool:
+        """Count `text` in the call it runs in; True when it is the armed statement of the call.
+        `durable` notes whether the call had committed a transaction before this statement."""
+        if text.startswith("--"):
+            return False  # a trigger's sub-statement: part of the statement that fired it
+        frame = _outermost_call(armed.call)
+        if frame is None:
+            return False
+        if frame is not armed.frame:  # a new call of the method
+            armed.frame, armed.count, armed.began = frame, 0, False
+        armed.count += 1
+        durable = armed.began and not conn.in_transaction and not _BEGIN.match(text)
+        armed.began = armed.began or bool(_BEGIN.match(text))
+        if armed.count != armed.statement:
+            return False
+        named = STORE_CALL_POINTS.get(armed.call)
+        armed.fired_point = named or "sql"
+        armed.fired_when = "after" if durable or armed.when == "after" else "before"
+        armed.seen += 1
+        return armed.seen >= armed.nth
+
+    def _statement_reached(self, armed: _Armed, conn: sqlite3.Connection, sql: str) -> None:
+        """The armed statement of the nth call: die before it, or once its transaction commits."""
+        if armed.when == "before":
+            self._fire(armed, sql=sql)
+        elif conn.in_transaction:
+            armed.open_tx, armed.matched_sql = conn, sql
+        else:
+            self._fire_once_returned(armed, conn, sql, committing=False)
 
     @staticmethod
     def _matches(armed: _Armed, text: str) -> bool:
@@ -233,15 +303,30 @@ class CrashPoints:
 
     def _fire(self, armed: _Armed, *, sql: Optional[str] = None, session: Optional[str] = None) -> None:
         if self.recorder is not None:
-            data: dict[str, Any] = {"point": armed.point or "sql"}
+            data: dict[str, Any] = {"point": armed.fired_point or armed.point or "sql"}
             if sql is not None:
                 data["sql"] = normalize_sql(sql)[:200]
             data["step"] = armed.step
-            if armed.when != "before":
-                data["when"] = armed.when
+            when = armed.fired_when or armed.when
+            if when != "before":
+                data["when"] = when
+            if armed.call is not None:
+                data["call"], data["statement"] = armed.call, armed.statement
             self.recorder.emit(CRASH, session, **data)
         save_coverage()
         self._kill()
+
+
+def _outermost_call(method: Optional[str]) -> Any:
+    """The outermost frame running store method `method` (a `thatch_core` module's function of
+    that name) on this thread's stack, or None: the call a statement belongs to."""
+    frame, found = sys._getframe(2), None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == method and str(frame.f_globals.get("__name__", "")).startswith(_STORE_MODULE):
+            found = frame
+        frame = frame.f_back
+    return found
 
 
 _SINGLETON: Optional[CrashPoints] = None

@@ -106,7 +106,7 @@ class _CommandServer:
         if cmd.op == OP_ARM_CRASH:
             args = cmd.args
             self.points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"),
-                            when=args.get("when"))
+                            when=args.get("when"), call=args.get("call"), statement=args.get("statement"))
             return Reply(cmd.dispatch)
         if self.harness is None and cmd.op != OP_START:
             return Reply(cmd.dispatch, ok=False, fatal=True, error=f"{self.ctx.label}: {cmd.op} before start")

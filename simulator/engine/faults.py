@@ -35,14 +35,15 @@ from typing import Any, Callable, Optional, Protocol
 from pydantic import BaseModel
 
 from simulator import clock as vclock
-from simulator.engine.agenda import Agenda, LockRelease, SleepEnd
+from simulator.engine.agenda import Agenda, LockRelease, Poll, SleepEnd
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.world import World
 from simulator.events import FAULT, SLEEP_START
 from simulator.protocol import OP_ARM_CRASH, OP_FORK, Reply
 from simulator.scenario.kinds import (
-    ARGV_PLACEHOLDER, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
+    ARGV_PLACEHOLDER, HOSTS, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
+    StallArgs,
 )
 
 
@@ -86,7 +87,8 @@ def _crash(engine: FaultEngine, t: int, idx: int, d: int, args: CrashArgs) -> No
         return
     nth = args.nth if "nth" in args.model_fields_set else None  # None: the named point's own default
     engine.exchange(t, d, [ProcessCommand(live, OP_ARM_CRASH, None, {
-        "point": args.point, "sql": args.sql, "nth": nth, "step": idx, "when": args.timing})])
+        "point": args.point, "sql": args.sql, "nth": nth, "step": idx, "when": args.timing,
+        "call": args.call, "statement": args.statement})])
 
 
 def _sleep(engine: FaultEngine, t: int, idx: int, d: int, args: SleepArgs) -> None:
@@ -213,6 +215,17 @@ def _lock(engine: FaultEngine, t: int, idx: int, d: int, args: LockArgs) -> None
     engine.agenda.push(t + args.duration, LockRelease(idx))
 
 
+def _stall(engine: FaultEngine, t: int, idx: int, d: int, args: StallArgs) -> None:
+    """Poll jitter: the process's poll timer is lost for `for` (its event loop blocked), then it
+    polls at once and every interval after: cycles in between are skipped, the next one is late."""
+    live = engine.processes.alive(args.process)
+    if live is None or not HOSTS[live.ctx.kind].polls:
+        return
+    live.poll_gen += 1
+    engine.agenda.push(t + args.duration, Poll(live.label, live.incarnation, live.poll_gen))
+    engine.fired(idx, {"target": args.process, "until": t + args.duration})
+
+
 # The fault kind of a step -> what the orchestrator does for it (a layout test holds it equal to the
 # fault kinds of simulator/scenario/kinds.py).
 FAULTS: dict[str, Callable[[FaultEngine, int, int, int, Any], None]] = {
@@ -223,4 +236,5 @@ FAULTS: dict[str, Callable[[FaultEngine, int, int, int, Any], None]] = {
     "restart": _restart,
     "fork": _fork,
     "lock": _lock,
+    "stall": _stall,
 }

@@ -20,12 +20,15 @@ ids and the harness's own faker bodies of a run come from it too.
 
 from __future__ import annotations
 
+import heapq
 import random
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
+from simulator.explore import reach
 from simulator.explore.plan import WorldPlan
+from simulator.design import STALE_MS
 from simulator.explore.swarm import DEFAULT, Size, Swarm, draw_swarm
 from simulator.scenario.durations import parse_duration
 from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, STEPS, hosts_with
@@ -40,6 +43,14 @@ SQL_POINTS = ("insert into chat_messages", "update chat_messages set", "delete f
 # Every named statement point, the heartbeat's included (host steps are the scripted library's).
 NAMED_POINTS = tuple(c.key for c in CRASH_POINTS.values() if not c.host_step)
 HEARTBEAT_SQL = "update chat_sessions set"
+# Statement crashes: the store calls drawn and how many statements one call runs at most (a longer
+# count than a call has never fires: the fault is not reached).
+CALL_STATEMENTS = {"send": 7, "broadcast": 8, "read": 4, "register": 7, "unregister": 4, "heartbeat": 3,
+                   "mark_delivered": 3, "pending_notifications": 2, "refresh_topic": 3, "status": 3}
+# Per drawn time, the chance of a boundary script or a same-instant race when that detail is on.
+BOUNDARY_RATE, RACE_RATE = 0.15, 0.25
+# Follow-ups a run may add beyond the size's step bound (boundary scripts, races).
+EXTRA_STEPS = 12
 # The kind of a new `start: never` process a resume or restart starts.
 TARGET_KIND = next(key for key, h in HOSTS.items() if h.resumes and h.restarts)
 
@@ -97,6 +108,10 @@ class _Draw:
         self.bodies: dict[str, list[str]] = {}   # sender -> texts it sent
         self.broadcasts = 0
         self.jumped = False
+        self.min_length = 0                        # a boundary script runs the story at least this long
+        self.shifting: set[int] = set()            # sleeps after which the rest of the story moves on
+        self.pending: list[tuple[int, int, dict[str, Any]]] = []   # follow-ups: (at, order, step)
+        self.recipients: list[str] = []            # who was last sent mail (unread-leaves)
 
     # -- the document ------------------------------------------------------------
 
@@ -115,9 +130,40 @@ class _Draw:
         if swarm.dispatch == "concurrent":
             doc["dispatch"] = "concurrent"
             doc["markers"] = ["race"]
+        legacy = self._legacy()
+        if legacy:
+            doc["legacy"] = legacy
         doc["processes"] = self.processes
         doc["steps"] = steps
         return doc
+
+    def _legacy(self) -> list[dict[str, Any]]:
+        """002-era rows (R3, R26): claimed names of declared sessions or of orphans, some
+        differing only in case, with topics, ages on both sides of the TTL, and unread mail."""
+        if not self.swarm.on("legacy"):
+            return []
+        rows, names = [], set()
+        for _ in range(self.rng.randint(1, 3)):
+            sessions = [s for p in self.processes if p.get("start") != "never" for s in p["sessions"]]
+            owner = self.rng.choice(sessions)["id"] if sessions and self.rng.random() < 0.7 else None
+            if owner is not None and any(r.get("session") == owner for r in rows):
+                owner = None
+            name = self._word()
+            if names and self.rng.random() < 0.3:
+                name = self.rng.choice(sorted(names)).capitalize()
+            if name in names:
+                continue
+            names.add(name)
+            row: dict[str, Any] = {"name": name}
+            if owner is not None:
+                row["session"] = owner
+            if self.rng.random() < 0.6:
+                row["topic"] = self.fake.sentence(nb_words=3).rstrip(".")
+            row["last_seen_ago"] = self.rng.choice((0, MINUTE, 3 * DAY, 7 * DAY - 60 * MINUTE, 7 * DAY + 60 * MINUTE))
+            if self.rng.random() < 0.5:
+                row["mail"] = [self.fake.sentence(nb_words=4) for _ in range(self.rng.randint(1, 2))]
+            rows.append(row)
+        return rows
 
     # -- the world -----------------------------------------------------------------
 
@@ -146,6 +192,8 @@ class _Draw:
         host = HOSTS[kind]
         if self.swarm.on("fast-polls") and host.polls and self.rng.random() < 0.5:
             proc["poll_interval"] = parse_duration(self.rng.choice(POLLS))
+        if self.swarm.on("sync-events") and host.event_stream and self.rng.random() < 0.5:
+            proc["events"] = "synchronous"
         most = host.explore_max_sessions
         top = self.size.max_sessions if most is None else min(most, self.size.max_sessions)
         proc["sessions"] = [self._session(kind) for _ in range(self.rng.randint(1, top))]
@@ -206,16 +254,41 @@ class _Draw:
         times = sorted(self.rng.randint(0, length // grain) * grain for _ in range(count))
         plan = WorldPlan(self.processes)
         steps: list[dict[str, Any]] = []
-        offset = 0
+        self.offset = 0
         for t in times:
-            step = self._step(plan, t + offset) or self._send(plan, t + offset)
-            if step is None:
-                continue
-            plan.apply(step)
-            steps.append(step)
-            if "sleep" in step and step["sleep"]["for"] >= 7 * DAY:
-                offset += step["sleep"]["for"]  # the rest of the story happens after the jump
-        return steps, length + offset
+            at = t + self.offset
+            self._flush(plan, steps, at)
+            script = self._reach(plan, at) or [self._step(plan, at) or self._send(plan, at)]
+            for step in script:
+                if step is not None and step["at"] > at:
+                    heapq.heappush(self.pending, (step["at"], len(self.pending) + len(steps), step))
+                elif step is not None:
+                    self._take(plan, steps, step)
+        self._flush(plan, steps, None)
+        last = max((st["at"] for st in steps), default=0)
+        return steps, max(length + self.offset, self.min_length, -(-(last + 1) // MINUTE) * MINUTE)
+
+    def _take(self, plan: WorldPlan, steps: list[dict[str, Any]], step: dict[str, Any]) -> None:
+        """Add `step` when it fits the world now (and the run has room for it)."""
+        if plan.problem(step) is not None or len(steps) >= self.size.max_steps + EXTRA_STEPS:
+            return
+        plan.apply(step)
+        steps.append(step)
+        if "sleep" in step and (step["sleep"]["for"] >= 7 * DAY or id(step) in self.shifting):
+            self.offset += step["sleep"]["for"]  # the rest of the story happens after the jump
+
+    def _flush(self, plan: WorldPlan, steps: list[dict[str, Any]], until: Optional[int]) -> None:
+        """Take the follow-ups due by `until` (all when None), in time order."""
+        while self.pending and (until is None or self.pending[0][0] <= until):
+            self._take(plan, steps, heapq.heappop(self.pending)[2])
+
+    def _reach(self, plan: WorldPlan, t: int) -> Optional[list[dict[str, Any]]]:
+        """A boundary script or a same-instant race (reach.py), when those details are on."""
+        if self.swarm.on("boundaries") and self.rng.random() < BOUNDARY_RATE:
+            return reach.boundary(self, plan, t)
+        if self.swarm.on("races") and self.rng.random() < RACE_RATE:
+            return reach.race(self, plan, t)
+        return None
 
     def _step(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         faults = self.swarm.faults
@@ -245,8 +318,17 @@ class _Draw:
             args["to_raw"] = self.rng.choice(("nobody", "ghost-00001", sender))
         else:
             args["to"] = self.rng.choice(others)
+            self.recipients.append(args["to"])
+        self._spoof(plan, args, sender)
         self._body(args)
         return {"at": t, "send": args}
+
+    def _spoof(self, plan: WorldPlan, args: dict[str, Any], session: str) -> None:
+        """R32: an MCP session's model claims another session's name (`as`), or a name nobody has."""
+        if not (self.swarm.on("spoofing") and HOSTS[plan.host_kind(session)].mcp and self.rng.random() < 0.4):
+            return
+        others = [s for s in self.sessions() if s != session]
+        args["as"] = "{%s}" % self.rng.choice(others) if others and self.rng.random() < 0.8 else "nobody-00001"
 
     def _body(self, args: dict[str, Any]) -> None:
         """A body for `args` (a send). A text is reused only by its own sender: P5 matches what a
@@ -300,7 +382,10 @@ class _Draw:
         return {"at": t, self.rng.choice(actions): {"session": self.rng.choice(who)}}
 
     def _read(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
-        return self._by_session(plan, t, ("read",))
+        step = self._by_session(plan, t, ("read",))
+        if step is not None:
+            self._spoof(plan, step["read"], step["read"]["session"])
+        return step
 
     def _query(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         return self._by_session(plan, t, ("list", "status"))
@@ -319,10 +404,27 @@ class _Draw:
 
     def _churn(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         step = self._by_session(plan, t, ("unregister", "register", "register", "delete", "exit"))
+        mailed = [s for s in self.recipients[-3:] if s in self._usable(plan, t)]
+        if step is not None and self.swarm.on("unread-leaves") and mailed and self.rng.random() < 0.7:
+            key = next(k for k in step if k != "at")
+            step[key] = {"session": self.rng.choice(mailed)}  # a leave with mail still unread (R7, R11)
         if step is not None and plan.problem(step) is not None:  # delete/exit of an MCP session
             key = next(k for k in step if k != "at")
             step = {"at": t, "unregister": step[key]}
         return step
+
+    def _config(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
+        """R29, R30: chat.enabled or chat.autoRegister edited while the process runs."""
+        procs = [p["id"] for p in self.processes if p.get("start") != "never" or p["id"] in plan.used]
+        if not procs:
+            return None
+        args: dict[str, Any] = {"process": self.rng.choice(procs)}
+        for key in ("enabled", "autoRegister"):
+            if self.rng.random() < 0.6:
+                args[key] = self.rng.random() < 0.4
+        if len(args) == 1:
+            args["autoRegister"] = False
+        return {"at": t, "config": args}
 
     def _cli(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         if self.rng.random() < 0.5:
@@ -344,9 +446,16 @@ class _Draw:
         if not running:
             return None
         args: dict[str, Any] = {"process": self.rng.choice(running)}
-        key = "before" if self.rng.random() < 0.75 else "sql"
-        points = NAMED_POINTS if key == "before" else SQL_POINTS + (HEARTBEAT_SQL,)
-        args[key] = self.rng.choice(points)
+        r = self.rng.random()
+        if r < 0.4:  # any statement boundary of a store call, not only the named ones
+            args["call"] = self.rng.choice(sorted(CALL_STATEMENTS))
+            args["statement"] = self.rng.randint(1, CALL_STATEMENTS[args["call"]])
+            if self.rng.random() < 0.3:
+                args["when"] = "after"
+        else:
+            key = "before" if r < 0.85 else "sql"
+            points = NAMED_POINTS if key == "before" else SQL_POINTS + (HEARTBEAT_SQL,)
+            args[key] = self.rng.choice(points)
         if self.rng.random() < 0.3:
             args["nth"] = self.rng.randint(1, 3)
         return {"at": t, "crash": args}
@@ -361,6 +470,19 @@ class _Draw:
         # Around the 7-day TTLs (auto rows, tombstones), on both sides: a day early or late
         # is the bug a jump past them only would never show.
         return {"at": t, "sleep": {"for": 6 * DAY + self.rng.randint(60, 48 * 60) * MINUTE}}
+
+    def _stall(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
+        """Poll jitter (R13, R14): a polling process's timer lost for a while, its cycles skipped
+        and the next one late, never so long that a beat gap passes the 60 s staleness bound."""
+        running = self._running(plan, hosts_with(STEPS["stall"].needs))
+        if not running:
+            return None
+        label = self.rng.choice(running)
+        proc = next(p for p in self.processes if p["id"] == label)
+        room = (STALE_MS - reach.interval(proc)) // 1000
+        if room < 1:
+            return None
+        return {"at": t, "stall": {"process": proc["id"], "for": self.rng.randint(1, room) * 1000}}
 
     def _lock(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         # Short: every store call meeting the lock backs off in real time (a minute-long lock
@@ -416,10 +538,12 @@ class _Draw:
 ACTION_DRAWS: dict[str, Callable[[_Draw, WorldPlan, int], Optional[dict[str, Any]]]] = {
     "send": _Draw._send, "broadcast": _Draw._broadcast, "read": _Draw._read, "query": _Draw._query,
     "prompt": _Draw._prompt, "title": _Draw._title, "churn": _Draw._churn, "cli": _Draw._cli,
+    "config": _Draw._config,
 }
 FAULT_DRAWS: dict[str, Callable[[_Draw, WorldPlan, int], Optional[dict[str, Any]]]] = {
     "kill": _Draw._kill, "crash": _Draw._crash, "sleep": _Draw._sleep, "resume": _Draw._resume,
     "restart": _Draw._restart, "fork": _Draw._fork, "lock": _Draw._lock, "prune": _Draw._prune,
+    "jitter": _Draw._stall,
 }
 
 __all__ = ["Generated", "generate"]

@@ -42,6 +42,7 @@ from simulator.scenario.kinds import CRASH_POINTS, DEFAULT_HOST, HOSTS, PROCESS_
 # Crash points that fire inside a leave (session.deleted, /thatch/exit): see the last rule above.
 LEAVE_POINTS = tuple(c.key for c in CRASH_POINTS.values() if c.inside_leave)
 LEAVE_SQL = ("delete from chat_sessions", "insert into chat_leave_tombstones")
+LEAVE_CALLS = ("unregister",)   # a statement crash in the store call a leave runs
 STEP_KEYS = ("at", "name", "expect")
 
 
@@ -129,6 +130,9 @@ class WorldPlan:
             return None if ok else f"crash in {args['process']}, not a running process that takes crash points"
         if action == "kill":
             return None if args["process"] in self.kind else f"kill of unknown {args['process']}"
+        if action == "stall":
+            ok = self.runs(args["process"]) and STEPS["stall"].accepts(self.kind[args["process"]])
+            return None if ok else f"stall of {args['process']}, not a running process that polls"
         return self._session_problem(action, args, t)
 
     def effective(self, t: int) -> int:
@@ -199,7 +203,8 @@ class WorldPlan:
             self.dead.add(args["process"])
         elif action == "crash":
             self.doomed.add(args["process"])
-            if args.get("before") in LEAVE_POINTS or any(q in (args.get("sql") or "") for q in LEAVE_SQL):
+            if (args.get("before") in LEAVE_POINTS or any(q in (args.get("sql") or "") for q in LEAVE_SQL)
+                    or args.get("call") in LEAVE_CALLS):
                 self.leave_armed.add(args["process"])
         elif action == "lock":
             at = self.effective(step.get("at", 0))

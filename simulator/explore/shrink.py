@@ -112,6 +112,16 @@ def _candidates(doc: Doc) -> Iterator[Doc]:
     yield from _shorter(doc)
     yield from _simpler_steps(doc)
     yield from _simpler_world(doc)
+    yield from _fewer_legacy_rows(doc)
+
+
+def _fewer_legacy_rows(doc: Doc) -> Iterator[Doc]:
+    """Without one 002-era row, or without any (a fresh database)."""
+    rows = doc.get("legacy") or []
+    if rows:
+        yield {k: v for k, v in doc.items() if k != "legacy"}
+    for i in range(len(rows) if len(rows) > 1 else 0):
+        yield {**doc, "legacy": copy.deepcopy(rows[:i] + rows[i + 1:])}
 
 
 def _serial(doc: Doc) -> Iterator[Doc]:
@@ -160,6 +170,8 @@ def _without(doc: Doc, labels: set[str]) -> Doc:
     gone = labels | {s["id"] for p in out["processes"] if p["id"] in labels for s in p.get("sessions", [])}
     out["processes"] = procs
     out["steps"] = [s for s in out.get("steps", []) if not _mentions(s, gone)]
+    if out.get("legacy"):  # a 002-era row of a session that is gone is an orphan row now
+        out["legacy"] = [{k: v for k, v in r.items() if not (k == "session" and v in gone)} for r in out["legacy"]]
     return keep_fitting(out)
 
 
@@ -226,8 +238,10 @@ _SIMPLER_ARGS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("send", "body"): lambda v: SHORT_BODY, ("broadcast", "body"): lambda v: SHORT_BODY,
     ("prompt", "text"): lambda v: None, ("crash", "nth"): lambda v: None,
     ("restart", "grace"): lambda v: None, ("resume", "how"): lambda v: None,
-    ("sleep", "for"): _halved, ("lock", "for"): _halved,
+    ("sleep", "for"): _halved, ("lock", "for"): _halved, ("stall", "for"): _halved,
     ("cli_list", "stale"): lambda v: None, ("cli_tail", "limit"): lambda v: None,
+    ("crash", "statement"): lambda v: max(1, v - 1), ("crash", "when"): lambda v: None,
+    ("send", "as"): lambda v: None, ("read", "as"): lambda v: None,
 }
 
 
@@ -252,7 +266,7 @@ def _simpler_steps(doc: Doc) -> Iterator[Doc]:
 
 _SESSION_KEYS = ("title", "joins", "start", "parent")
 _AGENT_KEYS = ("busy", "compacting", "aborted", "reply_limit", "turn")
-_PROCESS_KEYS = ("poll_interval", "checkout", "project")
+_PROCESS_KEYS = ("poll_interval", "checkout", "project", "events")
 
 
 def _simpler_world(doc: Doc) -> Iterator[Doc]:

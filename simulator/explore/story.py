@@ -26,18 +26,30 @@ def _world(doc: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _crash_point(a: dict[str, Any]) -> str:
+    when = a.get("when", "before")
+    if a.get("call"):
+        return f"{when} statement {a.get('statement')} of a {a['call']} call"
+    if a.get("sql"):
+        return f"{when} sql {a['sql']!r}"
+    return f"after {a['after']}" if a.get("after") else str(a.get("before"))
+
+
 def _step(step: dict[str, Any]) -> str:
     action = action_of(step)
     a = step[action] if isinstance(step[action], dict) else {}
     at = spell_duration(step["at"])
     text = {
-        "send": lambda: f"{a.get('from')} sends {a.get('to') or repr(a.get('to_raw'))} a message",
+        "send": lambda: f"{a.get('from')} sends {a.get('to') or repr(a.get('to_raw'))} a message"
+                        + (f" claiming to be {a['as']}" if a.get("as") else ""),
         "broadcast": lambda: f"{a.get('from')} broadcasts",
         "kill": lambda: f"{a.get('process')} is killed",
-        "crash": lambda: f"a crash point is armed in {a.get('process')} "
-                         f"({a.get('before') or 'sql ' + repr(a.get('sql'))}"
+        "crash": lambda: f"a crash point is armed in {a.get('process')} ({_crash_point(a)}"
                          + (f", nth {a['nth']})" if "nth" in a else ")"),
+        "config": lambda: f"{a.get('process')}'s config changes ("
+                          + ", ".join(f"{k} {str(a[k]).lower()}" for k in ("enabled", "autoRegister") if k in a) + ")",
         "sleep": lambda: f"the machine sleeps for {spell_duration(a.get('for', 0))}",
+        "stall": lambda: f"{a.get('process')}'s poll timer stalls for {spell_duration(a.get('for', 0))}",
         "lock": lambda: f"another writer holds the database lock for {spell_duration(a.get('for', 0))}",
         "resume": lambda: f"{a.get('session')} is resumed with {a.get('how', '-s')} in {a.get('process')}",
         "restart": lambda: f"the daemon {a.get('process')} restarts into {a.get('into')}",
@@ -49,9 +61,11 @@ def _step(step: dict[str, Any]) -> str:
 def tell(doc: dict[str, Any], check: str, title: str, message: str) -> str:
     """`story:` of a found scenario: the world, the timeline, the broken property."""
     steps = doc.get("steps", [])
+    legacy = doc.get("legacy") or []
+    old = f" It starts from a 002-era database with {len(legacy)} claimed name(s)." if legacy else ""
     told = [_step(s) for s in steps[:MAX_TOLD_STEPS]]
     if len(steps) > MAX_TOLD_STEPS:
         told.append(f"and {len(steps) - MAX_TOLD_STEPS} more steps")
     timeline = ("; ".join(told) + ".") if told else "Nothing is scripted."
     what = f"{check} ({title})" if title and title != check else check
-    return f"{_world(doc)}. {timeline[0].upper() + timeline[1:]} Then {what} fails: {message}"
+    return f"{_world(doc)}.{old} {timeline[0].upper() + timeline[1:]} Then {what} fails: {message}"

@@ -22,6 +22,10 @@ WINDOW_KINDS = ("busy", "compacting", "aborted")
 # Features left to the details once their family is on (a child session, a
 # session that starts late, a process with a short poll interval).
 DETAIL_FEATURES = ("children", "late-sessions", "join-kinds", "fast-polls", "odd-bodies", "checkouts")
+# Reach (worlds and instants uniform draws miss): scripts aimed at the design's boundaries and
+# same-instant races (reach.py), 002-era rows, synchronous host events, `as` claims, leaves with
+# unread mail. Drawn after the details above, so a seed's older features stay as they were drawn.
+REACH_FEATURES = ("boundaries", "races", "legacy", "sync-events", "spoofing", "unread-leaves")
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ def draw_swarm(rng: random.Random, *, dispatch: str | None = None) -> Swarm:
         needs = STEPS[EXPLORE_FAULTS[family][0]].needs
         if not any(HOSTS[h].has(needs) for h in hosts):
             del faults[family]
-    details = _some(rng, DETAIL_FEATURES)
+    details = _some(rng, DETAIL_FEATURES) + _some(rng, REACH_FEATURES)
     drawn = "concurrent" if rng.random() < 0.2 else "serial"  # drawn always: forcing keeps the rest of the world
     dispatch = dispatch or drawn
     return Swarm(hosts=hosts, agents=agents, windows=windows, actions=actions, faults=faults,

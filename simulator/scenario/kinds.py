@@ -210,8 +210,17 @@ class ProcessArg(Strict):
 
 CrashWhen = Literal["before", "after"]
 
-_CRASH_FORMS = ("write `before: <named step>`, `after: <named step>` or `sql: <statement substring>` "
-                "(with `when: after` to die once its transaction commits)")
+# The store calls (thatch_core's ChatStore methods, checked against it by a test) a crash may name
+# by statement count: `call: send, statement: 3` dies at the 3rd statement SQLite runs inside
+# one send (BEGIN and COMMIT count), at any boundary of the call, not only the named ones.
+STORE_CALLS = ("send", "broadcast", "read", "register", "unregister", "heartbeat", "mark_delivered",
+               "pending_notifications", "refresh_topic", "status", "unread_count", "prune", "note_user_prompt",
+               "record_host_pid", "resolve_host_pid", "list_sessions")
+StoreCall = Literal[STORE_CALLS]  # type: ignore[valid-type]
+
+_CRASH_FORMS = ("write `before: <named step>`, `after: <named step>`, `sql: <statement substring>` "
+                "or `call: <store call>` with `statement: N` (with `when: after` to die once its "
+                "transaction commits)")
 
 
 class CrashArgs(Strict):
@@ -226,36 +235,46 @@ class CrashArgs(Strict):
                           "statement's transaction has committed and is durable; the wake "
                           "prompt has reached the session and the poller has not stamped it). " + _NAMED_STEPS_HELP)
     sql: Optional[str] = Field(None, description="Instead of a named step: a substring of the SQL statement to die at.")
+    call: Optional[StoreCall] = Field(
+        None, description="Instead of a named step or `sql`: a store call (" + ", ".join(STORE_CALLS) + "), "
+                          "with `statement`: die at that statement of the call.")
+    statement: Optional[int] = Field(
+        None, ge=1, description="With `call` only: the number of the statement within one call (1 = its first, "
+                                "BEGIN and COMMIT included) to die at.")
     when: Optional[CrashWhen] = Field(
-        None, description="With `sql` only: die just `before` the statement runs "
+        None, description="With `sql` or `call` only: die just `before` the statement runs "
                           "(default), or just `after` its transaction commits.")
     nth: int = Field(
         1, ge=1,
-        description="Die at the nth occurrence of the step (the nth matching statement) after the point is armed.")
+        description="Die at the nth occurrence of the step (the nth matching statement; with `call`, the nth "
+                    "call reaching that statement) after the point is armed.")
 
     @model_validator(mode="after")
     def _one_point(self) -> "CrashArgs":
-        given = [key for key in ("before", "after", "sql") if getattr(self, key) is not None]
+        given = [key for key in ("before", "after", "sql", "call") if getattr(self, key) is not None]
         if len(given) != 1:
             found = f", found {' and '.join(f'`{k}`' for k in given)}" if given else ""
             raise ValueError(f"a crash needs exactly one crash point{found} — {_CRASH_FORMS}")
-        if self.when is not None and self.sql is None:
-            raise ValueError(f"`when` goes with `sql` only — write `{self.when}: {self.before or self.after}` alone")
+        if (self.call is None) != (self.statement is None):
+            raise ValueError("`call` and `statement` go together — write e.g. `call: send, statement: 2`")
+        if self.when is not None and self.sql is None and self.call is None:
+            raise ValueError(f"`when` goes with `sql` or `call` only — write `{self.when}: "
+                             f"{self.before or self.after}` alone")
         return self
 
     @model_serializer(mode="wrap")
     def _as_written(self, handler) -> dict[str, Any]:
-        """`after` and `when` appear in a dump only when given, so the record
+        """`after`, `when`, `call` and `statement` appear in a dump only when given, so the record
         of a `before:` crash reads as it always did."""
         data = handler(self)
-        for key in ("after", "when"):
+        for key in ("after", "when", "call", "statement"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
 
     @property
     def point(self) -> Optional[str]:
-        """The named step (None for an `sql` crash)."""
+        """The named step (None for an `sql` or `call` crash)."""
         return self.before or self.after
 
     @property
@@ -312,6 +331,15 @@ class ForkArgs(Strict):
         description="A new session label for the OLDER id, which keeps running in the same host after the fork "
                     "(the forked label goes on under the new id). Steps after the fork may target it like any "
                     "session of that process.")
+
+
+class StallArgs(Strict):
+    process: str = Field(..., description="Label of the polling process whose poll timer stalls.")
+    duration: DurationMs = Field(
+        ..., alias="for",
+        description=f"How long its poll timer is lost ({DURATION_HELP}): the cycles in it are skipped and it "
+                    "polls at the end, late. Keep `for` + the poll interval within 60 s to stay within the "
+                    "staleness rule (R14).")
 
 
 class LockArgs(Strict):
@@ -436,7 +464,7 @@ _ACTIONS = (
              family="churn"),
     StepKind("exit", SessionArg, "A greenlit /thatch/exit of the session.", needs="leaves", family="churn"),
     StepKind("title", TitleArgs, "The auto-titler sets the session's title.", family="title"),
-    StepKind("config", ConfigArgs, "Edit a process's thatch config file.", target=PROCESS),
+    StepKind("config", ConfigArgs, "Edit a process's thatch config file.", target=PROCESS, family="config"),
     StepKind("start", ProcessArg, "Start a process declared with `start: never`.", target=PROCESS, runs=ORCHESTRATOR),
     StepKind("cli_list", CliListArgs, "Run `thatch chat list` through the CLI entry point (stale: N or all).",
              target=MACHINE, reply=TOOL_REPLY, family="cli"),
@@ -469,6 +497,9 @@ _FAULTS = (
              needs="forks", not_reached="the session's host was not running or refused the fork"),
     StepKind("lock", LockArgs, "Fault: another writer holds the database lock.", fault=True, target=ENGINE,
              runs=ORCHESTRATOR, needs="lock_safe", not_reached="no store call met the held lock"),
+    StepKind("stall", StallArgs, "Fault: poll jitter: a polling process's timer is lost for a while (its cycles "
+             "skipped), then it polls late.", fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="polls",
+             not_reached="the process was not running"),
 )
 
 # Every step kind by its YAML key: the scripted actions, the harness-internal ones, the faults.
@@ -497,6 +528,7 @@ def harness_actions(host_kind: str) -> frozenset[str]:
 # mail nothing is delivered and most properties judge nothing.
 EXPLORE_ACTIONS: dict[str, int] = {
     "send": 10, "broadcast": 3, "read": 3, "query": 2, "prompt": 4, "title": 1, "churn": 2, "cli": 1,
+    "config": 1,
 }
 EXPLORE_ALWAYS_ACTIONS = ("send",)
 # Fault families: the fault kind each draws and the range of its rate (the chance that one scripted
@@ -505,5 +537,5 @@ EXPLORE_ALWAYS_ACTIONS = ("send",)
 EXPLORE_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
     "kill": ("kill", (0.03, 0.12)), "crash": ("crash", (0.03, 0.12)), "sleep": ("sleep", (0.02, 0.08)),
     "resume": ("resume", (0.05, 0.2)), "restart": ("restart", (0.02, 0.08)), "fork": ("fork", (0.05, 0.2)),
-    "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)),
+    "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)), "jitter": ("stall", (0.03, 0.12)),
 }

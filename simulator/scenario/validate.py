@@ -197,6 +197,13 @@ class _Checker:
                 self.error(path + ("process",), f"crash point in `{fields['process']}`, a {kind} process",
                            f"crash points run inside {_kinds_text(needs)} processes: use `kill` for a {others} host")
 
+        if action == "stall" and fields["process"] in self.procs:
+            kind = self.procs[fields["process"]].kind
+            if not step.kind.accepts(kind):
+                self.error(path + ("process",), f"stall of `{fields['process']}`, a {kind} process",
+                           f"a stall loses a poll timer: name an {_kinds_text(needs)} process (a {kind} host "
+                           "runs no poller)")
+
     def older_label(self, path: KeyPath, step: Step) -> None:
         """`fork.older_as` names a new label: not a declared session's, not another fork's."""
         label = step.args.older_as

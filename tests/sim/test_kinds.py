@@ -118,3 +118,11 @@ def test_the_label_argument_keys_are_the_label_fields_of_the_argument_models():
         for name, f in k.args.model_fields.items():
             if (f.alias or name) in keys:
                 assert "str" in str(f.annotation), (k.key, name)
+
+
+def test_every_store_call_a_crash_may_name_is_a_store_method():
+    """A `crash: {call: ...}` names a method of thatch_core's store (its statements are counted)."""
+    from simulator.scenario.kinds import STORE_CALLS
+    from thatch_core.store import ChatStore
+
+    assert [c for c in STORE_CALLS if not callable(getattr(ChatStore, c, None))] == []

@@ -232,3 +232,26 @@ def test_a_wake_in_the_sends_concurrent_wave_that_names_the_sender_counts(tmp_pa
                                     {"id": "h2", "sessions": [{"id": "carol"}]}])
         v = REGISTRY["P3"][2](RunView(spec, events, db, RUN_INFO))
         assert (v.status == "fail") == fails, (same_wave, senders, v.message)
+
+
+@pytest.mark.rules("R18", "R32")
+def test_a_wave_wake_naming_whom_a_cursor_send_claimed_to_be_counts(tmp_path):
+    """R18, R32: Cursor trusts a claimed `as`: carol's send claiming alice is alice's mail, so a
+    wake in its wave naming alice covers it (one naming carol, the caller, does not)."""
+    sessions = ((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (CAROL, N_CAROL, "mcp", 0))
+    db = make_db(tmp_path / "wave.db", sessions=sessions, messages=((ALICE, BOB, "hello", 30_000, None, 0),))
+    for senders, fails in (((N_ALICE,), False), ((N_CAROL,), True)):
+        h = H(); base_world(h)
+        h.start(0, "cu", {"carol": CAROL}, kind="cursor")
+        h.registered(1_000, "cu", "carol", CAROL, N_CAROL)
+        h.status(1_000, "h1", "bob")
+        wake = h.wake(30_000, "h1", "bob", senders=senders)
+        call, sent = h.send(30_000, "cu", "carol", N_BOB, "hello")
+        h.phase(END, "end")
+        events = h.done()
+        call["data"]["args"]["as"] = N_ALICE
+        sent["dispatch"] = wake["dispatch"]
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "cu", "kind": "cursor", "sessions": [{"id": "carol"}]}])
+        v = REGISTRY["P3"][2](RunView(spec, events, db, RUN_INFO))
+        assert (v.status == "fail") == fails, (senders, v.message)

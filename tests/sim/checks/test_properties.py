@@ -293,6 +293,22 @@ def test_p5_allows_prune_to_sweep_mail(tmp_path):
 
 
 @pytest.mark.rules("R10")
+def test_p5_tells_twins_apart_by_count_not_by_row(tmp_path):
+    """R10: two sends of one text in one second, a read between them: the read's one line stands
+    for either row, so one stamped twin is all it owes; a read returning both owes two stamps."""
+    twins = ((ALICE, BOB, "hello", 10_000, 10_000, 0), (ALICE, BOB, "hello", 10_000, None, 0))
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=twins)
+    for lines, want in (([(N_ALICE, 10_000, "hello")], "pass"), ([(N_ALICE, 10_000, "hello")] * 2, "fail")):
+        h = H(); base_world(h)
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        h.read(10_000, "h1", "bob", lines)
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        v = judge("P5", h, db)
+        assert v.status == want, v.message
+
+
+@pytest.mark.rules("R10")
 def test_p5_fails_a_message_read_twice(tmp_path):
     """R10: a message returned by two reads with no crash inside chat_read between fails."""
     db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
@@ -571,6 +587,40 @@ def test_p9_fails_a_new_name_after_the_fork(tmp_path):
     h = H(); f, line = _fork_world(h, "o-pal-00002")
     v = judge("P9", h, db)
     assert v.status == "fail" and in_witness(v, f, line)
+
+
+@pytest.mark.rules("R33", "R7")
+def test_p9_leaves_a_session_that_left_after_the_fork_to_p7(tmp_path):
+    """R33, R7: a fork, then a leave, then (its tombstone aged out) a hook line with a fresh name:
+    the fork did not lose the identity, the leave gave it up, so P9 judges nothing there."""
+    db = make_db(tmp_path / "d.db")
+    h = H()
+    h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
+    h.start(0, "c1", {"carol": "host-old"}, kind="claude-code")
+    h.ev(1_000, "hook", "c1", "carol", hook="SessionStart",
+         line=f"[thatch] chat: you are {N_CAROL} (no unread mail for you).", decision=None)
+    h.ev(50_000, "fork", "c1", "carol", old_host_id="host-old", new_host_id="host-new")
+    h.call(55_000, "c1", "carol", "unregister", {}, True, f"[unregistered] {N_CAROL}")
+    h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit",
+         line="[thatch] chat: you are o-pal-00002 (no unread mail for you).", decision=None)
+    v = judge("P9", h, db)
+    assert v.status == "skipped", v.message
+
+
+@pytest.mark.rules("R33", "R26")
+def test_p9_does_not_judge_a_fork_across_a_silence_past_the_auto_row_ttl(tmp_path):
+    """R33, R26: a fork, then eight silent days (prune may delete the row), then a fresh name."""
+    db = make_db(tmp_path / "d.db")
+    h = H()
+    h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
+    h.start(0, "c1", {"carol": "host-old"}, kind="claude-code")
+    h.ev(1_000, "hook", "c1", "carol", hook="SessionStart",
+         line=f"[thatch] chat: you are {N_CAROL} (no unread mail for you).", decision=None)
+    h.ev(50_000, "fork", "c1", "carol", old_host_id="host-old", new_host_id="host-new")
+    h.ev(8 * 86_400_000, "hook", "c1", "carol", hook="UserPromptSubmit",
+         line="[thatch] chat: you are o-pal-00002 (no unread mail for you).", decision=None)
+    v = judge("P9", h, db)
+    assert v.status == "skipped", v.message
 
 
 @pytest.mark.rules("R33")

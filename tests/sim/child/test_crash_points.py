@@ -322,3 +322,90 @@ def test_host_step_points_fire_on_their_own_side_of_the_step():
     assert fired and cp.recorder.events == [("crash", "bob", {"point": "wake-prompt", "step": 1, "when": "after"})]
     with pytest.raises(ValueError, match="before or after"):
         cp.arm(point="wake-prompt", when="during")
+
+
+@pytest.mark.rules("R7")
+@pytest.mark.parametrize("statement, when, rows, tombstones, point_when", [
+    (1, "before", ["ses_a", "ses_b"], [], "before"),      # BEGIN IMMEDIATE: nothing done
+    (3, "before", ["ses_a", "ses_b"], [], "before"),      # before the tombstone insert: rolled back
+    (4, "before", ["ses_a", "ses_b"], [], "before"),      # before COMMIT: rolled back all the same
+    (2, "after", ["ses_b"], ["ses_a"], "after"),          # after the delete: once the leave committed
+])
+def test_a_statement_crash_fires_at_the_nth_statement_of_its_call(store, conn, db_path, statement, when, rows,
+                                                                  tombstones, point_when):
+    """R7: a crash by statement count inside `unregister` (BEGIN, DELETE, INSERT tombstone,
+    COMMIT) fires at exactly that statement; before COMMIT the leave is all undone, after it
+    all done. The event names the call's own point and the statement."""
+    two_registered(store)
+    store.status("ses_a")  # another call's statements never count
+    cp, seen, other = _watching(conn, db_path, call="unregister", statement=statement, when=when, step=2)
+    store.unregister("ses_a")
+    cp.disarm()
+    assert seen[:1] == [{"rows": rows, "tombstones": tombstones}]
+    (kind, _, data), = cp.recorder.events[:1]
+    assert kind == "crash" and data["call"] == "unregister" and data["statement"] == statement
+    assert data["point"] == "unregister" and data.get("when", "before") == point_when
+    other.close()
+
+
+def test_a_statement_crash_counts_calls_and_statements_per_call(store, conn, db_path):
+    """`nth` counts the calls that reach the statement: the 2nd send's 1st statement here,
+    not the 1st send's later ones; a call with no named point records `sql`."""
+    two_registered(store)
+    cp, seen, other = _watching(conn, db_path, call="send", statement=1, nth=2)
+    store.send("ses_a", "ses_b", "one")
+    assert seen == []
+    store.send("ses_a", "ses_b", "two")
+    cp.disarm()
+    assert len(seen) == 1 and cp.recorder.events[0][2]["point"] == "sql"
+    assert cp.recorder.events[0][2]["statement"] == 1
+    with pytest.raises(ValueError, match="statement crash"):
+        CrashPoints().arm(call="send")
+    with pytest.raises(ValueError, match="exactly one of"):
+        CrashPoints().arm(call="send", statement=1, point="heartbeat")
+    other.close()
+
+
+@pytest.mark.rules("R10", "R23")
+def test_a_statement_crash_fires_in_a_real_harness_between_a_reads_select_and_its_stamp(tmp_path):
+    """R10, R23: `call: read, statement: 3` kills the opencode process just before the read's
+    stamp (after its select): the crash event names the call, the statement and read-stamp,
+    and the mail stays unread for the next host."""
+    spec = Scenario.model_validate({
+        "name": "statement-crash", "duration": "3m", "drain": "2m", "seed": 3,
+        "processes": [
+            {"id": "h1", "project": "alpha", "sessions": [{"id": "alice"}]},
+            {"id": "h2", "project": "alpha", "sessions": [{"id": "bob", "agent": "silent"}]},
+        ],
+        "steps": [
+            {"at": "10s", "crash": {"process": "h2", "call": "read", "statement": 3}},
+            {"at": "20s", "send": {"from": "alice", "to": "bob", "body": "hi"}},
+            {"at": "40s", "read": {"session": "bob"}},
+        ],
+    })
+    r = run_scenario(spec, run_dir=tmp_path, check=False)
+    assert r.error is None, r.error
+    crash, = r.events("crash")
+    assert crash["proc"] == "h2" and crash["data"]["call"] == "read" and crash["data"]["statement"] == 3
+    assert crash["data"]["point"] == "read-stamp"
+    assert crash["data"]["sql"].startswith("update chat_messages set read_at")
+    assert r.verdict("fault#0").status == "pass"
+
+
+@pytest.mark.rules("R13", "R14")
+def test_a_stall_skips_poll_cycles_and_polls_late(tmp_path):
+    """R13, R14: a stall of 45 s at 32 s loses h2's polls at 45, 60 and 75 s (every 15 s); it polls
+    at 77 s, then every interval. Its session's beat gap stays within 60 s (P4), and mail sent
+    just before is not owed a wake while the timer is lost (P3)."""
+    spec = Scenario.model_validate({
+        "name": "stall", "duration": "3m", "drain": "1m", "seed": 5,
+        "processes": [{"id": "h1", "sessions": [{"id": "alice"}]},
+                      {"id": "h2", "poll_interval": "15s", "sessions": [{"id": "bob"}]}],
+        "steps": [{"at": "31s", "send": {"from": "alice", "to": "bob", "body": "hi"}},
+                  {"at": "32s", "stall": {"process": "h2", "for": "45s"}}],
+    })
+    r = run_scenario(spec, run_dir=tmp_path)
+    polls = [e["t"] for e in r.events("poll") if e["proc"] == "h2"]
+    assert not {45_000, 60_000, 75_000} & set(polls) and {77_000, 92_000} <= set(polls)
+    assert r.verdict("fault#1").status == "pass" and r.verdict("P4").status == "pass"
+    assert r.verdict("P3").status == "pass", r.verdict("P3").message

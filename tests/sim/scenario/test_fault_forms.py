@@ -50,7 +50,7 @@ def test_the_crash_forms_load_and_dump_as_written():
     assert after.model_dump(mode="json", by_alias=True)["when"] == "after" and after.timing == "after"
 
 
-def test_a_crash_names_exactly_one_point_and_when_goes_with_sql_only():
+def test_a_crash_names_exactly_one_point_and_when_goes_with_sql_or_call_only():
     both = errors_of("""\
         steps:
           - {at: 1m, crash: {process: h1, before: heartbeat, after: heartbeat}}
@@ -61,7 +61,22 @@ def test_a_crash_names_exactly_one_point_and_when_goes_with_sql_only():
         steps:
           - {at: 1m, crash: {process: h1, before: heartbeat, when: after}}
         """)
-    assert len(when) == 1 and "`when` goes with `sql` only — write `after: heartbeat` alone" in when[0]
+    assert len(when) == 1 and "`when` goes with `sql` or `call` only — write `after: heartbeat` alone" in when[0]
+
+    half = errors_of("""\
+        steps:
+          - {at: 1m, crash: {process: h1, call: send}}
+        """)
+    assert len(half) == 1 and "`call` and `statement` go together" in half[0]
+    unknown = errors_of("""\
+        steps:
+          - {at: 1m, crash: {process: h1, call: nope, statement: 2}}
+        """)
+    assert len(unknown) == 1 and "call" in unknown[0]
+    assert errors_of("""\
+        steps:
+          - {at: 1m, crash: {process: h1, call: send, statement: 3, when: after}}
+        """) == []
 
 
 @pytest.mark.rules("R23")
@@ -83,3 +98,17 @@ def test_a_synchronous_event_stream_is_refused_outside_opencode():
     errs = errors_of("", world)
     assert len(errs) == 1 and "processes[1].events: `events: synchronous` on `cu`, a cursor process" in errs[0]
     assert errors_of("", WORLD.replace("  - id: h1\n", "  - id: h1\n    events: synchronous\n")) == []
+
+
+@pytest.mark.rules("R13", "R14")
+def test_a_stall_names_a_process_that_polls():
+    """R13, R14: poll jitter loses a poll timer, so only a polling process can stall."""
+    assert errors_of("""\
+        steps:
+          - {at: 1m, stall: {process: h1, for: 20s}}
+        """) == []
+    errs = errors_of("""\
+        steps:
+          - {at: 1m, stall: {process: cu, for: 20s}}
+        """)
+    assert len(errs) == 1 and "stall of `cu`, a cursor process" in errs[0] and "runs no poller" in errs[0]
