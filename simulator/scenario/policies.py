@@ -22,7 +22,7 @@ between the two.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Literal, Optional, Union
 
@@ -38,9 +38,9 @@ from simulator.scenario.errors import did_you_mean
 from simulator.scenario.kinds import DEFAULT_HOST, REVIEW_ACTIONS, hosts_with
 
 PolicyName = Literal["thatch", "qoder", "thatch-later"]
-# The later design's options (every host kind); the others are the messaging policies (opencode only).
-LATER_FIELDS = ("retry_dedup_ms", "machinery_markers", "split_part_len", "max_body_chars", "paged_reads",
-                "name_claims", "project_bound_as", "mcp_project_env")
+# The later design's options (every host kind) are the fields marked `later` (LATER_FIELDS, below the
+# class); the others are the messaging policies (opencode only).
+_LATER = {"later": True}
 # The host kinds messaging policies are modelled on; every other kind runs thatch's design.
 POLICY_HOSTS = hosts_with("policies")
 _POLICY_HOSTS_TEXT = " or ".join(POLICY_HOSTS)
@@ -61,14 +61,14 @@ class PolicyOptions:
     dialog_expiry_ms: Optional[int] = DIALOG_EXPIRY_MS
     wake_cap: Optional[int] = MAX_WAKES_PER_HOUR
     # The real thatch's later design (None / False / seed 000's body cap: off).
-    retry_dedup_ms: Optional[int] = None
-    machinery_markers: bool = False
-    split_part_len: Optional[int] = None
-    max_body_chars: int = MAX_BODY_LEN
-    paged_reads: bool = False
-    name_claims: bool = False
-    project_bound_as: bool = False
-    mcp_project_env: bool = False
+    retry_dedup_ms: Optional[int] = field(default=None, metadata=_LATER)
+    machinery_markers: bool = field(default=False, metadata=_LATER)
+    split_part_len: Optional[int] = field(default=None, metadata=_LATER)
+    max_body_chars: int = field(default=MAX_BODY_LEN, metadata=_LATER)
+    paged_reads: bool = field(default=False, metadata=_LATER)
+    name_claims: bool = field(default=False, metadata=_LATER)
+    project_bound_as: bool = field(default=False, metadata=_LATER)
+    mcp_project_env: bool = field(default=False, metadata=_LATER)
 
     @property
     def is_thatch(self) -> bool:
@@ -100,6 +100,7 @@ class PolicyOptions:
 
 
 THATCH = PolicyOptions()
+LATER_FIELDS = tuple(f.name for f in fields(PolicyOptions) if f.metadata.get("later"))
 # Seed 003's design as options: a sender cap of three, the permission-mode
 # fallback for inbound mail, unregistered senders held, exited peers refused,
 # and no receiver-side wake cap (delivery goes into the next turn).
@@ -112,10 +113,9 @@ POLICY_SETS: dict[str, PolicyOptions] = {"thatch": THATCH, "qoder": QODER, "that
 
 _CONFIG_KEY = {"sender_cap": "senderCap", "inbound": "inbound", "repository_inbound": "repositoryInbound",
                "permissions": "permissions", "interactive": "interactive", "unregistered": "unregistered",
-               "exited": "exited", "dialog_expiry_ms": "dialogExpiryMs", "wake_cap": "wakeCap",
-               "retry_dedup_ms": "retryDedupMs", "machinery_markers": "machineryMarkers",
-               "split_part_len": "splitPartLen", "max_body_chars": "maxBodyChars", "paged_reads": "pagedReads",
-               "name_claims": "nameClaims", "project_bound_as": "projectBoundAs", "mcp_project_env": "mcpProjectEnv"}
+               "exited": "exited", "dialog_expiry_ms": "dialogExpiryMs", "wake_cap": "wakeCap"}
+# The later options' config keys are their names in camelCase (retry_dedup_ms -> retryDedupMs).
+_CONFIG_KEY.update({n: n.split("_")[0] + "".join(w.title() for w in n.split("_")[1:]) for n in LATER_FIELDS})
 _OFF_WORD = {"sender_cap": "off", "wake_cap": "off", "repository_inbound": "none", "dialog_expiry_ms": "never",
              "retry_dedup_ms": "off", "split_part_len": "off"}
 
@@ -237,8 +237,8 @@ class PolicySpec(BaseModel):
             value = getattr(self, key)
             if value is not None:
                 changes[key] = None if value == "off" else value
-        for key in ("inbound", "permissions", "interactive", "unregistered", "exited", "machinery_markers",
-                    "max_body_chars", "paged_reads", "name_claims", "project_bound_as", "mcp_project_env"):
+        for key in ("inbound", "permissions", "interactive", "unregistered", "exited",
+                    *(n for n in LATER_FIELDS if n not in ("retry_dedup_ms", "split_part_len"))):
             if getattr(self, key) is not None:
                 changes[key] = getattr(self, key)
         if self.retry_dedup is not None:
