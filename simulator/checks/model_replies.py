@@ -328,7 +328,8 @@ def judge_status(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         if name and name.lower() != hit.group("name").lower():
             m.surprise(f"chat_status of {c.session}", f"registered as {name}", text[:120], c.witness())
         mail_count(m, c, ident, pending, f"chat_status of {c.session} (step {_step(c)})", c.witness())
-    for sid in ([ident] if ident else [s for s in ids if s and m.names.get(s, "").lower() == hit.group("name").lower()]):
+    named = [s for s in ids if s and m.names.get(s, "").lower() == hit.group("name").lower()]
+    for sid in [ident] if ident else named:
         m.touches.setdefault(sid, []).append((c.call["t"] if c.call else c.t, c.result))
 
 
