@@ -35,7 +35,7 @@ def follow(view: RunView) -> Model:
     m = Model(view)
     options = options_by_process(view.spec)
     m.loose = any(not modeled(o) for o in options.values())
-    judged_procs = {p for p, o in options.items() if modeled(o)}
+    unmodeled = {p for p, o in options.items() if not modeled(o)}
     seed(m)
     by_call = {c.call["i"]: c for c in view.calls if c.call is not None}
     by_result = {c.result["i"]: c for c in view.calls if c.result is not None}
@@ -58,7 +58,7 @@ def follow(view: RunView) -> Model:
             c = by_result[e["i"]]
             open_calls.pop((e.get("proc"), e.get("session")), None)
             m.pending.pop(id(c), None)
-            on_result(m, c, e.get("proc") in judged_procs)
+            on_result(m, c, e.get("proc") not in unmodeled)
         elif kind == ECHO:
             on_echo(m, open_calls.get((e.get("proc"), e.get("session"))), e)
         elif kind == SLEEP_START:

@@ -136,6 +136,10 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ident = m.acting(ids, racy)
     if ident and ident[:12] == id12:
         m.surprise(f"chat_send to {to}", "a refusal (to oneself)", f"sent to the caller's own id {id12}", c.witness())
+    sure = [sid for sid in m.by_name(str(c.args.get("to", ""))) if m.reg.get(sid) is True]
+    if not racy and len(sure) == 1 and (sure[0][:12] != id12 or to.lower() != m.names.get(sure[0], to).lower()):
+        m.surprise(f"chat_send of {c.session} (step {_step(c)})",
+                   f"sent to {m.names.get(sure[0])} ({sure[0][:12]})", f"sent to {to} ({id12})", c.witness())
     targets = [sid for sid in m.by_name(to) if sid[:12] == id12] or [sid for sid in m.reg if sid[:12] == id12]
     if len(targets) == 1 and not m.loose:
         m.deliver(targets[0], c.body, not racy)
