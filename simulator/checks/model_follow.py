@@ -24,6 +24,7 @@ from simulator.events import (
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import options_by_process
 
+QUIET_LEAVE = "quiet-leave"  # not a history kind: the model's stand-in (quiet_leaves)
 MUTATING = ("send", "broadcast", "read", "register", "unregister")
 JUDGES = {"send": replies.judge_send, "broadcast": replies.judge_broadcast, "read": replies.judge_read,
           "status": replies.judge_status, "register": replies.judge_register,
@@ -44,7 +45,8 @@ def follow(view: RunView) -> Model:
         for c in view.calls:
             if c.tool in JUDGES:
                 m.together.setdefault((c.call or c.result).get("dispatch"), []).append(c)
-    events = sorted(view.history + [e for e in view.leaves() if e["kind"] == LEAVE], key=lambda e: e["i"])
+    events = sorted(view.history + [e for e in view.leaves() if e["kind"] == LEAVE] + quiet_leaves(view),
+                    key=lambda e: e["i"])
     sleep_from: Optional[int] = None
     for e in events:
         kind = e["kind"]
@@ -75,6 +77,21 @@ def follow(view: RunView) -> Model:
     for c in open_calls.values():
         cut(m, c)
     return m
+
+
+def quiet_leaves(view: RunView) -> list[dict]:
+    """Stand-ins for delete / exit steps of sessions the view does not count as registered then: the
+    leave writes a tombstone all the same, or not (the session may have had no usable id yet)."""
+    counted = {(e.get("session"), data_of(e).get("step")) for e in view.leaves() if e["kind"] == LEAVE}
+    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    out = []
+    for idx, step in enumerate(view.steps):
+        who = getattr(step.args, "session", None)
+        if step.action in ("delete", "exit") and idx not in dropped and (who, idx) not in counted:
+            pos = next((e["i"] for e in view.history if e["t"] >= step.at), len(view.history)) - 0.5
+            out.append({"i": pos, "t": step.at, "proc": None, "session": who, "kind": QUIET_LEAVE,
+                        "data": {"step": idx}})
+    return out
 
 
 def seed(m: Model) -> None:
@@ -189,6 +206,9 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
         on_registered(m, e)
     elif kind == HOOK:
         on_hook(m, e)
+    elif kind == QUIET_LEAVE:
+        for sid in m.view.ids.get(label or "", ()):
+            m.tomb[sid] = None
     elif kind == LEAVE:
         for sid in m.view.ids.get(label or "", ()):
             if m.reg.get(sid) is not False:

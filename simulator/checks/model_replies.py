@@ -400,7 +400,7 @@ def judge_unregister(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
             m.tomb[sid or ""] = None
         return
     judge(m, c, allowed, cls, "chat_unregister reply")
-    if cls == "left":
+    if cls in ("left", "not_registered"):  # a leave writes its tombstone even with no row (seed 000)
         for sid in ids:
             if sid and (certain or m.reg.get(sid) is not False):
                 m.know(sid, False if certain else None)
