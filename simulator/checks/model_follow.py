@@ -206,9 +206,12 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
         on_registered(m, e)
     elif kind == HOOK:
         on_hook(m, e)
-    elif kind == QUIET_LEAVE:
+    elif kind == QUIET_LEAVE or (kind == LEAVE and e.get("proc") is None and m.view.asleep(e["t"])):
+        # A step inside a machine sleep runs late or never: the leave may or may not have happened.
         for sid in m.view.ids.get(label or "", ()):
             m.tomb[sid] = None
+            if kind == LEAVE:
+                m.reg[sid] = None
     elif kind == LEAVE:
         for sid in m.view.ids.get(label or "", ()):
             if m.reg.get(sid) is not False:
