@@ -34,9 +34,6 @@ from simulator.checks.view import Call, RunView
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import PolicyOptions
 
-# A sleep this long may carry the hourly prune past the 7-day TTLs (R26): every row, tombstone and
-# unread message of an absent session may be gone after it.
-PRUNE_SLEEP_MS = 6 * 86_400_000
 # Tools whose ok reply leaves a transcript echo (R27): register, send, read (non-empty), broadcast.
 ECHOING_TOOLS = ("register", "send", "read", "broadcast")
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from simulator.checks import model_replies as replies
-from simulator.checks.model import ECHOING_TOOLS, PRUNE_SLEEP_MS, Model, Msg, modeled
+from simulator.checks.model import ECHOING_TOOLS, Model, Msg, modeled
 from simulator.checks.view import Call, RunView
-from simulator.design import ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, hook_unread
+from simulator.design import (
+    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, TOMBSTONE_TTL_MS, hook_unread,
+)
 from simulator.events import (
     ECHO, FORK, HOOK, LEAVE, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, SLEEP_START, STATUS,
     STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
@@ -24,6 +26,10 @@ from simulator.events import (
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import options_by_process
 
+# Nothing the run made is older than the run, so the prune (R26) can take a row, a tombstone or
+# unread mail only once the virtual time passed the shortest of its 7-day TTLs: in a scripted run,
+# only by the end of a machine sleep.
+PRUNE_REACH_MS = min(AUTO_ROW_TTL_MS, TOMBSTONE_TTL_MS, MAIL_SWEEP_AGE_MS)
 QUIET_LEAVE = "quiet-leave"  # not a history kind: the model's stand-in (quiet_leaves)
 MUTATING = ("send", "broadcast", "read", "register", "unregister")
 JUDGES = {"send": replies.judge_send, "broadcast": replies.judge_broadcast, "read": replies.judge_read,
@@ -47,7 +53,6 @@ def follow(view: RunView) -> Model:
                 m.together.setdefault((c.call or c.result).get("dispatch"), []).append(c)
     events = sorted(view.history + [e for e in view.leaves() if e["kind"] == LEAVE] + quiet_leaves(view),
                     key=lambda e: e["i"])
-    sleep_from: Optional[int] = None
     for e in events:
         kind = e["kind"]
         if kind == TOOL_CALL and e["i"] in by_call:
@@ -63,12 +68,8 @@ def follow(view: RunView) -> Model:
             on_result(m, c, e.get("proc") not in unmodeled)
         elif kind == ECHO:
             on_echo(m, open_calls.get((e.get("proc"), e.get("session"))), e)
-        elif kind == SLEEP_START:
-            sleep_from = e["t"]
-        elif kind == SLEEP_END:
-            if sleep_from is not None and e["t"] - sleep_from >= PRUNE_SLEEP_MS:
-                prune_blur(m)
-            sleep_from = None
+        elif kind == SLEEP_END and e["t"] > PRUNE_REACH_MS:
+            prune_blur(m)
         elif kind == PROCESS_EXIT and data_of(e).get("reason") != "end":
             for key in [k for k in open_calls if k[0] == data_of(e).get("target")]:
                 cut(m, open_calls.pop(key))
