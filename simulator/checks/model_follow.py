@@ -20,7 +20,7 @@ from simulator.design import (
     AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, TOMBSTONE_TTL_MS, hook_unread,
 )
 from simulator.events import (
-    ECHO, FORK, HOOK, LEAVE, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, SLEEP_START, STATUS,
+    ECHO, FORK, HOOK, LEAVE, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
     STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
 )
 from simulator.scenario.kinds import HOSTS
