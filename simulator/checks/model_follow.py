@@ -20,15 +20,15 @@ from simulator.design import (
     AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, TOMBSTONE_TTL_MS, hook_unread,
 )
 from simulator.events import (
-    ECHO, FORK, HOOK, LEAVE, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
+    ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
     STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
 )
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import options_by_process
 
 # Nothing the run made is older than the run, so the prune (R26) can take a row, a tombstone or
-# unread mail only once the virtual time passed the shortest of its 7-day TTLs: in a scripted run,
-# only by the end of a machine sleep.
+# unread mail only once the virtual time passed the shortest of its 7-day TTLs (in a scripted run,
+# only after a machine sleep); from then on any poll may have pruned.
 PRUNE_REACH_MS = min(AUTO_ROW_TTL_MS, TOMBSTONE_TTL_MS, MAIL_SWEEP_AGE_MS)
 QUIET_LEAVE = "quiet-leave"  # not a history kind: the model's stand-in (quiet_leaves)
 MUTATING = ("send", "broadcast", "read", "register", "unregister")
@@ -68,8 +68,8 @@ def follow(view: RunView) -> Model:
             on_result(m, c, e.get("proc") not in unmodeled)
         elif kind == ECHO:
             on_echo(m, open_calls.get((e.get("proc"), e.get("session"))), e)
-        elif kind == SLEEP_END and e["t"] > PRUNE_REACH_MS:
-            prune_blur(m)
+        elif kind in (SLEEP_END, POLL) and e["t"] > PRUNE_REACH_MS:
+            prune_blur(m)  # the hourly prune runs in the pollers, at an instant the history does not show
         elif kind == PROCESS_EXIT and data_of(e).get("reason") != "end":
             for key in [k for k in open_calls if k[0] == data_of(e).get("target")]:
                 cut(m, open_calls.pop(key))
