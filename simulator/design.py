@@ -202,3 +202,44 @@ def inbox_needle(created_at: str, body: str) -> str:
 def is_framed_read(text: str) -> bool:
     """A chat_read reply that delivered mail: the warning and both fences (R10)."""
     return INBOX_WARNING in text and INBOX_BEGIN in text and INBOX_END in text
+
+
+# The tools' refusals and other replies, as the reference model of the replies (P11) predicts them
+# (the real thatch's texts). A refused send or broadcast is `Not sent: <why>`.
+MAX_BODY_CHARS = 10_000           # R9: a trimmed body of at most 10,000 characters
+MAX_TOPIC_CHARS = 80              # R3: a topic is the whitespace-collapsed title, cut at 80
+DISABLED_PREFIX = "[disabled]"    # R29: every tool's reply while chat.enabled is false
+NOT_SENT = "Not sent: "
+NOT_REGISTERED_REPLY = "You are not registered - call chat_register first."
+EMPTY_BODY_REPLY = NOT_SENT + "Message body cannot be empty."
+TOO_LONG_REPLY = NOT_SENT + f"Message too long (max {MAX_BODY_CHARS} characters)."
+SELF_REPLY = NOT_SENT + "You cannot message yourself."
+NO_RECIPIENT_RE = re.compile(r'^Not sent: No registered session named "(?P<to>.*)"\. Use chat_list', re.S)
+# chat_status: `[chat] registered as NAME: P unread of T total...`, or the not-registered line (R34).
+STATUS_RE = re.compile(r"^\[chat\] registered as (?P<name>\S+): (?P<pending>\d+) unread of (?P<total>\d+) total")
+STATUS_NOT_REGISTERED_PREFIX = "Not registered - call chat_register"
+# chat_unregister: left now, or was not in the directory.
+UNREGISTERED_REPLY = "[unregistered] this session left the chat directory."
+UNREGISTER_NOT_REGISTERED = "You are not registered."
+# chat_register's second line and the sentence saying where the name came from (R2, R6).
+REGISTERED_ID_RE = re.compile(r"^session_id: (?P<id>\S+)$", re.M)
+ORIGIN_KEPT = "You were already registered - keeping your current name."
+ORIGIN_REJOINED = "You had left the directory, so this is a fresh name"
+ORIGIN_DRAWN = "Your name was drawn from the built-in pool."
+# A refusal of a store that could not serve the call (a lock, a damaged file): nothing changed.
+STORE_UNAVAILABLE_PREFIX = "Chat is "
+# The transcript echo of a tool call (R27).
+ECHO_PREFIX = "[chat]"
+# R3: titles a host gives a session before its auto-titler lands, which never become topics.
+PLACEHOLDER_TITLE_RE = re.compile(
+    r"^(?:(?:new|child)\s+(?:session|chat|conversation)(?:\s*[-:\u2013\u2014]\s*.*)?"
+    r"|untitled(?:\s+(?:session|chat|conversation))?|\(?(?:no|empty)\s+title\)?|\(?untitled\)?)$", re.I)
+
+
+def topic_of_title(title: str | None) -> str | None:
+    """The topic a live title gives an auto row: whitespace collapsed, cut at 80; None for a
+    placeholder (the row keeps its topic then) (R3)."""
+    cleaned = re.sub(r"\s+", " ", title or "").strip()
+    if not cleaned or PLACEHOLDER_TITLE_RE.match(cleaned):
+        return None
+    return cleaned[:MAX_TOPIC_CHARS]

@@ -14,7 +14,7 @@ from thatch_core.db import immediate
 from thatch_core.store import ChatStore
 
 OVERRIDES = "explorekit:no_tombstone"
-TOMBSTONE_CHECKS = ("P6", "P7")
+TOMBSTONE_CHECKS = ("P6", "P7", "P11")  # P11: the reference model expects the tombstone row (R7)
 
 
 class NoTombstoneStore(ChatStore):

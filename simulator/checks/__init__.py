@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from simulator.checks import delivery, identity, liveness, messages  # noqa: F401 - importing registers P1-P10
+from simulator.checks import delivery, identity, liveness, messages, model_rows  # noqa: F401 - importing registers P1-P11
 from simulator.checks.expectations import check_expectations
 from simulator.checks.faults import fault_verdicts
 from simulator.checks.reach import check_reaches

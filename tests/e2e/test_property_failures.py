@@ -558,3 +558,21 @@ def test_p5_fails_when_two_readers_of_one_inbox_both_get_a_message(tmp_path):
     good, bad = assert_break("P5", spec, tmp_path, "read 2 times (by bob, carol)", store=SameSecondReadStore)
     reads = [e["data"]["text"] for e in good.events("tool-result") if e["data"]["tool"].endswith("read")]
     assert "the deploy key rotated" in reads[0] and "the deploy key rotated" not in reads[1]
+
+
+class NewestFirstStore(ChatStore):
+    """chat_read hands the drained mail newest first (breaks R10: oldest first)."""
+
+    def read(self, session_id):
+        return list(reversed(super().read(session_id)))
+
+
+@proves("P11")
+@pytest.mark.rules("R10")
+def test_p11_fails_when_a_read_drains_newest_first(tmp_path):
+    """P11 reply-model (R10): alice sends bob two messages before he reads; the model predicts
+    the read returns them oldest first, a store that reverses them fails it."""
+    spec = scenario("p11-newest-first", [opencode("h1", session("alice"), session("bob", "silent"))],
+                    [send("20s", "alice", "bob", "first"), send("21s", "alice", "bob", "second"),
+                     act("40s", "read", session="bob")])
+    assert_break("P11", spec, tmp_path, "oldest first", store=NewestFirstStore)

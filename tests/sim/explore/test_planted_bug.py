@@ -3,7 +3,7 @@
 The bug is a store whose leaves write no tombstone (breaks R7): the session
 comes back on its next idle event. Exploration with the broken store (the
 `overrides` test injection, as in tests/e2e/test_property_failures.py) must
-find P6 or P7 failing within a few dozen small seeds, shrink the world, and
+find P6, P7 or P11 failing within a few dozen small seeds, shrink the world, and
 write a scenario that lints clean, fails the same property when run alone
 with the bug, and passes every property with the real code.
 """

@@ -189,9 +189,9 @@ def test_union_field_gets_one_message():
     assert str(info.value) == ("u.yaml:3: properties: 'some' is not allowed here — write properties to check: "
                                "`all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those)")
     with pytest.raises(BadValueError) as info:
-        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P11]"), file="u.yaml")
-    assert str(info.value) == ("u.yaml:3: properties[1]: 'P11' is not a property id "
-                               "— write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10")
+        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P12]"), file="u.yaml")
+    assert str(info.value) == ("u.yaml:3: properties[1]: 'P12' is not a property id "
+                               "— write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11")
 
 
 def test_pattern_and_type_errors_say_what_to_write():

@@ -1,0 +1,287 @@
+"""Feeding the reference model (P11) from a run's history, event by event.
+
+Tool results go to the judges of `simulator.checks.model_replies`; the
+other events that change the directory move the model: registrations the
+harness observed (`registered`), hook lines (an identity, or the leave line),
+leaves (an unregister, a delete or exit step), forks and adoptions (the
+model forgets the label), samples (a database read: the model learns the
+rows), a sleep long enough for the prune (R26), and a process that died
+with a call in flight (its effect may or may not have committed, R23/P5).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from simulator.checks import model_replies as replies
+from simulator.checks.model import ECHOING_TOOLS, Model, Msg, modeled
+from simulator.checks.view import Call, RunView
+from simulator.design import (
+    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, TOMBSTONE_TTL_MS, hook_unread,
+)
+from simulator.events import (
+    ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
+    STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
+)
+from simulator.scenario.kinds import HOSTS
+from simulator.scenario.policies import options_by_process
+
+# Nothing the run made is older than the run, so the prune (R26) can take a row, a tombstone or
+# unread mail only once the virtual time passed the shortest of its 7-day TTLs (in a scripted run,
+# only after a machine sleep); from then on any poll may have pruned.
+PRUNE_REACH_MS = min(AUTO_ROW_TTL_MS, TOMBSTONE_TTL_MS, MAIL_SWEEP_AGE_MS)
+QUIET_LEAVE = "quiet-leave"  # not a history kind: the model's stand-in (quiet_leaves)
+MUTATING = ("send", "broadcast", "read", "register", "unregister")
+JUDGES = {"send": replies.judge_send, "broadcast": replies.judge_broadcast, "read": replies.judge_read,
+          "status": replies.judge_status, "register": replies.judge_register,
+          "unregister": replies.judge_unregister}
+
+
+def follow(view: RunView) -> Model:
+    """Run the model over the whole history; its surprises are what it did not predict."""
+    m = Model(view)
+    options = options_by_process(view.spec)
+    m.loose = any(not modeled(o) for o in options.values())
+    unmodeled = {p for p, o in options.items() if not modeled(o)}
+    seed(m)
+    by_call = {c.call["i"]: c for c in view.calls if c.call is not None}
+    by_result = {c.result["i"]: c for c in view.calls if c.result is not None}
+    open_calls: dict[Any, Call] = {}
+    if getattr(view.spec, "dispatch", "serial") == "concurrent":
+        for c in view.calls:
+            if c.tool in JUDGES:
+                m.together.setdefault((c.call or c.result).get("dispatch"), []).append(c)
+    events = sorted(view.history + [e for e in view.leaves() if e["kind"] == LEAVE] + quiet_leaves(view),
+                    key=lambda e: e["i"])
+    for e in events:
+        kind = e["kind"]
+        if kind == TOOL_CALL and e["i"] in by_call:
+            c = by_call[e["i"]]
+            m.started[id(c)] = m.changes
+            open_calls[(e.get("proc"), e.get("session"))] = c
+            if c.tool in ("send", "broadcast"):
+                m.pending[id(c)] = c
+        elif kind == TOOL_RESULT and e["i"] in by_result:
+            c = by_result[e["i"]]
+            open_calls.pop((e.get("proc"), e.get("session")), None)
+            m.pending.pop(id(c), None)
+            on_result(m, c, e.get("proc") not in unmodeled)
+        elif kind == ECHO:
+            on_echo(m, open_calls.get((e.get("proc"), e.get("session"))), e)
+        elif kind in (SLEEP_END, POLL) and e["t"] > PRUNE_REACH_MS:
+            prune_blur(m)  # the hourly prune runs in the pollers, at an instant the history does not show
+        elif kind == PROCESS_EXIT and data_of(e).get("reason") != "end":
+            for key in [k for k in open_calls if k[0] == data_of(e).get("target")]:
+                cut(m, open_calls.pop(key))
+        else:
+            on_directory(m, e, open_calls)
+    for c in open_calls.values():
+        cut(m, c)
+    return m
+
+
+def quiet_leaves(view: RunView) -> list[dict]:
+    """Stand-ins for delete / exit steps of sessions the view does not count as registered then: the
+    leave writes a tombstone all the same, or not (the session may have had no usable id yet)."""
+    counted = {(e.get("session"), data_of(e).get("step")) for e in view.leaves() if e["kind"] == LEAVE}
+    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    out = []
+    for idx, step in enumerate(view.steps):
+        who = getattr(step.args, "session", None)
+        if step.action in ("delete", "exit") and idx not in dropped and (who, idx) not in counted:
+            pos = next((e["i"] for e in view.history if e["t"] >= step.at), len(view.history)) - 0.5
+            out.append({"i": pos, "t": step.at, "proc": None, "session": who, "kind": QUIET_LEAVE,
+                        "data": {"step": idx}})
+    return out
+
+
+def seed(m: Model) -> None:
+    """The directory at the start: every session id unregistered, no tombstone, an empty inbox;
+    a 002-era row registered under its claimed name with its waiting mail (its topic kept, R3)."""
+    for sid in m.view.label_of:
+        m.reg[sid], m.tomb[sid] = False, False
+        m.box(sid)
+    for row in getattr(m.view.spec, "legacy", []) or []:
+        sids = m.view.ids.get(row.session or "", ())
+        if row.session and sids:
+            m.know(sids[0], True, row.name, row.session)
+            m.box(sids[0]).msgs += [Msg(body.strip(), True) for body in row.mail]
+        m.owner.setdefault(row.name.lower(), row.session or f"legacy row {row.name}")
+
+
+def enabled_at(view: RunView, proc: Optional[str], t: int) -> set[bool]:
+    """The `chat.enabled` values a tool call of `proc` at t may read (R29: re-read per call); a
+    config step at the call's own time may land on either side of it."""
+    spec = next((p for p in getattr(view.spec, "processes", []) if p.id == proc), None)
+    values = {spec.config.enabled if spec is not None else True}
+    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    for idx, step in enumerate(view.steps):
+        if step.action != "config" or idx in dropped or step.args.process != proc:
+            continue
+        new = getattr(step.args, "enabled", None)
+        if new is None or step.at > t:
+            continue
+        values = {new} if step.at < t else values | {new}
+    return values
+
+
+def on_result(m: Model, c: Call, judged: bool) -> None:
+    racy = m.changes != m.started.get(id(c), m.changes) or any(
+        x.tool in MUTATING for x in m.overlapping(c))
+    judge = JUDGES.get(c.tool)
+    if judge is None or c.result is None:
+        return
+    if not judged:
+        for sid in m.identities(c)[0]:
+            if sid:
+                m.know(sid, None)
+                m.box(sid).blur()
+        m.ghosts.add(c.body)
+        return
+    before = m.changes
+    judge(m, c, enabled_at(m.view, c.proc, c.t), racy)
+    m.changes = before + 1 if c.tool in MUTATING else m.changes
+    check_echo(m, c)
+
+
+def on_echo(m: Model, c: Optional[Call], e: dict) -> None:
+    if c is not None:
+        c.args.setdefault("_echoes", []).append(e)
+
+
+def check_echo(m: Model, c: Call) -> None:
+    """R27: an echo for an ok register, send, read with mail or broadcast, never for a refusal,
+    an empty read or another tool."""
+    echoes = c.args.pop("_echoes", [])
+    if not echoes:
+        return
+    m.judged += 1
+    ok_echo = c.ok and c.tool in ECHOING_TOOLS and not (c.tool == "read" and not c.text.startswith("[thatch]"))
+    ok_echo = ok_echo and not c.text.startswith(("Not sent: ", "[disabled]"))
+    if not ok_echo:
+        text = str(data_of(echoes[0]).get("text") or "")
+        m.surprise(f"transcript echo of {c.session}'s chat_{c.tool} (step {replies._step(c)})",
+                   "no echo (a refused, empty or quiet call leaves none)", repr(text[:120]),
+                   c.witness() + echoes[:1])
+    elif not all(str(data_of(x).get("text") or "").startswith(ECHO_PREFIX) for x in echoes):
+        m.surprise(f"transcript echo of {c.session}", "a [chat] line", repr(data_of(echoes[0]).get("text")),
+                   c.witness())
+
+
+def cut(m: Model, c: Call) -> None:
+    """A call its process died inside: whatever it did may or may not have committed."""
+    ids = [sid for sid in m.identities(c)[0] if sid]
+    m.pending.pop(id(c), None)
+    if c.tool in ("send", "broadcast"):
+        m.ghosts.add(c.body)
+    elif c.tool == "read":
+        for sid in ids:
+            m.box(sid).blur()
+        m.blurred_reads.update(m.view.label_of.get(sid, sid) for sid in ids)
+        m.blurred_reads.add(c.session or "")
+    elif c.tool in ("register", "unregister"):
+        for sid in ids:
+            m.know(sid, None)
+            m.tomb[sid] = None
+    m.changes += 1
+
+
+def prune_blur(m: Model) -> None:
+    """After a jump past the 7-day TTLs the prune may have taken any row, tombstone or unread
+    message of an absent session (R26): the model forgets them until it sees them again."""
+    for sid in list(m.reg):
+        if m.reg[sid] is not False:
+            m.reg[sid] = None
+        if m.tomb.get(sid):
+            m.tomb[sid] = None
+        box = m.box(sid)
+        box.blur()
+        box.exact = False
+    m.changes += 1
+
+
+def on_directory(m: Model, e: dict, open_calls: dict) -> None:
+    """The events besides tool results that move the directory."""
+    kind, label, d = e["kind"], e.get("session"), data_of(e)
+    if kind == REGISTERED:
+        on_registered(m, e)
+    elif kind == HOOK:
+        on_hook(m, e)
+    elif kind == QUIET_LEAVE or (kind == LEAVE and e.get("proc") is None and m.view.asleep(e["t"])):
+        # A step inside a machine sleep runs late or never: the leave may or may not have happened.
+        for sid in m.view.ids.get(label or "", ()):
+            m.tomb[sid] = None
+            if kind == LEAVE:
+                m.reg[sid] = None
+    elif kind == LEAVE:
+        for sid in m.view.ids.get(label or "", ()):
+            if m.reg.get(sid) is not False:
+                m.know(sid, False)
+                m.tomb[sid] = True
+                m.leaves.append((sid, e))
+    elif kind == FORK:
+        m.blur_label(label)
+        m.blur_label(d.get("older_as"))
+    elif kind in (STATUS, USER_PROMPT):
+        maybe_joined(m, label)
+    elif kind == PROCESS_START:
+        for who in (d.get("resumed"), d.get("opens")):
+            maybe_joined(m, who)
+    elif kind == SAMPLE and not open_calls:
+        for lab, row in sample_rows(e).items():
+            sid = row.get("session_id") or next(iter(m.view.ids.get(lab, ())), None)
+            if sid and (row.get("registered") or len(m.view.ids.get(lab, ())) == 1):
+                if m.reg.get(sid) is not bool(row.get("registered")) and m.reg.get(sid) is not None:
+                    m.changes += 1
+                m.know(sid, bool(row.get("registered")), row.get("name") if row.get("registered") else None, lab)
+
+
+def maybe_joined(m: Model, label: Optional[str]) -> None:
+    """A session's status, prompt or startup may auto-register it (R1, R5) without the harness
+    seeing it yet; never one with a leave tombstone the model is sure of (R7)."""
+    for sid in m.view.ids.get(label or "", ()):
+        if m.reg.get(sid) is False and m.tomb.get(sid) is not True:
+            m.reg[sid] = None
+
+
+def on_registered(m: Model, e: dict) -> None:
+    d, label = data_of(e), e.get("session")
+    how = d.get("how")
+    if how == "explicit":
+        return  # the register reply says it
+    if how == "adopt":
+        m.blur_label(label)
+    sid = d.get("session_id") or next(iter(m.view.ids.get(label or "", ())), None)
+    if sid and m.tomb.get(sid) is True:
+        m.surprise(f"{label} joined again ({how})", "no automatic join: its leave tombstone sticks (R7)",
+                   f"registered as {d.get('name')}", [e])
+    if sid:
+        m.know(sid, True, d.get("name"), label)
+        m.tomb[sid] = False
+
+
+def on_hook(m: Model, e: dict) -> None:
+    """An MCP hook's line: the conversation's name and unread count (R31), or the leave line (R7)."""
+    label, line, d = e.get("session"), hook_line(e), data_of(e)
+    sids = [sid for sid in m.view.ids.get(label or "", ()) if sid.startswith("mcp_")]
+    if d.get("decision") == "crashed":
+        m.blur_label(label)
+        return
+    hit = HOOK_LINE_RE.match(line)
+    if hit and sids:
+        sid = sids[-1]
+        if m.tomb.get(sid) is True:
+            m.surprise(f"{label}'s hook line", "the leave line (its tombstone sticks, R7)", line[:120], [e])
+        m.know(sid, True, hit.group("name"), label)
+        m.tomb[sid] = False
+        if len(sids) == 1 and not m.loose:
+            replies.mail_count(m, None, sid, hook_unread(hit), f"{label}'s hook line ({d.get('hook')})", [e])
+    elif line.startswith(LEAVE_LINE_PREFIX):
+        for sid in sids:
+            m.know(sid, False)
+            m.tomb[sid] = True
+
+
+def is_mcp(view: RunView, proc: Optional[str]) -> bool:
+    kind = view.proc_kind.get(proc or "")
+    return kind is not None and HOSTS[kind].mcp

@@ -1,0 +1,409 @@
+"""The reference model's prediction of each tool reply (P11), one function per tool.
+
+Each judge computes the set of reply classes the allowed states give (ok,
+or which refusal), fails on a class outside it, then checks what the reply
+says against what the model knows, and applies the call's effect to the
+model. See `simulator.checks.model` for the state and its uncertainty.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from simulator.checks.model import Box, Model
+from simulator.checks.view import Call
+from simulator.design import (
+    BROADCAST_RE, CAP_REFUSAL_RE, DISABLED_PREFIX, EMPTY_BODY_REPLY, EXITED_REFUSAL_RE, HELD_REPLY_RE,
+    INBOUND_REFUSAL_RE, INBOX_BEGIN, INBOX_EMPTY, INBOX_END, INBOX_LINE_RE, MAX_BODY_CHARS, MCP_ID_PREFIX, NAME_RE,
+    NO_RECIPIENT_RE, NOT_REGISTERED_REPLY, NOT_SENT, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, REGISTERED_ID_RE,
+    REGISTERED_RE, SELF_REPLY, STATUS_NOT_REGISTERED_PREFIX, STATUS_RE, TOO_LONG_REPLY, UNREGISTER_NOT_REGISTERED,
+    UNREGISTERED_REPLY, reply_names,
+)
+
+SENT_ID_RE = re.compile(r"^\[sent\] to (?P<to>\S+) \((?P<id>[^)\s]+)\)")
+# Characters the store refuses in a body on grounds of its own (controls, lone surrogates): not modeled.
+_ODD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def body_class(body: Any) -> Optional[str]:
+    """`empty`, `too_long` or `ok` for a body (R9); None when the model does not judge it."""
+    if not isinstance(body, str) or _ODD_CHARS.search(body):
+        return None
+    trimmed = body.strip()
+    if not trimmed:
+        return "empty"
+    units = len(trimmed.encode("utf-16-le")) // 2
+    if len(trimmed) <= MAX_BODY_CHARS < units:
+        return None  # characters outside the BMP: one or two to a count, either may be meant
+    return "too_long" if len(trimmed) > MAX_BODY_CHARS else "ok"
+
+
+def send_class(text: str) -> str:
+    """The class of a send or broadcast reply."""
+    for cls, exact in (("empty", EMPTY_BODY_REPLY), ("too_long", TOO_LONG_REPLY), ("self", SELF_REPLY),
+                       ("unregistered", NOT_SENT + NOT_REGISTERED_REPLY)):
+        if text == exact:
+            return cls
+    if text.startswith(DISABLED_PREFIX):
+        return "disabled"
+    if NO_RECIPIENT_RE.match(text):
+        return "unknown_to"
+    if SENT_ID_RE.match(text):
+        return "sent"
+    if BROADCAST_RE.match(text):
+        return "broadcast"
+    if any(r.match(text) for r in (HELD_REPLY_RE, CAP_REFUSAL_RE, EXITED_REFUSAL_RE, INBOUND_REFUSAL_RE)):
+        return "policy"
+    return "other"
+
+
+def regs(m: Model, sid: Optional[str], racy: bool) -> set[bool]:
+    """The registered states `sid` may be in during the call."""
+    if sid is None:
+        return {False}
+    known = m.reg.get(sid)
+    return {True, False} if known is None or racy else {known}
+
+
+def judge(m: Model, c: Call, allowed: set[str], cls: str, what: str) -> bool:
+    """Fail a reply whose class is outside `allowed` ("other" is never judged: a store failure, a
+    crashed server, an argument the model does not state)."""
+    if cls == "other":
+        return False
+    m.judged += 1
+    if cls not in allowed:
+        m.surprise(f"{what} of {c.session} (step {_step(c)})", " or ".join(sorted(allowed)) or "nothing",
+                   f"{cls}: {c.text[:160]!r}", c.witness())
+        return False
+    return True
+
+
+def _step(c: Call) -> Any:
+    return (c.result or {}).get("data", {}).get("step")
+
+
+def pre_body(enabled: set[bool], body: Any, allowed: set[str]) -> bool:
+    """The refusals every send and broadcast meets first (R29, R9); True when the call gets further."""
+    if False in enabled:
+        allowed.add("disabled")
+    if True not in enabled:
+        return False
+    bc = body_class(body)
+    if bc is None:
+        allowed.update(("empty", "too_long"))
+        return True
+    if bc != "ok":
+        allowed.add(bc)
+        return False
+    return True
+
+
+def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[str]:
+    """The classes a send by `ident` (registered) to `to` may end in (R9): resolved by name
+    (case-insensitively) then id; unknown, oneself, or sent."""
+    rcpts = m.by_name(str(to))
+    out: set[str] = set()
+    if racy or not any(m.reg.get(r) is True for r in rcpts):
+        out.add("unknown_to")
+    for r in rcpts:
+        out.add("self" if r == ident else "sent")
+    if not rcpts and m.may_be_unknown_row(str(to)):
+        out.update(("sent", "self"))
+    if m.loose:
+        out.add("policy")
+    return out
+
+
+def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
+    ids, certain = m.identities(c)
+    allowed: set[str] = set()
+    if pre_body(enabled, c.args.get("body", c.args.get("message")), allowed):
+        for ident in ids:
+            states = regs(m, ident, racy)
+            if False in states:
+                allowed.add("unregistered")
+            if True in states:
+                allowed |= recipients_of(m, c.args.get("to", ""), ident, racy)
+    cls = send_class(c.text)
+    if cls == "other":
+        m.ghosts.add(c.body)
+        return
+    if not judge(m, c, allowed, cls, "chat_send reply") or cls != "sent":
+        return
+    hit = SENT_ID_RE.match(c.text)
+    to, id12 = hit.group("to"), hit.group("id")
+    ident = m.acting(ids, racy)
+    if ident and ident[:12] == id12:
+        m.surprise(f"chat_send to {to}", "a refusal (to oneself)", f"sent to the caller's own id {id12}", c.witness())
+    sure = [sid for sid in m.by_name(str(c.args.get("to", ""))) if m.reg.get(sid) is True]
+    if not racy and len(sure) == 1 and (sure[0][:12] != id12 or to.lower() != m.names.get(sure[0], to).lower()):
+        m.surprise(f"chat_send of {c.session} (step {_step(c)})",
+                   f"sent to {m.names.get(sure[0])} ({sure[0][:12]})", f"sent to {to} ({id12})", c.witness())
+    targets = [sid for sid in m.by_name(to) if sid[:12] == id12] or [sid for sid in m.reg if sid[:12] == id12]
+    if len(targets) == 1 and not m.loose:
+        m.deliver(targets[0], c.body, not racy)
+    else:
+        m.ghosts.add(c.body)
+
+
+def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
+    ids, certain = m.identities(c)
+    allowed: set[str] = set()
+    if pre_body(enabled, c.args.get("body", c.args.get("message")), allowed):
+        for ident in ids:
+            states = regs(m, ident, racy)
+            if False in states:
+                allowed.add("unregistered")
+            if True in states:
+                allowed.add("broadcast")
+        if m.loose:
+            allowed.add("policy")
+    cls = send_class(c.text)
+    if cls == "other":
+        m.ghosts.add(c.body)
+        return
+    if judge(m, c, allowed, cls, "chat_broadcast reply") and cls == "broadcast":
+        broadcast_reply(m, c, ids, racy)
+
+
+def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> None:
+    """Who a broadcast reached and skipped (R12, R35): never the sender, every other registered row
+    either way, a stale opencode row skipped, an mcp row never; one message per recipient."""
+    hit = BROADCAST_RE.match(c.text)
+    got, skipped = reply_names(hit.group("recipients")), reply_names(hit.group("skipped"))
+    both = {n.lower() for n in got} | {n.lower() for n in skipped}
+    ident = m.acting(ids, racy)
+    senders = {ident} if ident else set(ids)
+    me = m.names.get(ident or "")
+    if me and me.lower() in both:
+        m.surprise("chat_broadcast fan-out", "every registered session but the sender", f"it reached {me}",
+                   c.witness())
+    for name in skipped:
+        if any(sid.startswith(MCP_ID_PREFIX) for sid in m.by_name(name)):
+            m.surprise("chat_broadcast skips", "an mcp row always receives (R35)", f"{name} skipped as stale",
+                       c.witness())
+    if not racy and not m.loose:
+        for sid, state in m.reg.items():
+            name = m.names.get(sid)
+            if state is True and sid not in senders and name and name.lower() not in both:
+                m.surprise("chat_broadcast fan-out", f"{name} among the recipients or the skipped",
+                           f"recipients: {', '.join(got) or '(none)'}", c.witness())
+            if state is False and name and name.lower() in {n.lower() for n in got} and not m.by_name(name):
+                m.surprise("chat_broadcast fan-out", f"no mail for {name} (not registered)",
+                           f"recipients: {', '.join(got)}", c.witness())
+    for name in got:
+        sids = m.by_name(name)
+        if len(sids) == 1 and not m.loose:
+            m.deliver(sids[0], c.body, not racy)
+        else:
+            m.ghosts.add(c.body)
+
+
+def inbox_bodies(text: str) -> Optional[list[str]]:
+    """The bodies of a framed chat_read reply, in order (None: not framed)."""
+    if INBOX_BEGIN not in text or INBOX_END not in text:
+        return None
+    inner = text.split(INBOX_BEGIN + "\n", 1)[-1].rsplit("\n" + INBOX_END, 1)[0]
+    heads = list(INBOX_LINE_RE.finditer(inner))
+    return [inner[h.end():(heads[k + 1].start() - 1 if k + 1 < len(heads) else len(inner))]
+            for k, h in enumerate(heads)]
+
+
+def read_class(text: str) -> str:
+    if text.startswith(DISABLED_PREFIX):
+        return "disabled"
+    if text == NOT_REGISTERED_REPLY:
+        return "unregistered"
+    if text == INBOX_EMPTY:
+        return "empty"
+    return "framed" if inbox_bodies(text) is not None else "other"
+
+
+def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
+    ids, certain = m.identities(c)
+    allowed = {"disabled"} if False in enabled else set()
+    if True in enabled:
+        for ident in ids:
+            states = regs(m, ident, racy)
+            if False in states:
+                allowed.add("unregistered")
+            if True in states:
+                allowed.update(("empty", "framed"))
+    cls = read_class(c.text)
+    if cls == "other":
+        for sid in ids:
+            if sid:
+                m.box(sid).blur()
+        m.blurred_reads.add(c.session or "")
+        return
+    if not judge(m, c, allowed, cls, "chat_read reply") or cls not in ("empty", "framed"):
+        return
+    bodies = inbox_bodies(c.text) or []
+    for sid in ids:
+        if sid:
+            m.returned.setdefault(m.view.label_of.get(sid, sid), []).extend(bodies)
+    m.returned.setdefault(c.session or "", []).extend(bodies)
+    ident = m.acting(ids, racy)
+    if ident is not None and m.reg.get(ident) is not False:
+        drain(m, c, ident, bodies, strict=not racy and m.reg.get(ident) is True)
+    else:
+        pending = m.pending_bodies(c)
+        for sid in ids:
+            if sid:
+                box = m.box(sid)
+                for body, k in zip(bodies, take(box, bodies)):
+                    if k < 0 and body in pending:
+                        m.consumed[(sid, body)] = m.consumed.get((sid, body), 0) + 1
+                box.blur()
+                box.exact = False
+
+
+def take(box: Box, bodies: list[str]) -> list[int]:
+    """Remove the returned bodies from `box` (each the first unmatched message of that body, in
+    order); the positions matched, -1 for a body the box did not hold."""
+    used: list[int] = []
+    for body in bodies:
+        k = next((k for k, msg in enumerate(box.msgs) if k not in used and msg.body == body), -1)
+        used.append(k)
+    box.msgs = [msg for k, msg in enumerate(box.msgs) if k not in used]
+    return used
+
+
+def drain(m: Model, c: Call, sid: str, bodies: list[str], strict: bool) -> None:
+    """A read by a certain identity (R10): every certain unread message, oldest first, and nothing
+    the model did not see arrive (unless the box is inexact, a cut send may have landed, or a send
+    still open committed before the read)."""
+    box = m.box(sid)
+    before = list(box.msgs)
+    used = take(box, bodies)
+    where = f"chat_read by {c.session} (step {_step(c)})"
+    pending = m.pending_bodies(c)
+    for body, k in zip(bodies, used):
+        if k < 0 and body in pending:
+            m.consumed[(sid, body)] = m.consumed.get((sid, body), 0) + 1
+        elif k < 0 and box.exact and body not in m.ghosts:
+            m.surprise(where, "only the unread mail: " + _short([x.body for x in before]),
+                       f"it returned {body[:60]!r}", c.witness())
+    left = [msg.body for msg in box.msgs if msg.certain]
+    if not strict:
+        return
+    if left:
+        m.surprise(where, "all unread mail: " + _short([x.body for x in before]),
+                   f"it left {_short(left)} unread", c.witness())
+    picked = [k for k in used if k >= 0 and before[k].certain]
+    if picked != sorted(picked) and getattr(m.view.spec, "dispatch", "serial") != "concurrent":
+        m.surprise(where, "oldest first: " + _short([before[k].body for k in sorted(picked)]),
+                   _short([before[k].body for k in picked]), c.witness())
+
+
+def _short(bodies: list[str]) -> str:
+    return "[" + ", ".join(repr(b[:40]) for b in bodies[:6]) + (", ..." if len(bodies) > 6 else "") + "]"
+
+
+def mail_count(m: Model, c: Optional[Call], sid: str, pending: int, what: str, events: list[dict]) -> None:
+    """An unread count a reply states (R34, R31) against the model's inbox of `sid`."""
+    lo, hi = m.box(sid).bounds(bool(m.ghosts) or bool(m.pending))
+    m.judged += 1
+    if not lo <= pending <= hi:
+        want = str(lo) if lo == hi else f"{lo} or more" if hi == float("inf") else f"{lo} to {int(hi)}"
+        m.surprise(what, f"{want} unread", f"{pending} unread", events)
+
+
+def judge_status(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
+    ids, certain = m.identities(c)
+    allowed = {"disabled"} if False in enabled else set()
+    if True in enabled:
+        for ident in ids:
+            states = regs(m, ident, racy)
+            allowed.update(("registered" if s else "not_registered") for s in states)
+    text = c.text
+    cls = ("disabled" if text.startswith(DISABLED_PREFIX) else "registered" if STATUS_RE.match(text)
+           else "not_registered" if text.startswith(STATUS_NOT_REGISTERED_PREFIX) else "other")
+    if not judge(m, c, allowed, cls, "chat_status reply") or cls != "registered":
+        return
+    hit = STATUS_RE.match(text)
+    pending, total = int(hit.group("pending")), int(hit.group("total"))
+    if pending > total:
+        m.surprise(f"chat_status of {c.session}", "pending at most the total", text[:120], c.witness())
+    ident = m.acting(ids, racy)
+    if ident is not None and not racy:
+        name = m.names.get(ident)
+        if name and name.lower() != hit.group("name").lower():
+            m.surprise(f"chat_status of {c.session}", f"registered as {name}", text[:120], c.witness())
+        mail_count(m, c, ident, pending, f"chat_status of {c.session} (step {_step(c)})", c.witness())
+    named = [s for s in ids if s and m.names.get(s, "").lower() == hit.group("name").lower()]
+    for sid in [ident] if ident else named:
+        m.touches.setdefault(sid, []).append((c.call["t"] if c.call else c.t, c.result))
+
+
+def judge_register(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
+    """chat_register (R2, R6): a registered caller keeps its name, one that left gets a fresh name,
+    a new one draws a fresh name; a fresh name was never held by anyone before."""
+    text = c.text
+    if text.startswith(DISABLED_PREFIX) or not REGISTERED_RE.match(text):
+        judge(m, c, {"disabled"} if False in enabled else {"registered"},
+              "disabled" if text.startswith(DISABLED_PREFIX) else "other", "chat_register reply")
+        if not text.startswith(DISABLED_PREFIX):
+            for sid in m.identities(c)[0]:
+                m.know(sid, None)
+        return
+    judge(m, c, {"registered"} if True in enabled else {"disabled"}, "registered", "chat_register reply")
+    name = REGISTERED_RE.match(text).group("name")
+    hit = REGISTERED_ID_RE.search(text)
+    sid = hit.group("id") if hit else None
+    state = None if racy or sid is None else m.reg.get(sid)
+    origin = "kept" if ORIGIN_KEPT in text else "rejoined" if ORIGIN_REJOINED in text else \
+        "drawn" if ORIGIN_DRAWN in text else None
+    where = f"chat_register of {c.session} (step {_step(c)})"
+    if state is True and (origin != "kept" or name.lower() != m.names.get(sid, name).lower()):
+        m.surprise(where, f"kept name {m.names.get(sid)}", f"{origin}: {name}", c.witness())
+    elif state is False and origin == "kept":
+        m.surprise(where, "a fresh name (the session was not registered)", f"kept: {name}", c.witness())
+    elif state is False and not racy and m.tomb.get(sid) is not None and origin is not None:
+        want = "rejoined" if m.tomb.get(sid) else "drawn"
+        if origin != want:
+            m.surprise(where, f"origin {want}", f"origin {origin}", c.witness())
+    if origin in ("rejoined", "drawn"):
+        fresh_name(m, c, name, where)
+    m.know(sid, True, name, c.session)
+    m.tomb[sid or ""] = False
+
+
+def fresh_name(m: Model, c: Call, name: str, where: str) -> None:
+    """A freshly minted name (R2): of the pool's shape and never held before, by anyone."""
+    m.judged += 1
+    if not NAME_RE.match(name):
+        m.surprise(where, "an assigned name (pool base and a counter)", name, c.witness())
+    holder = m.owner.get(name.lower())
+    if holder is not None:
+        m.surprise(where, "a name never held before (names are never reissued)",
+                   f"{name}, held before by {holder}", c.witness())
+
+
+def judge_unregister(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
+    ids, certain = m.identities(c)
+    allowed = {"disabled"} if False in enabled else set()
+    if True in enabled:
+        for ident in ids:
+            states = regs(m, ident, racy)
+            allowed.update(("left" if s else "not_registered") for s in states)
+            if ident is None:
+                allowed.add("refused")
+    text = c.text
+    cls = ("disabled" if text.startswith(DISABLED_PREFIX) else "left" if text == UNREGISTERED_REPLY
+           else "not_registered" if text == UNREGISTER_NOT_REGISTERED
+           else "refused" if text == NOT_REGISTERED_REPLY else "other")
+    if cls == "other":
+        for sid in ids:
+            m.know(sid, None)
+            m.tomb[sid or ""] = None
+        return
+    judge(m, c, allowed, cls, "chat_unregister reply")
+    if cls in ("left", "not_registered"):  # a leave writes its tombstone even with no row (seed 000)
+        for sid in ids:
+            if sid and (certain or m.reg.get(sid) is not False):
+                m.know(sid, False if certain else None)
+                m.tomb[sid] = True if certain else None
+                if certain:
+                    m.leaves.append((sid, c.result))

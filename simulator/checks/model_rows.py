@@ -1,0 +1,174 @@
+"""The reference model's property (P11): every reply and the rows the run leaves, as predicted.
+
+`follow` (simulator.checks.model_follow) judges each reply while it runs;
+here the final database is judged against what the model knows at the end:
+
+- a row the model is sure is registered (or gone) is there (or not);
+- an exact inbox's unread rows are the mail the model holds (R10, R34);
+- every stamped (`read_at`) row was returned by a read of its recipient:
+  a read stamps exactly the rows it selected (R10);
+- a status call touched the caller's `last_seen` (R34): no later sample or
+  final row shows an older one;
+- a leave the model is sure of left its tombstone, unless an explicit
+  register cleared it or 7 days passed (R7);
+- an auto row's topic is its session's last title once an idle event
+  followed it (R3); a 002-era row keeps its topic (R3).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from simulator.checks.model import Model, Surprise, modeled
+from simulator.checks.model_follow import follow
+from simulator.checks.registry import Promise, passed, prop, verdict
+from simulator.checks.view import RunView
+from simulator.design import STAMP_RESOLUTION_MS, TOMBSTONE_TTL_MS, topic_of_title
+from simulator.events import PROCESS_START, SAMPLE, STATUS, STEP_DROPPED, data_of, sample_rows, step_of
+from simulator.scenario.kinds import HOSTS
+
+MODEL_RULES = ("R2", "R3", "R6", "R7", "R9", "R10", "R12", "R27", "R29", "R31", "R34", "R35")
+MODELED = Promise(modeled, "thatch's seed-000 design (the reference model states no other)")
+
+
+@prop("P11", "reply-model", rules=MODEL_RULES, promise=MODELED)
+def reply_model(view: RunView) -> "verdict":
+    """Every tool reply and every row the run leaves is one the reference model of docs/rules.md
+    allows (several where the design leaves a choice open)."""
+    m = follow(view)
+    judge_rows(m)
+    if m.surprises:
+        lines = [s.line() for s in m.surprises[:5]]
+        more = f" (+{len(m.surprises) - 5} more)" if len(m.surprises) > 5 else ""
+        wit = [e for s in m.surprises[:4] for e in s.events[:2]]
+        return verdict(reply_model, "fail", "; ".join(lines) + more, wit, judged=max(1, m.judged))
+    return passed(reply_model, f"{m.judged} replies and rows judged by the model", m.judged)
+
+
+def judge_rows(m: Model) -> None:
+    if m.loose:
+        return
+    rows(m)
+    read_stamps(m)
+    status_touches(m)
+    tombstones(m)
+    topics(m)
+
+
+def rows(m: Model) -> None:
+    """The directory and the unread mail at the end, where the model is sure."""
+    db = m.view.db
+    present = {r["session_id"] for r in db["sessions"]}
+    unread: dict[str, int] = {}
+    for msg in db["messages"]:
+        if msg.get("read_at") is None:
+            unread[msg["to_session"]] = unread.get(msg["to_session"], 0) + 1
+    for sid, state in m.reg.items():
+        if state is None:
+            continue
+        m.judged += 1
+        if state != (sid in present):
+            m.surprise(f"final row of {m.view.label_of.get(sid, sid)}", "registered" if state else "no row",
+                       "registered" if sid in present else "no row")
+    for sid, box in m.boxes.items():
+        lo, hi = box.bounds(bool(m.ghosts))
+        n = unread.get(sid, 0)
+        m.judged += 1
+        if not lo <= n <= hi:
+            m.surprise(f"unread rows of {m.view.label_of.get(sid, sid)} at the end",
+                       f"{lo}" + ("" if lo == hi else " or more"), str(n))
+
+
+def read_stamps(m: Model) -> None:
+    """A stamped row was returned by a read of its recipient (the stamp is scoped, R10)."""
+    left = {label: list(bodies) for label, bodies in m.returned.items()}
+    for msg in m.view.db["messages"]:
+        if msg.get("read_at") is None:
+            continue
+        label = m.view.label_of.get(msg["to_session"], msg["to_session"])
+        if label in m.blurred_reads or label not in m.view.ids:
+            continue
+        bodies = left.get(label, [])
+        m.judged += 1
+        if msg["body"] in bodies:
+            bodies.remove(msg["body"])
+        else:
+            m.surprise(f"read stamp of message #{msg.get('id')} to {label}",
+                       "stamped only when a read returned it", f"read_at {msg['read_at']}, never returned")
+
+
+def status_touches(m: Model) -> None:
+    """chat_status touches last_seen (R34): what a later database read shows is no older."""
+    for sid, touches in m.touches.items():
+        label = m.view.label_of.get(sid)
+        t, result = max(touches, key=lambda x: x[0])
+        seen: list[tuple[Optional[int], str]] = []
+        for e in m.view.of(SAMPLE):
+            row = sample_rows(e).get(label or "") or {}
+            if e["i"] > result["i"] and row.get("registered") and row.get("session_id") in (sid, None):
+                seen.append((m.view.vt(row.get("last_seen")), f"sample at {e['t']} ms"))
+                break
+        final = next((r for r in m.view.db["sessions"] if r["session_id"] == sid), None)
+        if final is not None:
+            seen.append((m.view.vt(final.get("last_seen")), "the final row"))
+        for when, where in seen:
+            if when is None:
+                continue
+            m.judged += 1
+            if when < t - STAMP_RESOLUTION_MS:
+                m.surprise(f"last_seen of {label} after chat_status at {t} ms", f"at least {t} ms",
+                           f"{when} ms ({where})", [result])
+
+
+def tombstones(m: Model) -> None:
+    """A sure leave leaves its tombstone (R7) until an explicit register or the 7-day TTL."""
+    have = {r["session_id"] for r in m.view.db["tombstones"]}
+    for sid, e in m.leaves:
+        if m.tomb.get(sid) is not True or m.view.t_end - e["t"] >= TOMBSTONE_TTL_MS:
+            continue
+        m.judged += 1
+        if sid not in have:
+            m.surprise(f"tombstone of {m.view.label_of.get(sid, sid)}", "a leave tombstone", "none", [e])
+
+
+def topics(m: Model) -> None:
+    """R3: an auto row's topic follows its last title once an idle event came after it, in the same
+    host process; a 002-era row keeps its topic."""
+    view = m.view
+    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    titles: dict[str, tuple[int, str]] = {}
+    for idx, step in enumerate(view.steps):
+        if step.action == "title" and idx not in dropped:
+            titles[step.args.session] = (step.at, str(step.args.title))
+    legacy = {r.name.lower(): r.topic for r in getattr(view.spec, "legacy", []) or []}
+    for row in view.db["sessions"]:
+        label = view.label_of.get(row["session_id"])
+        if not row.get("auto"):
+            want = legacy.get(str(row.get("name")).lower())
+            if want is not None:
+                m.judged += 1
+                if row.get("topic") != want:
+                    m.surprise(f"topic of 002-era row {row['name']}", repr(want), repr(row.get("topic")))
+            continue
+        if label in titles and refreshed(view, label, titles[label][0]):
+            want = topic_of_title(titles[label][1])
+            m.judged += 1
+            if want is not None and row.get("topic") != want:
+                m.surprise(f"topic of {label}", repr(want), repr(row.get("topic")))
+
+
+def refreshed(view: RunView, label: str, at: int) -> bool:
+    """Did an idle event of `label` follow its title step at `at` in an opencode process that was
+    hosting it then, with no later start of a process hosting it (which reads a title of its own)?"""
+    if any(e["t"] >= at and label in (data_of(e).get("sessions") or {}) or data_of(e).get("resumed") == label
+           for e in view.of(PROCESS_START) if e["t"] >= at):
+        return False
+    for e in view.of(STATUS, session=label):
+        inc = view.inc_of(e)
+        if (e["t"] > at and data_of(e).get("status") == "idle" and inc is not None
+                and HOSTS[inc.kind].polls and inc.alive(at)):
+            return True
+    return False
+
+
+__all__ = ["reply_model", "Surprise"]

@@ -1,0 +1,259 @@
+"""The reference model (P11) on hand-built histories: it fails a reply or row the design does not
+allow, showing its prediction, and passes every outcome the design leaves open."""
+
+from __future__ import annotations
+
+import pytest
+
+from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, base_world, make_db, make_spec
+from simulator.checks import check_all
+from simulator.checks.registry import REGISTRY
+from simulator.checks.view import RunView
+from simulator.design import (
+    EMPTY_BODY_REPLY, NOT_REGISTERED_REPLY, ORIGIN_DRAWN, ORIGIN_KEPT, SELF_REPLY, TOO_LONG_REPLY,
+    UNREGISTERED_REPLY,
+)
+
+ACTIVE = "The recipient is active: it is nudged when its session is idle."
+
+
+def judge(h, db, spec=None):
+    return REGISTRY["P11"][2](RunView(spec or make_spec(), h.done(), db, RUN_INFO))
+
+
+def sent(h, t, frm, to_name, to_id, body, *, proc="h1"):
+    text = f"[sent] to {to_name} ({to_id[:12]})\n\n{ACTIVE}"
+    return h.call(t, proc, frm, "send", {"to": to_name, "body": body}, True, text)
+
+
+def status(h, t, who, name, pending, total):
+    return h.call(t, "h1", who, "status", {}, True,
+                  f"[chat] registered as {name}: {pending} unread of {total} total.")
+
+
+def registered_reply(name, sid, origin):
+    return f"[registered] {name}\nsession_id: {sid}\nproject: unknown\n\n{origin} Other sessions can now message you."
+
+
+def mail_db(tmp_path, messages=(), sessions=None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    rows = sessions if sessions is not None else ((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0))
+    return make_db(tmp_path / "m.db", sessions=rows, messages=messages)
+
+
+def test_p11_is_registered_as_a_property():
+    """P11 is a registered property with its rules."""
+    title, rules, _fn = REGISTRY["P11"]
+    assert title == "reply-model" and {"R9", "R10", "R27"} <= set(rules)
+
+
+@pytest.mark.rules("R9", "R10")
+def test_a_send_and_its_read_pass(tmp_path):
+    """R9, R10: an ok send to a registered session, drained by its read, passes."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "hello")
+    h.read(90_000, "h1", "bob", [(N_ALICE, 60_000, "hello")])
+    v = judge(h, mail_db(tmp_path, ((ALICE, BOB, "hello", 60_000, 90_000, 0),)))
+    assert v.status == "pass" and v.judged >= 3, v.message
+
+
+@pytest.mark.rules("R9")
+def test_a_send_to_oneself_that_lands_fails(db):
+    """R9: a session's send to itself must be refused; an ok reply fails, naming the refusal."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_ALICE, ALICE, "note to self")
+    v = judge(h, db)
+    assert v.status == "fail" and "self" in v.message, v.message
+
+
+@pytest.mark.rules("R9")
+def test_the_body_cap_is_exactly_10000_characters(db):
+    """R9: a trimmed body of exactly 10,000 characters is accepted, one more is refused."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "send", {"to": N_BOB, "body": " " + "x" * 10_000 + " "}, False, TOO_LONG_REPLY)
+    v = judge(h, db)
+    assert v.status == "fail" and "too_long" in v.message and "sent" in v.message, v.message
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "send", {"to": N_BOB, "body": "x" * 10_001}, False, TOO_LONG_REPLY)
+    h.call(61_000, "h1", "alice", "send", {"to": N_BOB, "body": " \n "}, False, EMPTY_BODY_REPLY)
+    assert judge(h, db).status == "pass"
+
+
+@pytest.mark.rules("R9", "R8")
+def test_a_registered_sender_refused_as_unregistered_fails(db):
+    """R9, R8: only an unregistered sender gets the not-registered refusal."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "send", {"to": N_BOB, "body": "hi"}, False, "Not sent: " + NOT_REGISTERED_REPLY)
+    v = judge(h, db)
+    assert v.status == "fail" and "predicted sent" in v.message, v.message
+
+
+@pytest.mark.rules("R10")
+def test_mail_read_out_of_order_fails(tmp_path):
+    """R10: chat_read drains oldest first."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "first")
+    sent(h, 61_000, "alice", N_BOB, BOB, "second")
+    h.read(90_000, "h1", "bob", [(N_ALICE, 61_000, "second"), (N_ALICE, 60_000, "first")])
+    db = mail_db(tmp_path, ((ALICE, BOB, "first", 60_000, 90_000, 0), (ALICE, BOB, "second", 61_000, 90_000, 0)))
+    v = judge(h, db)
+    assert v.status == "fail" and "oldest first" in v.message, v.message
+
+
+@pytest.mark.rules("R10")
+def test_a_second_delivery_of_one_message_fails(tmp_path):
+    """R10: a message read once is not returned again."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "once")
+    h.read(90_000, "h1", "bob", [(N_ALICE, 60_000, "once")])
+    h.read(120_000, "h1", "bob", [(N_ALICE, 60_000, "once")])
+    v = judge(h, mail_db(tmp_path, ((ALICE, BOB, "once", 60_000, 90_000, 0),)))
+    assert v.status == "fail" and "only the unread mail" in v.message, v.message
+
+
+@pytest.mark.rules("R10")
+def test_a_read_that_leaves_mail_unread_fails(tmp_path):
+    """R10: a read drains all unread mail."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "one")
+    sent(h, 61_000, "alice", N_BOB, BOB, "two")
+    h.read(90_000, "h1", "bob", [(N_ALICE, 60_000, "one")])
+    v = judge(h, mail_db(tmp_path, ((ALICE, BOB, "one", 60_000, 90_000, 0), (ALICE, BOB, "two", 61_000, None, 0))))
+    assert v.status == "fail" and "it left ['two'] unread" in v.message, v.message
+
+
+@pytest.mark.rules("R34")
+def test_a_wrong_unread_count_fails(tmp_path):
+    """R34: chat_status counts the caller's unread mail."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "one")
+    status(h, 70_000, "bob", N_BOB, 0, 1)
+    v = judge(h, mail_db(tmp_path, ((ALICE, BOB, "one", 60_000, None, 0),)))
+    assert v.status == "fail" and "predicted 1 unread" in v.message, v.message
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "one")
+    status(h, 70_000, "bob", N_BOB, 1, 1)
+    touched = ((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 70_000))
+    assert judge(h, mail_db(tmp_path / "x", ((ALICE, BOB, "one", 60_000, None, 0),), touched)).status == "pass"
+
+
+@pytest.mark.rules("R34")
+def test_a_status_that_does_not_touch_last_seen_fails(tmp_path):
+    """R34: chat_status touches the caller's last_seen; a final row older than the call fails."""
+    h = H(); base_world(h)
+    status(h, 70_000, "bob", N_BOB, 0, 0)
+    v = judge(h, mail_db(tmp_path))
+    assert v.status == "fail" and "last_seen of bob" in v.message, v.message
+
+
+@pytest.mark.rules("R2", "R6")
+def test_a_reused_name_fails(db):
+    """R2, R6: a freshly drawn name was never held before, by anyone."""
+    h = H(); base_world(h)
+    h.start(0, "h2", {"carol": CAROL})
+    h.call(60_000, "h2", "carol", "register", {}, True, registered_reply(N_ALICE, CAROL, ORIGIN_DRAWN))
+    v = judge(h, db)
+    assert v.status == "fail" and "never held before" in v.message, v.message
+
+
+@pytest.mark.rules("R6")
+def test_a_registered_session_keeps_its_name_on_register(db):
+    """R6: chat_register by a registered session keeps its name (a fresh one fails)."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "register", {}, True, registered_reply(N_ALICE, ALICE, ORIGIN_KEPT))
+    assert judge(h, db).status == "pass"
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "register", {}, True, registered_reply(N_CAROL, ALICE, ORIGIN_DRAWN))
+    assert judge(h, db).status == "fail"
+
+
+@pytest.mark.rules("R27")
+def test_an_echo_of_a_refused_call_fails(db):
+    """R27: a refused call leaves no transcript echo."""
+    h = H(); base_world(h)
+    h.ev(60_000, "tool-call", "h1", "alice", tool="thatch_chat_send", args={"to": N_ALICE, "body": "x"})
+    h.ev(60_000, "echo", "h1", "alice", text="[chat] " + SELF_REPLY)
+    h.ev(60_000, "tool-result", "h1", "alice", tool="thatch_chat_send", ok=False, text=SELF_REPLY)
+    v = judge(h, db)
+    assert v.status == "fail" and "no echo" in v.message, v.message
+
+
+@pytest.mark.rules("R12")
+def test_a_broadcast_that_reaches_its_sender_fails(db):
+    """R12: a broadcast reaches every other registered session, never the sender."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "broadcast", {"body": "all"}, True,
+           f"[broadcast] to 2 sessions\nrecipients: {N_ALICE}, {N_BOB}")
+    v = judge(h, db)
+    assert v.status == "fail" and "but the sender" in v.message, v.message
+
+
+@pytest.mark.rules("R12")
+def test_a_broadcast_that_misses_a_registered_session_fails(db):
+    """R12: every other registered session is a recipient or skipped as stale."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "alice", "broadcast", {"body": "all"}, True, "[broadcast] to 0 sessions\nrecipients: (none)")
+    v = judge(h, db)
+    assert v.status == "fail" and N_BOB in v.message, v.message
+
+
+@pytest.mark.rules("R10")
+def test_a_stamp_on_mail_no_read_returned_fails(tmp_path):
+    """R10: the read stamp is scoped to the rows a read returned."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_BOB, BOB, "one")
+    h.read(90_000, "h1", "bob", [(N_ALICE, 60_000, "one")])
+    sent(h, 91_000, "alice", N_BOB, BOB, "two")
+    db = mail_db(tmp_path, ((ALICE, BOB, "one", 60_000, 90_000, 0), (ALICE, BOB, "two", 91_000, 91_000, 0)))
+    v = judge(h, db)
+    assert v.status == "fail" and "never returned" in v.message, v.message
+
+
+@pytest.mark.rules("R7")
+def test_a_leave_without_its_tombstone_fails(tmp_path):
+    """R7: chat_unregister writes a tombstone that stays until an explicit register."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "bob", "unregister", {}, True, UNREGISTERED_REPLY)
+    v = judge(h, mail_db(tmp_path, sessions=((ALICE, N_ALICE, "opencode", 0),)))
+    assert v.status == "fail" and "tombstone of bob" in v.message, v.message
+
+
+@pytest.mark.rules("R7")
+def test_an_automatic_join_after_a_leave_fails(tmp_path):
+    """R7: an auto-registration after a leave (no explicit register) fails."""
+    h = H(); base_world(h)
+    h.call(60_000, "h1", "bob", "unregister", {}, True, UNREGISTERED_REPLY)
+    h.registered(90_000, "h1", "bob", BOB, "new-name-00001", how="idle")
+    v = judge(h, mail_db(tmp_path))
+    assert v.status == "fail" and "leave tombstone sticks" in v.message, v.message
+
+
+@pytest.mark.rules("R10", "R9")
+def test_both_outcomes_of_a_read_racing_a_send_pass(tmp_path):
+    """R10, R9: in concurrent dispatch a read and a send of one dispatch may commit in either order:
+    the read returning the mail and the read finding none both pass."""
+    for returned in (True, False):
+        h = H(); base_world(h)
+        h.start(0, "h2", {"carol": CAROL})
+        h.registered(1_000, "h2", "carol", CAROL, N_CAROL)
+        r = h.read(60_000, "h2", "carol", [(N_ALICE, 60_000, "race")] if returned else [])
+        s = sent(h, 60_000, "alice", N_CAROL, CAROL, "race")
+        events = h.done()
+        for e in (*r, *s):
+            e["dispatch"] = 999
+        sessions = ((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (CAROL, N_CAROL, "opencode", 0))
+        db = mail_db(tmp_path / str(returned), ((ALICE, CAROL, "race", 60_000, 60_000 if returned else None, 0),),
+                     sessions)
+        view = RunView(make_spec(dispatch="concurrent", processes=[
+            {"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "sessions": [{"id": "carol"}]}]),
+            events, db, RUN_INFO)
+        v = REGISTRY["P11"][2](view)
+        assert v.status == "pass", (returned, v.message)
+
+
+def test_p11_is_not_applicable_under_another_design(db):
+    """A run whose every process runs a messaging policy other than thatch's is not judged by the model."""
+    h = H(); base_world(h)
+    sent(h, 60_000, "alice", N_ALICE, ALICE, "note to self")
+    vs = {v.check: v for v in check_all(make_spec(policy="qoder"), h.done(), db, RUN_INFO)}
+    assert vs["P11"].status == "not-applicable"
