@@ -315,7 +315,10 @@ class _Draw:
         args: dict[str, Any] = {"from": sender}
         others = [s for s in self.sessions() if s != sender]
         if not others or self.rng.random() < 0.04:
-            args["to_raw"] = self.rng.choice(("nobody", "ghost-00001", sender))
+            # R9's refusals: a name nobody has, or the sender's own session (named by its label, so
+            # it resolves to whatever name the sender was assigned).
+            target = self.rng.choice(("nobody", "ghost-00001", sender))
+            args["to" if target == sender else "to_raw"] = target
         else:
             args["to"] = self.rng.choice(others)
             self.recipients.append(args["to"])
