@@ -130,7 +130,7 @@ class Windows:
         run = self.run
         armed = {f.process for f in run.faults.values() if f.fault == "crash" and not f.fired}
         candidates = [lv for label, lv in run.processes.live.items()
-                      if lv.alive and self._static_ok(label) and label not in armed]
+                      if lv.alive and self._static_ok(label) and label not in armed and _local_agents(lv)]
         alive = sum(1 for lv in run.processes.live.values() if lv.alive)
         if not candidates or len(candidates) < alive:
             # Some live process cannot join, so no window opens (below): skip the store read,
@@ -256,6 +256,13 @@ class Windows:
 def _renumber(numbers: dict[int, int]):
     """A `re.sub` replacement giving a provisional dispatch number its real one."""
     return lambda m: f'"dispatch":{numbers.get(int(m.group(1)), m.group(1))}'
+
+
+def _local_agents(lv: Live) -> bool:
+    """Every session the process hosts now runs a local agent: a session a resume or a fork brought
+    in keeps the agent it was declared with elsewhere, which the process's own spec does not list."""
+    return all(getattr(info.spec.agent, "kind", "reader") in LOCAL_AGENTS for info in lv.ctx.sessions.values()
+               if info.spec is not None)
 
 
 def _store_facts(db_path: Path) -> tuple[set[str], float]:
