@@ -44,6 +44,15 @@ def _names_other_mail(view: RunView, label: str, a: dict, b: dict) -> bool:
     return any(s not in known for s in data_of(b).get("senders") or ())
 
 
+def _due_again(label: str, wakes: list[dict], b: dict, reads: list) -> bool:
+    """Could wake `b` re-nudge an older batch (R18)? Some wake of `label` at least the re-nudge
+    interval before it, with no read of `label` since, left mail that came due again; another
+    process (that wake's host may have died) may send it while the first wake's host holds a
+    later batch, so `b` is not that later batch woken twice."""
+    return any(b["t"] - w["t"] >= RENUDGE_MS and not any(c.session == label and w["i"] < c.i < b["i"] for c in reads)
+               for w in wakes if w["i"] < b["i"])
+
+
 @prop("P1", "single-deliverer", rules=("R25", "R18", "R24"))
 def p1_single_deliverer(view: RunView) -> Verdict:
     """Every wake comes from a live host of the session, and no batch is woken by two processes or twice by one."""
@@ -76,7 +85,7 @@ def p1_single_deliverer(view: RunView) -> Verdict:
             if any(c.session == label and a["i"] < c.i < b["i"] for c in reads):
                 continue
             if (int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"])
-                    or _names_other_mail(view, label, a, b)):
+                    or _names_other_mail(view, label, a, b) or _due_again(label, ws, b, reads)):
                 continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
                            f"{label} was woken by {ia.proc}#{ia.n} at t={span(a['t'])} and by {ib.proc}#{ib.n} "

@@ -171,6 +171,12 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
     if any(e["t"] >= at and label in (data_of(e).get("sessions") or {}) or data_of(e).get("resumed") == label
            for e in view.of(PROCESS_START) if e["t"] >= at):
         return False
+    # Two live tabs of the session (a `-c` opened the newest session in a second process) each
+    # refresh the topic from the title they hold, and the step retitles only one: either may win.
+    tabs = {id(inc) for e in view.of(STATUS, session=label) if e["t"] > at
+            for inc in [view.inc_of(e)] if inc is not None and HOSTS[inc.kind].polls and inc.alive(at)}
+    if len(tabs) > 1:
+        return False
     for e in view.of(STATUS, session=label):
         inc = view.inc_of(e)
         if (e["t"] > at and data_of(e).get("status") == "idle" and inc is not None
