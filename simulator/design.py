@@ -34,6 +34,19 @@ DEFAULT_REHOST_GRACE_MS = 86_400_000
 # approval prompt waits by default ("general.dialogExpiry, which defaults to five minutes").
 QODER_SENDER_CAP = 3
 DIALOG_EXPIRY_MS = 5 * MINUTE_MS
+# A message body's cap (seed 000: 10,000 characters).
+MAX_BODY_LEN = 10_000
+# The later design (docs/dev/features/cross-session-chat.md of the real thatch, newer than seed 000):
+# a retried send matching an unread row on sender, recipient, body and delivery kind within 10 s is
+# suppressed; bodies over the part budget (2000 UTF-16 units) go as parts, the first prefixed
+# "(message 1 of N)", all but the last suffixed "(continued in next message)"; a whole body is capped
+# at 20,000 characters; the plugin's own extraction child is titled thatch-extraction.
+LATER_RETRY_DEDUP_MS = 10_000
+LATER_SPLIT_PART_LEN = 2_000
+LATER_MAX_BODY_CHARS = 20_000
+MACHINERY_TITLE = "thatch-extraction"
+SPLIT_FIRST_RE = re.compile(r"^\(message 1 of (?P<parts>\d+)\)\s*")
+SPLIT_CONTINUED_SUFFIX = "(continued in next message)"
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
 # R33 (docs/transcripts.md): Claude Code keeps `<host session id>.jsonl` per session; a conversation

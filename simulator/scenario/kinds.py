@@ -314,6 +314,21 @@ class ForkArgs(Strict):
                     "session of that process.")
 
 
+class RetryArgs(Strict):
+    """The host timed out the session's last tool call after its transaction committed, and calls it again."""
+
+    session: str = Field(..., description="Label of the session whose host retries its last tool call.")
+    tool: Optional[Literal["send", "broadcast", "read", "register", "unregister", "list", "status"]] = Field(
+        None, description="Retry the session's last call of this tool (default: its last tool call, any tool).")
+    times: int = Field(1, ge=1, le=5, description="How many times the host calls it again, with identical arguments.")
+
+
+class ReloadArgs(Strict):
+    """The plugin (or daemon) reloads in the same process: in-memory state is forgotten, the sessions live on."""
+
+    process: str = Field(..., description="Label of the opencode process whose thatch runtime reloads.")
+
+
 class LockArgs(Strict):
     duration: DurationMs = Field(
         ..., alias="for",
@@ -469,6 +484,13 @@ _FAULTS = (
              needs="forks", not_reached="the session's host was not running or refused the fork"),
     StepKind("lock", LockArgs, "Fault: another writer holds the database lock.", fault=True, target=ENGINE,
              runs=ORCHESTRATOR, needs="lock_safe", not_reached="no store call met the held lock"),
+    StepKind("retry", RetryArgs, "Fault: the host times out the session's last tool call after it committed and "
+             "calls it again with identical arguments.", fault=True, runs=ORCHESTRATOR,
+             not_reached="the session's host was not running or the session had made no such tool call"),
+    StepKind("reload", ReloadArgs, "Fault: the plugin reloads in the same process (same pid): a fresh runtime "
+             "without the old one's in-memory state (child maps, the hosted set); its sessions live on.",
+             fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="polls",
+             not_reached="the process was not running"),
 )
 
 # Every step kind by its YAML key: the scripted actions, the harness-internal ones, the faults.
@@ -506,4 +528,10 @@ EXPLORE_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
     "kill": ("kill", (0.03, 0.12)), "crash": ("crash", (0.03, 0.12)), "sleep": ("sleep", (0.02, 0.08)),
     "resume": ("resume", (0.05, 0.2)), "restart": ("restart", (0.02, 0.08)), "fork": ("fork", (0.05, 0.2)),
     "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)),
+}
+# The later design's incidents: a host that retries a committed call, a plugin reload. Drawn only by a
+# campaign that judges the later design's properties (their own rng stream), so every other seed's world
+# stays the one it always drew.
+EXPLORE_LATER_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
+    "retry": ("retry", (0.1, 0.3)), "reload": ("reload", (0.02, 0.08)),
 }

@@ -25,12 +25,15 @@ from typing import Annotated, Any, Iterator, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema
 
-from simulator.design import DIALOG_EXPIRY_MS, MAX_WAKES_PER_HOUR, QODER_SENDER_CAP
+from simulator.design import (
+    DIALOG_EXPIRY_MS, LATER_MAX_BODY_CHARS, LATER_RETRY_DEDUP_MS, LATER_SPLIT_PART_LEN, MAX_BODY_LEN,
+    MAX_WAKES_PER_HOUR, QODER_SENDER_CAP,
+)
 from simulator.scenario.durations import DURATION_HELP, duration_json_schema, format_duration, parse_word_or_duration
 from simulator.scenario.errors import did_you_mean
 from simulator.scenario.kinds import DEFAULT_HOST, REVIEW_ACTIONS, hosts_with
 
-PolicyName = Literal["thatch", "qoder"]
+PolicyName = Literal["thatch", "qoder", "thatch-later"]
 # The host kinds messaging policies are modelled on; every other kind runs thatch's design.
 POLICY_HOSTS = hosts_with("policies")
 _POLICY_HOSTS_TEXT = " or ".join(POLICY_HOSTS)
@@ -50,10 +53,24 @@ class PolicyOptions:
     exited: str = "note"
     dialog_expiry_ms: Optional[int] = DIALOG_EXPIRY_MS
     wake_cap: Optional[int] = MAX_WAKES_PER_HOUR
+    # The later design (the real thatch's cross-session-chat design doc, newer than seed 000): off by default.
+    retry_dedup_ms: Optional[int] = None
+    machinery_markers: bool = False
+    split_part_len: Optional[int] = None
+    max_body_chars: int = MAX_BODY_LEN
+    paged_reads: bool = False
+    name_claims: bool = False
+    project_bound_as: bool = False
+    mcp_project_env: bool = False
 
     @property
     def is_thatch(self) -> bool:
         return self == THATCH
+
+    @property
+    def later(self) -> frozenset[str]:
+        """The later design's options that are on (differ from seed 000's design)."""
+        return frozenset(name for name in LATER_OPTIONS if getattr(self, name) != getattr(THATCH, name))
 
     def to_config(self) -> dict[str, Any]:
         """`chat.policy` for the process's config file: the options that differ from thatch's."""
@@ -72,12 +89,22 @@ THATCH = PolicyOptions()
 # fallback for inbound mail, unregistered senders held, exited peers refused,
 # and no receiver-side wake cap (delivery goes into the next turn).
 QODER = PolicyOptions(sender_cap=QODER_SENDER_CAP, inbound="auto", unregistered="hold", exited="refuse", wake_cap=None)
-POLICY_SETS: dict[str, PolicyOptions] = {"thatch": THATCH, "qoder": QODER}
+LATER_OPTIONS = ("retry_dedup_ms", "machinery_markers", "split_part_len", "max_body_chars", "paged_reads",
+                 "name_claims", "project_bound_as", "mcp_project_env")
+# The later design: thatch with every later option at its later value (applies to every host kind).
+THATCH_LATER = replace(THATCH, retry_dedup_ms=LATER_RETRY_DEDUP_MS, machinery_markers=True,
+                       split_part_len=LATER_SPLIT_PART_LEN, max_body_chars=LATER_MAX_BODY_CHARS, paged_reads=True,
+                       name_claims=True, project_bound_as=True, mcp_project_env=True)
+POLICY_SETS: dict[str, PolicyOptions] = {"thatch": THATCH, "qoder": QODER, "thatch-later": THATCH_LATER}
 
 _CONFIG_KEY = {"sender_cap": "senderCap", "inbound": "inbound", "repository_inbound": "repositoryInbound",
                "permissions": "permissions", "interactive": "interactive", "unregistered": "unregistered",
-               "exited": "exited", "dialog_expiry_ms": "dialogExpiryMs", "wake_cap": "wakeCap"}
-_OFF_WORD = {"sender_cap": "off", "wake_cap": "off", "repository_inbound": "none", "dialog_expiry_ms": "never"}
+               "exited": "exited", "dialog_expiry_ms": "dialogExpiryMs", "wake_cap": "wakeCap",
+               "retry_dedup_ms": "retryDedupMs", "machinery_markers": "machineryMarkers",
+               "split_part_len": "splitPartLen", "max_body_chars": "maxBodyChars", "paged_reads": "pagedReads",
+               "name_claims": "nameClaims", "project_bound_as": "projectBoundAs", "mcp_project_env": "mcpProjectEnv"}
+_OFF_WORD = {"sender_cap": "off", "wake_cap": "off", "repository_inbound": "none", "dialog_expiry_ms": "never",
+             "retry_dedup_ms": "off", "split_part_len": "off"}
 
 
 def _shown(name: str, value: Any) -> str:
@@ -273,9 +300,13 @@ def _spec_of(raw: Any, where: str) -> PolicySpec:
 
 
 def policy_spec_of(options: PolicyOptions) -> PolicySpec:
-    """A `policy:` that states every option of `options` (over thatch, so nothing is left to a base)."""
+    """A `policy:` that states every option of `options` (the seed-003 ones over thatch, the later design's
+    through the named set that holds them as `options` has them)."""
+    later = {name: getattr(options, name) for name in LATER_OPTIONS}
+    base = next((name for name, o in POLICY_SETS.items() if name != "qoder"
+                 and {k: getattr(o, k) for k in LATER_OPTIONS} == later), "thatch")
     return PolicySpec(
-        base="thatch", sender_cap=options.sender_cap or "off", inbound=options.inbound,
+        base=base, sender_cap=options.sender_cap or "off", inbound=options.inbound,
         repository_inbound=options.repository_inbound or "none", permissions=options.permissions,
         interactive=options.interactive, unregistered=options.unregistered, exited=options.exited,
         dialog_expiry=options.dialog_expiry_ms if options.dialog_expiry_ms is not None else "never",
