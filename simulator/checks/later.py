@@ -140,22 +140,40 @@ def _batch_problem(view: RunView) -> Optional[tuple[str, list[dict]]]:
     return None
 
 
+def _free_at(text: str, piece: str, used: list[tuple[int, int]]) -> Optional[int]:
+    """Where `piece` occurs in `text` overlapping no span already accounted for, or None."""
+    at = text.find(piece)
+    while at >= 0:
+        if all(at + len(piece) <= a or b <= at for a, b in used):
+            return at
+        at = text.find(piece, at + 1)
+    return None
+
+
 def _covered(body: str, seen: list[str]) -> int:
-    """How much of `body`, from its start, the texts `seen` show, each character in some text (greedy: the
-    longest next piece any text holds)."""
+    """How much of `body`, from its start, the texts `seen` show: greedy, the longest next piece some text holds
+    where that text's characters have not shown an earlier piece (one shown character stands for one body
+    character, so a repeated body is not covered by one clipped output)."""
+    used: list[list[tuple[int, int]]] = [[] for _ in seen]
     pos = 0
     while pos < len(body):
-        lo, hi = 0, len(body) - pos
-        while lo < hi:  # the longest piece body[pos:pos+k] that some text contains
-            mid = (lo + hi + 1) // 2
-            piece = body[pos:pos + mid]
-            if any(piece in s for s in seen):
-                lo = mid
-            else:
-                hi = mid - 1
-        if lo == 0:
+        best: Optional[tuple[int, int, int]] = None  # (length, text index, where)
+        for n, text in enumerate(seen):
+            lo, hi, where = 0, len(body) - pos, None
+            while lo < hi:  # the longest free piece body[pos:pos+k] of this text
+                mid = (lo + hi + 1) // 2
+                at = _free_at(text, body[pos:pos + mid], used[n])
+                if at is not None:
+                    lo, where = mid, at
+                else:
+                    hi = mid - 1
+            if lo and where is not None and (best is None or lo > best[0]):
+                best = (lo, n, where)
+        if best is None:
             return pos
-        pos += lo
+        length, n, where = best
+        used[n].append((where, where + length))
+        pos += length
     return pos
 
 

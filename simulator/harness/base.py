@@ -426,11 +426,12 @@ class Harness:
         return self._result(self.tool(self.acting(label), tool, {}, step=self._step))
 
     def act_read(self, label: Optional[str], args: ReadArgs):
-        if args.claimed_as is None:
+        paging = {k: v for k, v in (("message", args.message), ("offset", args.offset)) if v is not None}
+        if args.claimed_as is None and not paging:
             return self._plain("read", label)
         # A claimed `as` (R32): Cursor's server reads that session's inbox.
-        call = {"as": self.expand_claim(str(args.claimed_as))}
-        return self._result(self.tool(self.acting(label), "read", call, step=self._step))
+        call = {"as": self.expand_claim(str(args.claimed_as))} if args.claimed_as is not None else {}
+        return self._result(self.tool(self.acting(label), "read", {**call, **paging}, step=self._step))
 
     def act_register(self, label: Optional[str], args: SessionArg):
         return self._plain("register", label)

@@ -177,6 +177,11 @@ class ReadArgs(SessionArg):
         None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook "
                                       "printed; Cursor trusts it (R32), so the read drains that session's "
                                       "inbox. `{label}` expands to that session's name at the step's time.")
+    message: Optional[int] = Field(
+        None, ge=1, description="The later design's paged read: the id of one message to show a page of, without "
+                                "draining or marking anything read (a design without paged reads drains as usual).")
+    offset: Optional[int] = Field(
+        None, ge=0, description="With `message`: the character offset of the page to show.")
 
 
 class PromptArgs(Strict):
