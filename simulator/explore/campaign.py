@@ -50,6 +50,7 @@ class Settings:
     check_determinism: bool = False
     wall_timeout_s: float = 120.0
     work: Optional[Path] = None                # where run directories go (a temp dir when None)
+    include: tuple[str, ...] = ()              # properties judged on any design (`--include-properties`)
 
 
 @dataclass
@@ -136,6 +137,8 @@ def explore_command(seed: int, settings: Settings) -> str:
         parts.append(f"--dispatch {settings.dispatch}")
     if settings.overrides_ref:
         parts.append(f"--overrides {settings.overrides_ref}")
+    if settings.include:
+        parts.append(f"--include-properties {','.join(settings.include)}")
     return " ".join(parts)
 
 
@@ -146,7 +149,7 @@ def explore_command(seed: int, settings: Settings) -> str:
 
 def generated(seed: int, settings: Settings) -> Generated:
     dispatch = "serial" if settings.check_determinism else settings.dispatch
-    return generate(seed, settings.size, dispatch=dispatch)
+    return generate(seed, settings.size, dispatch=dispatch, include=settings.include)
 
 
 def run_spec(spec: Scenario, settings: Settings, keep: str = "failed") -> Outcome:

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from simulator.explore.later_draws import add_later_draws
 from simulator.explore.plan import WorldPlan
 from simulator.explore.swarm import DEFAULT, Size, Swarm, draw_swarm
 from simulator.scenario.durations import parse_duration
@@ -67,12 +68,16 @@ def _faker(rng: random.Random):
     return _FAKER
 
 
-def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None) -> Generated:
-    """The scenario seed `seed` names (`dispatch` forces serial or concurrent)."""
+def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
+             include: tuple[str, ...] = ()) -> Generated:
+    """The scenario seed `seed` names (`dispatch` forces serial or concurrent; `include`: properties judged on
+    any design, with the later design's incidents drawn in when it names theirs)."""
     rng = random.Random(seed)
     draw = _Draw(rng, _faker(rng), size)
     swarm = draw_swarm(rng, dispatch=dispatch)
     doc = draw.document(seed, swarm)
+    if include:
+        doc = add_later_draws(doc, seed, include)
     return Generated(seed=seed, swarm=swarm, spec=Scenario.model_validate(doc), doc=doc)
 
 
