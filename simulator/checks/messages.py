@@ -189,6 +189,33 @@ def p5_no_loss(view: RunView) -> Verdict:
 
 
 
+def _rows_problem(view: RunView, c, recips: list[str], got: list[str], who, copies: int,
+                  swept_sets: tuple) -> Optional[str]:
+    """Why the rows a broadcast stored are not one per named recipient (up to `copies` when its host called it
+    again), or None."""
+    swept = 0
+    for n in recips:
+        label = who(n)
+        k = got.count(label)
+        if k == 0 and _maybe_swept(view, label, c, *swept_sets):
+            swept += 1
+        elif not 1 <= k <= copies:
+            want = "1" if copies == 1 else f"1 to {copies}: its host called it {copies} times"
+            return f"broadcast by {c.session}: recipient {n} has {k} rows (want {want})"
+    if not len(recips) - swept <= len(got) <= copies * (len(recips) - swept):
+        return f"broadcast by {c.session} named {len(recips)} recipients but stored {len(got)} rows"
+    return None
+
+
+def _is_retry(c) -> bool:
+    return c.call is not None and data_of(c.call).get("retry") is not None
+
+
+def _retries_of(c, calls) -> int:
+    """How many times a host called `c` again with identical arguments (a `retry` fault)."""
+    return sum(1 for x in calls if _is_retry(x) and x.session == c.session and x.args == c.args and x.i > c.i)
+
+
 @prop("P8", "broadcast", rules=("R12", "R35"))
 def p8_broadcast(view: RunView) -> Verdict:
     """Each ok broadcast stored one row per named recipient and none for the sender or the skipped (only stale
@@ -200,6 +227,9 @@ def p8_broadcast(view: RunView) -> Verdict:
         return skipped(p8_broadcast, "no broadcast in the run")
     samples = view.of(SAMPLE)
     for c in bcasts:
+        if _is_retry(c):
+            continue  # judged with the call it repeats: one more copy the design may or may not store (P12)
+        copies = 1 + _retries_of(c, bcasts)
         mine = [r for r in view.db["messages"]
                 if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
         if c.result is None or not c.ok:
@@ -220,18 +250,9 @@ def p8_broadcast(view: RunView) -> Verdict:
         if c.session in got or any(who(n) in got for n in skipped_names):
             return verdict(p8_broadcast, "fail",
                            f"broadcast by {c.session} stored a row for the sender or a skipped session", c.witness())
-        swept = 0
-        for n in recips:
-            label = who(n)
-            k = got.count(label)
-            if k == 0 and _maybe_swept(view, label, c, pruned, ever_pruned):
-                swept += 1
-            elif k != 1:
-                return verdict(p8_broadcast, "fail", f"broadcast by {c.session}: recipient {n} has {k} rows (want 1)",
-                               c.witness())
-        if len(got) != len(recips) - swept:
-            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} named {len(recips)} recipients "
-                           f"but stored {len(got)} rows", c.witness())
+        problem = _rows_problem(view, c, recips, got, who, copies, (pruned, ever_pruned))
+        if problem is not None:
+            return verdict(p8_broadcast, "fail", problem, c.witness())
         before = [s for s in samples if s["i"] < c.i]
         after = [s for s in samples if s["i"] > c.i]
         if before and after:
