@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from simulator.design import LATER_SPLIT_PART_LEN
 from simulator.explore.plan import keep_fitting
-from simulator.scenario.kinds import EXPLORE_LATER_FAULTS, HOSTS
+from simulator.scenario.kinds import DEFAULT_HOST, EXPLORE_LATER_FAULTS, HOSTS
 
 LATER_PROPERTIES = ("P12", "P13", "P14")
 SEND_KEYS = ("send", "broadcast")
@@ -40,7 +40,7 @@ def add_later_draws(doc: dict[str, Any], seed: int, include: tuple[str, ...]) ->
     doc = {**doc, "properties": {"include": list(include)}}
     rates = {k: rng.uniform(lo, hi) for k, (_, (lo, hi)) in EXPLORE_LATER_FAULTS.items() if rng.random() < 0.7}
     features = {f for f in ("machinery", "clip") if rng.random() < 0.5}
-    polling = [p for p in doc["processes"] if HOSTS[p.get("kind", "opencode")].polls and p.get("start") != "never"]
+    polling = [p for p in doc["processes"] if HOSTS[p.get("kind", DEFAULT_HOST)].polls and p.get("start") != "never"]
     if "machinery" in features and polling:
         _machinery_child(rng, rng.choice(polling), doc)
     clipped = _clip(rng, polling) if "clip" in features and polling else None

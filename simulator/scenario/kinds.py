@@ -570,5 +570,5 @@ EXPLORE_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
 # campaign that judges the later design's properties (their own rng stream), so every other seed's world
 # stays the one it always drew.
 EXPLORE_LATER_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
-    "retry": ("retry", (0.1, 0.3)), "reload": ("reload", (0.02, 0.08)),
+    "retry": ("retry", (0.25, 0.5)), "reload": ("reload", (0.02, 0.08)),
 }
