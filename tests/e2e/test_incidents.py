@@ -2,8 +2,7 @@
 
 Under seed 000's design each story fails the property that catches it, by name
 (its `expect_outcome`), and the run is ok; under the later design (`thatch-later`)
-the same story must pass with every property held. The second half needs
-thatch_core's later options: until they exist it is skipped, saying so.
+the same story must pass with every property held.
 """
 
 from __future__ import annotations
@@ -17,10 +16,8 @@ from simulator.api import run_scenario
 from simulator.compare import under
 from simulator.scenario.loader import load_file
 from simulator.scenario.policies import POLICY_SETS
-from thatch_core import policy as core_policy
 
 INCIDENTS = sorted((repo.ROOT / "scenarios" / "incidents").glob("*.yaml"))
-LATER_IN_CORE = hasattr(core_policy.Policy(), "retry_dedup_ms")
 
 
 @pytest.mark.parametrize("path", INCIDENTS, ids=lambda p: p.stem)
@@ -32,7 +29,6 @@ def test_each_incident_fails_by_name_under_seed_000s_design(path: Path, tmp_path
     assert [v.check for v in result.verdicts if v.status == "expected-fail"] == expected
 
 
-@pytest.mark.skipif(not LATER_IN_CORE, reason="thatch_core does not have the later design's options yet")
 @pytest.mark.parametrize("path", INCIDENTS, ids=lambda p: p.stem)
 def test_each_incident_passes_under_the_later_design(path: Path, tmp_path):
     spec = under(load_file(path).spec, POLICY_SETS["thatch-later"])
