@@ -51,6 +51,24 @@ PART_CONTINUED = "(continued in next message)"
 SENT_PARTS_RE = re.compile(r"SENT AS (?P<count>\d+) PARTS")
 DEDUP_REPLY_MARK = "still UNREAD in the recipient's inbox"
 CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+) characters")
+# The parts of a split body are joined by a blank line to their markers; a paged read of one message
+# opens with `[thatch] chat message #ID from NAME: characters A-B of N`.
+PART_SEPARATOR = "\n\n"
+PAGE_HEAD_RE = re.compile(r"^\[thatch\] chat message #(?P<id>\d+) from ", re.M)
+
+
+def joined_parts(bodies: list[str]) -> str:
+    """The body the stored parts of one split send join back to: the first part's `(message 1 of N)` and
+    every part's `(continued in next message)` taken off with their blank lines (the chunks join exactly)."""
+    out = []
+    for n, body in enumerate(bodies):
+        if n == 0:
+            m = FIRST_PART_RE.match(body)
+            body = body[m.end():].removeprefix(PART_SEPARATOR) if m else body
+        if n < len(bodies) - 1:
+            body = body.removesuffix(PART_SEPARATOR + PART_CONTINUED)
+        out.append(body)
+    return "".join(out)
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
 # R33 (docs/transcripts.md): Claude Code keeps `<host session id>.jsonl` per session; a conversation

@@ -174,6 +174,7 @@ class EchoData(TypedDict):
 class ToolCallData(TypedDict):
     tool: str
     args: dict[str, Any]
+    retry: NotRequired[int]        # the fault step whose host calls an earlier call again (identical arguments)
 
 
 class ToolResultData(TypedDict):
@@ -181,6 +182,7 @@ class ToolResultData(TypedDict):
     ok: bool
     text: str
     step: NotRequired[int]
+    clipped_from: NotRequired[int]  # a clipping host: `text` is what the model saw, this the full length
 
 
 class HookData(TypedDict):

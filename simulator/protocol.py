@@ -38,6 +38,8 @@ OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {
 OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index,
                             #         "when": "before"|"after", "call": store call|None, "statement": int|None}
 OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
+OP_RETRY = "retry"          # the host retries a committed tool call: args = {"session", "tool"|None, "times", "step"}
+OP_RELOAD = "reload"        # the plugin reloads in the same process (a fresh runtime): args = {"step": index}
 OP_STOP = "stop"            # graceful end of the run: flush, close, exit 0
 OP_SAVE_COVERAGE = "save-coverage"  # worker-only, just before a kill fault: save coverage data, record nothing
 # worker-only, windowed engine: run this process's own timers up to a horizon in one round trip.
@@ -134,6 +136,8 @@ class HarnessContext:
     resumed: Optional[str] = None
     # opencode: how the fake server hands host events to the runtime, "queued" | "synchronous"
     events: str = "queued"
+    # A host that clips every tool output at this many characters (None: no clip)
+    clip: Optional[int] = None
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)

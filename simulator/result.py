@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 # not-applicable: the policy in force does not make the property's promise (never a failure).
-Status = Literal["pass", "fail", "not-reached", "skipped", "not-applicable"]
+# expected-fail: a failure the scenario expects under its design (an incident reproduced, caught).
+Status = Literal["pass", "fail", "not-reached", "skipped", "not-applicable", "expected-fail"]
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return self.status in ("pass", "skipped", "not-applicable")
+        return self.status in ("pass", "skipped", "not-applicable", "expected-fail")
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Judging one run from its history (JSONL events) and its final SQLite database.
 
-`check_all` is the one entry: the properties P1-P10 (registered by the
-delivery, liveness, messages and identity modules), the messaging policies'
+`check_all` is the one entry: the properties P1-P14 (registered by the
+delivery, liveness, messages, identity and later modules), the messaging policies'
 promises Q1-Q3 (only where a process runs under a policy), the reach claims, the
 point and step-reply expectations, and one verdict per fault step.
 """
@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from simulator.checks import delivery, identity, liveness, messages, model_rows  # noqa: F401 - importing registers P1-P11
+from simulator.checks import later  # noqa: F401 - importing registers P12-P14 (after P11)
 from simulator.checks.expectations import check_expectations
+from simulator.checks.outcome import expected_outcome
 from simulator.checks.faults import fault_verdicts
 from simulator.checks.reach import check_reaches
 from simulator.checks.policies import check_policies
@@ -26,8 +28,9 @@ def check_all(spec: Scenario, history: list[dict[str, Any]], db_path: Union[str,
               run_info: Optional[dict] = None) -> list[Verdict]:
     """Every verdict of a run: properties, reach claims, expectations, faults."""
     view = RunView(spec, history, db_path, run_info)
-    return (check_properties(spec, view) + check_policies(spec, view) + check_reaches(spec, view)
-            + check_expectations(spec, view) + fault_verdicts(spec, view.history))
+    verdicts = (check_properties(spec, view) + check_policies(spec, view) + check_reaches(spec, view)
+                + check_expectations(spec, view) + fault_verdicts(spec, view.history))
+    return expected_outcome(spec, verdicts)
 
 
 __all__ = ["check_all"]

@@ -10,11 +10,15 @@ from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     BROADCAST_RE,
+    DEDUP_REPLY_MARK,
+    FIRST_PART_RE,
     HELD_REPLY_RE,
     MAIL_SWEEP_AGE_MS,
+    PAGE_HEAD_RE,
     SENT_RE,
     STAMP_RESOLUTION_MS,
     inbox_needle,
+    joined_parts,
     reply_names,
 )
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
@@ -71,6 +75,8 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     for c in view.calls_of("send", ok=True):
         if HELD_REPLY_RE.match(c.text):
             continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
+        if DEDUP_REPLY_MARK in c.text:
+            continue  # the later design stored nothing new: its unread twin is its row (P12 judges the retry)
         m = SENT_RE.match(c.text)
         to = m.group("to") if m else str(c.args.get("to", ""))
         # Recipients compare by label when known: a name can change after a leave.
@@ -83,11 +89,31 @@ def _stored_sends(view: RunView) -> dict[tuple, list[dict]]:
     """Direct (not broadcast) db rows by (sender label, recipient, body)."""
     names = view.id_names()
     rows: dict[tuple, list[dict]] = {}
-    for r in view.db["messages"]:
+    for r, body in _whole_messages(view):
         if not r["via_broadcast"]:
             to = view.label_of.get(r["to_session"]) or str(names.get(r["to_session"], r["to_session"])).lower()
-            rows.setdefault((view.label_of.get(r["from_session"]), to, r["body"]), []).append(r)
+            rows.setdefault((view.label_of.get(r["from_session"]), to, body), []).append(r)
     return rows
+
+
+def _whole_messages(view: RunView) -> list[tuple[dict, str]]:
+    """(row, body) per stored message; a split batch (the later design: `(message 1 of N)` and the N-1 rows
+    after it, same sender and recipient) is one message, its first row with the body its parts join to."""
+    rows = sorted(view.db["messages"], key=lambda r: r["id"])
+    by_id = {r["id"]: r for r in rows}
+    out, inside = [], set()
+    for r in rows:
+        if r["id"] in inside:
+            continue
+        m = FIRST_PART_RE.match(str(r["body"] or ""))
+        batch = [by_id.get(r["id"] + k) for k in range(int(m.group("count")))] if m else []
+        if m and all(b is not None and (b["from_session"], b["to_session"]) == (r["from_session"], r["to_session"])
+                     for b in batch):
+            inside.update(b["id"] for b in batch)
+            out.append((r, joined_parts([b["body"] for b in batch])))
+        else:
+            out.append((r, r["body"]))
+    return out
 
 
 def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[str]) -> Optional[Verdict]:
@@ -147,12 +173,18 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
         if any(c.result is None for c in view.calls if c.tool == "read" and acting_identity(view, c) == label):
             continue
         needle = inbox_needle(r["created_at"], r["body"])
-        if not any(acting_identity(view, c) == label and needle in c.text for c in reads):
+        paged = {f"#{r['id']}"}  # the later design's paged read of this one message shows it too
+        if not any(acting_identity(view, c) == label and (needle in c.text or paged & _pages_in(c.text))
+                   for c in reads):
             got = [c for c in reads if acting_identity(view, c) == label]
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
                            "but no chat_read of its recipient returned it",
                            [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])
     return None
+
+
+def _pages_in(text: str) -> set[str]:
+    return {f"#{m.group('id')}" for m in PAGE_HEAD_RE.finditer(text)}
 
 
 def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optional[Verdict]:
@@ -189,6 +221,33 @@ def p5_no_loss(view: RunView) -> Verdict:
 
 
 
+def _rows_problem(view: RunView, c, recips: list[str], got: list[str], who, copies: int,
+                  swept_sets: tuple) -> Optional[str]:
+    """Why the rows a broadcast stored are not one per named recipient (up to `copies` when its host called it
+    again), or None."""
+    swept = 0
+    for n in recips:
+        label = who(n)
+        k = got.count(label)
+        if k == 0 and _maybe_swept(view, label, c, *swept_sets):
+            swept += 1
+        elif not 1 <= k <= copies:
+            want = "1" if copies == 1 else f"1 to {copies}: its host called it {copies} times"
+            return f"broadcast by {c.session}: recipient {n} has {k} rows (want {want})"
+    if not len(recips) - swept <= len(got) <= copies * (len(recips) - swept):
+        return f"broadcast by {c.session} named {len(recips)} recipients but stored {len(got)} rows"
+    return None
+
+
+def _is_retry(c) -> bool:
+    return c.call is not None and data_of(c.call).get("retry") is not None
+
+
+def _retries_of(c, calls) -> int:
+    """How many times a host called `c` again with identical arguments (a `retry` fault)."""
+    return sum(1 for x in calls if _is_retry(x) and x.session == c.session and x.args == c.args and x.i > c.i)
+
+
 @prop("P8", "broadcast", rules=("R12", "R35"))
 def p8_broadcast(view: RunView) -> Verdict:
     """Each ok broadcast stored one row per named recipient and none for the sender or the skipped (only stale
@@ -200,8 +259,11 @@ def p8_broadcast(view: RunView) -> Verdict:
         return skipped(p8_broadcast, "no broadcast in the run")
     samples = view.of(SAMPLE)
     for c in bcasts:
-        mine = [r for r in view.db["messages"]
-                if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and r["body"] == c.body]
+        if _is_retry(c):
+            continue  # judged with the call it repeats: one more copy the design may or may not store (P12)
+        copies = 1 + _retries_of(c, bcasts)
+        mine = [r for r, body in _whole_messages(view)  # a split batch counts once (the later design)
+                if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and body == c.body]
         if c.result is None or not c.ok:
             crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of(CRASH))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
@@ -220,18 +282,9 @@ def p8_broadcast(view: RunView) -> Verdict:
         if c.session in got or any(who(n) in got for n in skipped_names):
             return verdict(p8_broadcast, "fail",
                            f"broadcast by {c.session} stored a row for the sender or a skipped session", c.witness())
-        swept = 0
-        for n in recips:
-            label = who(n)
-            k = got.count(label)
-            if k == 0 and _maybe_swept(view, label, c, pruned, ever_pruned):
-                swept += 1
-            elif k != 1:
-                return verdict(p8_broadcast, "fail", f"broadcast by {c.session}: recipient {n} has {k} rows (want 1)",
-                               c.witness())
-        if len(got) != len(recips) - swept:
-            return verdict(p8_broadcast, "fail", f"broadcast by {c.session} named {len(recips)} recipients "
-                           f"but stored {len(got)} rows", c.witness())
+        problem = _rows_problem(view, c, recips, got, who, copies, (pruned, ever_pruned))
+        if problem is not None:
+            return verdict(p8_broadcast, "fail", problem, c.witness())
         before = [s for s in samples if s["i"] < c.i]
         after = [s for s in samples if s["i"] > c.i]
         if before and after:

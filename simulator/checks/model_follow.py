@@ -17,7 +17,8 @@ from simulator.checks import model_replies as replies
 from simulator.checks.model import ECHOING_TOOLS, Model, Msg, modeled
 from simulator.checks.view import Call, RunView
 from simulator.design import (
-    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, TOMBSTONE_TTL_MS, hook_unread,
+    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, MCP_ID_PREFIX, TOMBSTONE_TTL_MS,
+    hook_unread,
 )
 from simulator.events import (
     ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
@@ -263,7 +264,7 @@ def on_registered(m: Model, e: dict) -> None:
 def on_hook(m: Model, e: dict) -> None:
     """An MCP hook's line: the conversation's name and unread count (R31), or the leave line (R7)."""
     label, line, d = e.get("session"), hook_line(e), data_of(e)
-    sids = [sid for sid in m.view.ids.get(label or "", ()) if sid.startswith("mcp_")]
+    sids = [sid for sid in m.view.ids.get(label or "", ()) if sid.startswith(MCP_ID_PREFIX)]
     if d.get("decision") == "crashed":
         m.blur_label(label)
         return

@@ -21,6 +21,11 @@ took effect (docs/history.md); one that never takes effect is reported as
 - fork: OP_FORK to the Claude Code host with a fresh host id from the rng.
 - lock: a holder process takes the write lock at t and releases it at t+for;
   fired if a store call failed (`store-error`) or had to wait meanwhile.
+- retry: OP_RETRY to the session's host, which calls the session's last
+  tool call (of `tool`) again `times` times with identical arguments (its
+  first answer timed out after the transaction committed); fired when it did.
+- reload: OP_RELOAD to the opencode process: a fresh thatch runtime in the
+  same process (same pid), without the old one's in-memory state.
 
 A new fault kind is declared, with its arguments model and traits, in
 simulator/scenario/kinds.py, and handled here in `FAULTS`; what happens
@@ -40,10 +45,10 @@ from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.world import World
 from simulator.events import FAULT, SLEEP_START
-from simulator.protocol import OP_ARM_CRASH, OP_FORK, Reply
+from simulator.protocol import OP_ARM_CRASH, OP_FORK, OP_RELOAD, OP_RETRY, Reply
 from simulator.scenario.kinds import (
-    ARGV_PLACEHOLDER, HOSTS, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, RestartArgs, ResumeArgs, SleepArgs,
-    StallArgs,
+    ARGV_PLACEHOLDER, HOSTS, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, ReloadArgs, RestartArgs, ResumeArgs,
+    RetryArgs, SleepArgs, StallArgs,
 )
 
 
@@ -224,6 +229,23 @@ def _stall(engine: FaultEngine, t: int, idx: int, d: int, args: StallArgs) -> No
     live.poll_gen += 1
     engine.agenda.push(t + args.duration, Poll(live.label, live.incarnation, live.poll_gen))
     engine.fired(idx, {"target": args.process, "until": t + args.duration})
+def _retry(engine: FaultEngine, t: int, idx: int, d: int, args: RetryArgs) -> None:
+    live = engine.processes.alive(engine.hosting.get(args.session))
+    if live is None:
+        return
+    op_args = {"session": args.session, "tool": args.tool, "times": args.times, "step": idx}
+    replies = engine.exchange(t, d, [ProcessCommand(live, OP_RETRY, args.session, op_args)])
+    if replies and replies[0] is not None and replies[0].ok:
+        engine.fired(idx, {"session": args.session, **(replies[0].result or {})})
+
+
+def _reload(engine: FaultEngine, t: int, idx: int, d: int, args: ReloadArgs) -> None:
+    live = engine.processes.alive(args.process)
+    if live is None:
+        return
+    replies = engine.exchange(t, d, [ProcessCommand(live, OP_RELOAD, None, {"step": idx})])
+    if replies and replies[0] is not None and replies[0].ok:
+        engine.fired(idx, {"target": args.process})
 
 
 # The fault kind of a step -> what the orchestrator does for it (a layout test holds it equal to the
@@ -237,4 +259,6 @@ FAULTS: dict[str, Callable[[FaultEngine, int, int, int, Any], None]] = {
     "fork": _fork,
     "lock": _lock,
     "stall": _stall,
+    "retry": _retry,
+    "reload": _reload,
 }

@@ -174,6 +174,6 @@ class World:
             transcripts_dir=self.transcripts_dir, startup=startup,
             directory_sessions=list(directory_sessions or []), rehost_grace_ms=rehost_grace_ms,
             overrides=dict(self.overrides), names_by_label=self.names_by_label(),
-            events=pw.spec.events)
+            events=pw.spec.events, clip=pw.spec.clip)
         pw.incarnations += 1
         return ctx

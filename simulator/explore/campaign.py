@@ -57,6 +57,7 @@ class Settings:
     measure: bool = False                      # measure thatch_core's branches per run (guided implies it)
     corpus: Optional[Path] = None              # the corpus file (default: out/corpus.jsonl)
     swarm: Optional[Swarm] = None              # every run's feature set, given (a guided run's rerun)
+    include: tuple[str, ...] = ()              # properties judged on any design (`--include-properties`)
 
     @property
     def measured(self) -> bool:
@@ -156,6 +157,8 @@ def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None
         parts.append(f"--dispatch {settings.dispatch}")
     if settings.overrides_ref:
         parts.append(f"--overrides {settings.overrides_ref}")
+    if settings.include:
+        parts.append(f"--include-properties {','.join(settings.include)}")
     return " ".join(parts)
 
 
@@ -166,7 +169,7 @@ def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None
 
 def generated(seed: int, settings: Settings, swarm: Optional[Swarm] = None) -> Generated:
     dispatch = "serial" if settings.check_determinism else settings.dispatch
-    return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm)
+    return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm, include=settings.include)
 
 
 def run_spec(spec: Scenario, settings: Settings, keep: str = "failed") -> Outcome:

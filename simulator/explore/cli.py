@@ -28,6 +28,7 @@ from simulator.explore.report import compare_table, format_summary
 from simulator.explore.swarm import SIZES
 from simulator.explore.writer import scenario_yaml
 from simulator.scenario.durations import parse_duration
+from simulator.scenario.model import PROPERTY_IDS
 
 
 HELP = "generate scenarios from seeds, run them, shrink and file every failure"
@@ -64,6 +65,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "e.g. to measure what exploration finds against a planted bug")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="wall-clock limit of one run (default 120)")
+    p.add_argument("--include-properties", default="", metavar="P-IDS",
+                   help="judge these properties on any design (e.g. P12,P13,P14: would seed 000's design have "
+                        "been caught?); naming the later design's also draws its incidents' faults into each world")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the campaign summary as JSON")
     p.add_argument("--print", action="store_true", help="print each seed's scenario YAML instead of running it")
     mode = p.add_mutually_exclusive_group()
@@ -105,12 +109,23 @@ def settings_from(args: argparse.Namespace) -> Settings:
         dispatch=args.dispatch, check_determinism=args.check_determinism,
         overrides=load_overrides(args.overrides) if args.overrides else None, overrides_ref=args.overrides,
         wall_timeout_s=args.timeout, guided=args.guided, measure=args.measure_coverage,
-        corpus=Path(args.corpus) if args.corpus else None, swarm=swarm_arg(args.swarm) if args.swarm else None)
+        corpus=Path(args.corpus) if args.corpus else None, swarm=swarm_arg(args.swarm) if args.swarm else None,
+        include=included(args.include_properties))
+
+
+def included(text: str) -> tuple[str, ...]:
+    """`P12,P13` -> the property ids (refused when one is not a property)."""
+    pids = tuple(p.strip() for p in (text or "").split(",") if p.strip())
+    unknown = [p for p in pids if p not in PROPERTY_IDS]
+    if unknown:
+        raise ValueError(f"--include-properties: {', '.join(unknown)} is not a property id — write some of "
+                         f"{', '.join(PROPERTY_IDS)}")
+    return pids
 
 
 def _print_seeds(settings: Settings) -> int:
     for seed in range(settings.seed, settings.seed + (settings.runs or 1)):
-        gen = generate(seed, settings.size, dispatch=settings.dispatch, swarm=settings.swarm)
+        gen = generate(seed, settings.size, dispatch=settings.dispatch, swarm=settings.swarm, include=settings.include)
         sys.stdout.write(scenario_yaml(gen.spec, comments=(f"seed {seed}: {gen.swarm.describe()}",)))
         sys.stdout.write("---\n" if seed < settings.seed + (settings.runs or 1) - 1 else "")
     return 0

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from simulator.explore import reach
+from simulator.explore.later_draws import add_later_draws
 from simulator.explore.plan import WorldPlan
 from simulator.design import STALE_MS
 from simulator.explore.swarm import DEFAULT, Size, Swarm, draw_swarm
@@ -80,11 +81,12 @@ def _faker(rng: random.Random):
 
 
 def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
-             swarm: Optional[Swarm] = None) -> Generated:
+             swarm: Optional[Swarm] = None, include: tuple[str, ...] = ()) -> Generated:
     """The scenario seed `seed` names (`dispatch` forces serial or concurrent).
 
     `swarm` (a guided run's feature set) replaces the drawn one; the feature draws are made all
-    the same, so the rest of the world comes from the same point of the seed's stream.
+    the same, so the rest of the world comes from the same point of the seed's stream. `include`:
+    properties judged on any design, with the later design's incidents drawn in when it names theirs.
     """
     rng = random.Random(seed)
     draw = _Draw(rng, _faker(rng), size)
@@ -92,6 +94,8 @@ def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
     if swarm is not None and dispatch is not None:
         swarm = replace(swarm, dispatch=dispatch)
     doc = draw.document(seed, swarm or drawn)
+    if include:
+        doc = add_later_draws(doc, seed, include)
     return Generated(seed=seed, swarm=swarm or drawn, spec=Scenario.model_validate(doc), doc=doc,
                      forced=swarm is not None)
 

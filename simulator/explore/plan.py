@@ -133,7 +133,18 @@ class WorldPlan:
         if action == "stall":
             ok = self.runs(args["process"]) and STEPS["stall"].accepts(self.kind[args["process"]])
             return None if ok else f"stall of {args['process']}, not a running process that polls"
+        if action in ("retry", "reload"):
+            return self._later_problem(action, args, t)
         return self._session_problem(action, args, t)
+
+    def _later_problem(self, action: str, args: Any, t: int) -> Optional[str]:
+        """A retry or a reload (the later design's incidents) needs its host running for sure, and no held lock."""
+        proc = args["process"] if action == "reload" else self.host.get(args["session"])
+        if not self.runs(proc) or proc in self.doomed or not STEPS[action].accepts(self.kind[proc]):
+            return f"{action} in {proc}, not a process running for sure that can take it"
+        if self.locked(t):
+            return f"{action} while the database lock is held"
+        return None if action == "reload" else self._session_problem(action, args, t)
 
     def effective(self, t: int) -> int:
         """When a step scripted at `t` runs: a step inside a machine sleep waits for the wake."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from thatch_core.db import StoreError
@@ -48,14 +49,22 @@ from simulator.scenario.kinds import (
 )
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.protocol import (
-    OP_ACT, OP_FORK, OP_POLL, OP_START, OP_STOP, OP_TURN_END, OP_WINDOW, Command, FollowUp, HarnessContext, Reply,
-    SessionInfo, act_args,
+    OP_ACT, OP_FORK, OP_POLL, OP_RELOAD, OP_RETRY, OP_START, OP_STOP, OP_TURN_END, OP_WINDOW, Command, FollowUp,
+    HarnessContext, Reply, SessionInfo, act_args,
 )
 
 # An action's handler: (the acting session's label, or None for a process-level action; its arguments model).
 ActionHandler = Callable[[Optional[str], Any], Any]
 
 TOOL_PREFIX = "thatch_chat_"
+
+
+@dataclass(frozen=True)
+class ClippedReply:
+    """A tool result as a clipping host hands it to the model: its first `clip` characters."""
+
+    ok: bool
+    text: str
 
 
 class Refused(Exception):
@@ -92,6 +101,8 @@ class Harness:
         self._last_status: dict[str, tuple[str, bool]] = {}
         self._followups: list[FollowUp] = []
         self._step: Optional[int] = None
+        # label -> its tool calls as the model made them, newest last: what a host's retry repeats
+        self.last_calls: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.closed = False
         self._ops: dict[str, Callable[[Command], Any]] = self.op_handlers()
         self._actions: dict[str, ActionHandler] = self.action_handlers()
@@ -99,7 +110,8 @@ class Harness:
     def op_handlers(self) -> dict[str, Callable[[Command], Any]]:
         """The ops this harness answers (the worker answers OP_ARM_CRASH and the window ops itself)."""
         return {OP_START: self.op_start, OP_ACT: self.op_act, OP_WINDOW: self.op_window, OP_STOP: self.op_stop,
-                OP_POLL: self.op_poll, OP_FORK: self.op_fork, OP_TURN_END: self.op_turn_end}
+                OP_POLL: self.op_poll, OP_FORK: self.op_fork, OP_TURN_END: self.op_turn_end,
+                OP_RETRY: self.op_retry, OP_RELOAD: self.op_reload}
 
     def action_handlers(self) -> dict[str, ActionHandler]:
         """The actions every host kind serves the same way; each kind adds its own (a layout test holds
@@ -259,6 +271,21 @@ class Harness:
     def op_fork(self, cmd: Command) -> Any:
         raise Refused(f"only a claude-code harness forks session ids, not {self.kind}")
 
+    def op_reload(self, cmd: Command) -> Any:
+        raise Refused(f"a {self.kind} harness has no plugin to reload")
+
+    def op_retry(self, cmd: Command) -> Any:
+        """The host timed out the session's last tool call (of `tool`) after its transaction committed and calls
+        it again, `times` times, with identical arguments; each call is recorded with `retry: <step>`."""
+        label, tool, step = cmd.session, cmd.args.get("tool"), cmd.args.get("step")
+        calls = [c for c in self.last_calls.get(label or "", ()) if tool is None or c[0] == TOOL_PREFIX + tool]
+        if label in self.closed_sessions or not calls:
+            raise Refused(f"{label} made no {tool or 'tool'} call to retry")
+        name, args = calls[-1]
+        for _ in range(int(cmd.args.get("times") or 1)):
+            self.tool(label, name, dict(args), step=step, retry=step)
+        return {"tool": name}
+
     def window_followups(self) -> None:
         """Ask for every busy/compacting window boundary still ahead (R19)."""
         for label, info in self.sessions.items():
@@ -272,14 +299,25 @@ class Harness:
 
     # -- the tool path -----------------------------------------------------------
 
-    def tool(self, label: str, tool: str, args: dict[str, Any], *, step: Optional[int] = None):
-        """Call a chat tool as `label`, recording the call and its result."""
+    def tool(self, label: str, tool: str, args: dict[str, Any], *, step: Optional[int] = None,
+             retry: Optional[int] = None):
+        """Call a chat tool as `label`, recording the call and its result (`retry`: the fault step
+        whose host repeats an earlier call). A clipping host shows the model only its first
+        `clip` characters; the result records the full length it cut."""
         if not tool.startswith(TOOL_PREFIX):
             tool = TOOL_PREFIX + tool
         args = self.prepare_args(label, tool, dict(args))
-        self.emit(TOOL_CALL, label, tool=tool, args=dict(args))
+        if retry is None:
+            self.last_calls.setdefault(label, []).append((tool, dict(args)))
+            self.emit(TOOL_CALL, label, tool=tool, args=dict(args))
+        else:
+            self.emit(TOOL_CALL, label, tool=tool, args=dict(args), retry=retry)
         reply = self._call_tool(label, tool, args)
+        clip = self.ctx.clip
         data = {"tool": tool, "ok": bool(reply.ok), "text": reply.text}
+        if clip is not None and len(reply.text or "") > clip:
+            data["text"], data["clipped_from"] = reply.text[:clip], len(reply.text)
+            reply = ClippedReply(bool(reply.ok), reply.text[:clip])
         if step is not None:
             data["step"] = step
         self.emit(TOOL_RESULT, label, **data)
@@ -388,11 +426,12 @@ class Harness:
         return self._result(self.tool(self.acting(label), tool, {}, step=self._step))
 
     def act_read(self, label: Optional[str], args: ReadArgs):
-        if args.claimed_as is None:
+        paging = {k: v for k, v in (("message", args.message), ("offset", args.offset)) if v is not None}
+        if args.claimed_as is None and not paging:
             return self._plain("read", label)
         # A claimed `as` (R32): Cursor's server reads that session's inbox.
-        call = {"as": self.expand_claim(str(args.claimed_as))}
-        return self._result(self.tool(self.acting(label), "read", call, step=self._step))
+        call = {"as": self.expand_claim(str(args.claimed_as))} if args.claimed_as is not None else {}
+        return self._result(self.tool(self.acting(label), "read", {**call, **paging}, step=self._step))
 
     def act_register(self, label: Optional[str], args: SessionArg):
         return self._plain("register", label)

@@ -38,7 +38,7 @@ from thatch_core.runtime import OpencodeRuntime
 
 from simulator.child.crash_points import crash_points
 from simulator.events import ECHO, POLL, REGISTERED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE
-from simulator.design import WAKE_NUDGE_RE
+from simulator.design import MACHINERY_TITLE, WAKE_NUDGE_RE
 from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
@@ -99,14 +99,15 @@ class FakeOpencodeClient:
 
     def session_parent(self, session_id: str) -> Optional[str]:
         label = self.h.hosted_label(session_id)
-        return None if label is None else self.h.sessions[label].parent_id
+        return None if label is None else self.h.host_parent(label)
 
     def list_sessions(self, directory: str) -> list[dict[str, Any]]:
         # A resume's listing is the directory as the step describes it, even
         # empty (`-c` then continues nothing); other processes list their own.
         if self.h.ctx.directory_sessions or self.h.ctx.resumed is not None:
             return [dict(s) for s in self.h.ctx.directory_sessions]
-        return [{"id": i.session_id, "parent_id": i.parent_id, "updated_ms": 0} for i in self.h.sessions.values()]
+        return [{"id": i.session_id, "parent_id": self.h.host_parent(label), "updated_ms": 0}
+                for label, i in self.h.sessions.items()]
 
 
 class OpencodeHarness(Harness):
@@ -134,22 +135,50 @@ class OpencodeHarness(Harness):
         for label in self.sessions:
             self.placeholders[label] = f"New session - {clock.iso()}"
         self.pre_titled = {label for label in self.sessions if self.existed_before(label)}
+        self.runtime = self._new_runtime()
+        self.runtime.start()
+        self._mark_machinery()
+        how = "startup" if ctx.startup or ctx.argv is not None else "rehost"
+        for sid in self.runtime.hosted_sessions():
+            label = self.hosted_label(sid)
+            if label is not None:
+                self.observe(label, how)
+
+    def _new_runtime(self):
+        ctx = self.ctx
         overrides = ctx.overrides or {}
         runtime_cls = overrides.get("runtime") or OpencodeRuntime
         extra = {"poller_factory": overrides["poller"]} if overrides.get("poller") else {}
-        self.runtime = runtime_cls(
+        return runtime_cls(
             self.store, self.client,
             directory=str(ctx.directory), project=ctx.project,
             config_source=ConfigSource(ctx.config_path, log=self._log),
             cmdline_reader=self._cmdline, state_dir=ctx.state_dir,
             rehost_grace_ms=ctx.rehost_grace_ms, log=self._log, **extra,
         )
+
+    def _mark_machinery(self) -> None:
+        """The plugin creates its machinery children (the extraction child): a runtime that keeps a durable
+        marker for them is told at their creation; one that does not (seed 000's) has nothing to be told."""
+        mark = getattr(self.runtime, "on_machinery_child", None)
+        if mark is None:
+            return
+        for label, info in self.sessions.items():
+            if getattr(info.spec, "machinery", False) and not self.existed_before(label):
+                mark(info.session_id, self.machinery_parent(label))
+
+    def machinery_parent(self, label: str) -> Optional[str]:
+        parent = getattr(self.sessions[label].spec, "parent", None)
+        return (self.ctx.names_by_label or {}).get(parent) if parent else None
+
+    def op_reload(self, cmd) -> Any:
+        """A plugin reload in the same process (same pid): a fresh runtime that knows nothing the old one kept in
+        memory (the hosted set, child maps, nudge counts); the sessions and the store live on."""
+        if self.runtime is not None:
+            self.runtime.dispose()
+        self.runtime = self._new_runtime()
         self.runtime.start()
-        how = "startup" if ctx.startup or ctx.argv is not None else "rehost"
-        for sid in self.runtime.hosted_sessions():
-            label = self.hosted_label(sid)
-            if label is not None:
-                self.observe(label, how)
+        return None
 
     def _cmdline(self, pid: int) -> list[str]:
         """The command line the OS would report for this process (R5): a
@@ -178,9 +207,17 @@ class OpencodeHarness(Harness):
                 return label
         return None
 
+    def host_parent(self, label: str) -> Optional[str]:
+        """The parent the host reports: none for a machinery child, whose parent only the plugin knows."""
+        info = self.sessions[label]
+        return None if getattr(info.spec, "machinery", False) else info.parent_id
+
     def title(self, label: str) -> str:
         if label in self.titles:
             return self.titles[label]
+        spec = self.sessions[label].spec
+        if getattr(spec, "machinery", False):
+            return getattr(spec, "title", None) or MACHINERY_TITLE  # the plugin titles its child at creation
         if self.turns[label].turns >= 1 or label in self.pre_titled:
             spec_title = getattr(self.sessions[label].spec, "title", None)
             self.titles[label] = spec_title or self.fake_title()

@@ -52,6 +52,7 @@ from simulator.explore.cli import load_overrides
 from simulator.explore.judge import Outcome
 from simulator.explore.report import format_summary
 from simulator.explore.swarm import SIZES
+from simulator.pytest_plugin.settings import SETTINGS
 from simulator.pytest_plugin.tally import VERDICTS_ATTR, encode_verdicts
 
 EXPLORE_ATTR = "sim_explore"
@@ -104,7 +105,8 @@ def settings_of(config: pytest.Config) -> Settings:
     return Settings(size=SIZES[config.getoption("sim_explore_size")],
                     out=(config.invocation_params.dir / out) if out else config.rootpath / "scenarios" / "found",
                     overrides=overrides, overrides_ref=ref, guided=config.getoption("sim_explore_guided"),
-                    wall_timeout_s=float(config.getoption("sim_timeout") or 120))
+                    wall_timeout_s=float(config.getoption("sim_timeout") or 120),
+                    include=config.stash[SETTINGS].include if SETTINGS in config.stash else ())
 
 
 class ExploreFailed(Exception):

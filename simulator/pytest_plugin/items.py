@@ -35,6 +35,7 @@ from simulator.report.publish import publish_run
 from simulator.report.text import format_failure, rerun_commands, verdict_heading
 from simulator.result import RunResult
 from simulator.scenario.loader import ScenarioError, ScenarioSyntaxError, exclusion_reason, load_file
+from simulator.scenario.model import PROPERTY_IDS, AllExcept
 from simulator.scenario.positions import LoadedScenario, place_verdicts
 
 HEADLINE_ATTR = "sim_headline"
@@ -119,6 +120,20 @@ def run_dir_for(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"thatch-sim-{slug}-"))
 
 
+def including(spec: Any, include: tuple[str, ...]) -> Any:
+    """`spec` with `include` judged on any design too (`--sim-include-properties`)."""
+    if not include:
+        return spec
+    props = spec.properties
+    if isinstance(props, list):  # the listed ones and the included ones
+        exclude = [p for p in PROPERTY_IDS if p not in props and p not in include]
+    else:
+        exclude = [p for p in getattr(props, "exclude", ()) if p not in include]
+    have = tuple(getattr(props, "include", ()))
+    selection = AllExcept(exclude=exclude, include=list(dict.fromkeys(have + include)))
+    return spec.model_copy(update={"properties": selection})
+
+
 class ScenarioItem(pytest.Item):
     """One run of one scenario with one seed, in its own run directory."""
 
@@ -135,7 +150,8 @@ class ScenarioItem(pytest.Item):
         run_dir = run_dir_for(self.name)
         try:
             result = self.config.hook.pytest_sim_run_scenario(
-                spec=self.spec, run_dir=run_dir, seed=self.seed, wall_timeout_s=settings.timeout_s)
+                spec=including(self.spec, settings.include), run_dir=run_dir, seed=self.seed,
+                wall_timeout_s=settings.timeout_s)
         except Exception:
             # The engine itself broke: the traceback is pytest's, the rerun line is ours.
             self.add_report_section("call", "rerun", f"{self.rerun}\n{self.rerun_cli}\nrun dir: {run_dir}")

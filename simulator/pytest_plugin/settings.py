@@ -14,6 +14,8 @@ from typing import Optional
 
 import pytest
 
+from simulator.scenario.model import PROPERTY_IDS
+
 REPORT_MODES = ("always", "failed", "never")
 DEFAULT_REPORT = "failed"
 DEFAULT_TIMEOUT_S = 120.0
@@ -29,6 +31,7 @@ class Settings:
     report: str                   # always | failed | never
     report_dir: Path              # kept runs go to report_dir/<scenario>/
     timeout_s: float              # wall-clock budget of one run
+    include: tuple[str, ...] = ()  # properties judged on any design (`--sim-include-properties`)
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -49,6 +52,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--sim-timeout", type=float, default=None, metavar="S",
                     help="wall-clock budget of one scenario run in seconds "
                          f"(ini sim_timeout; default {DEFAULT_TIMEOUT_S:g})")
+    group.addoption("--sim-include-properties", default="", metavar="P-IDS",
+                    help="judge these properties on every scenario whatever its design (e.g. P12,P13,P14): "
+                         "would this have been caught before it shipped?")
     parser.addini("sim_scenario_paths", type="linelist", default=[],
                   help="globs or directories (relative to the rootdir) whose "
                        "YAML files are scenarios even without the schema comment")
@@ -98,4 +104,13 @@ def resolve(config: pytest.Config) -> Settings:
     if repeat < 1:
         raise pytest.UsageError(f"--sim-repeat {repeat} — give 1 or more")
     return Settings(seed=config.getoption("sim_seed"), repeat=repeat, report=_report_mode(config),
-                    report_dir=_report_dir(config), timeout_s=_timeout(config))
+                    report_dir=_report_dir(config), timeout_s=_timeout(config), include=_included(config))
+
+
+def _included(config: pytest.Config) -> tuple[str, ...]:
+    pids = tuple(p.strip() for p in (config.getoption("sim_include_properties") or "").split(",") if p.strip())
+    unknown = [p for p in pids if p not in PROPERTY_IDS]
+    if unknown:
+        raise pytest.UsageError(f"--sim-include-properties {', '.join(unknown)} — write property ids: "
+                                f"{', '.join(PROPERTY_IDS)}")
+    return pids

@@ -31,7 +31,7 @@ class PolicyRun:
     policy: str                        # the set's label (thatch, qoder, qoder+wake_cap=6, a file's name)
     options: str                       # the options that differ from thatch's
     ok: bool                           # every promise and every scripted check held
-    promises: dict[str, str]           # P1..P10, Q1..Q3 -> pass / fail / skipped / not-reached
+    promises: dict[str, str]           # P1..P14, Q1..Q3 -> pass / fail / expected-fail / skipped / not-reached
     script_passed: int                 # expectations, step replies, reach claims, faults that held
     script_total: int
     failed: list[str]                  # the ids of everything that failed
@@ -72,20 +72,22 @@ def _secs(value: Optional[float]) -> str:
 
 
 def broken_promises(run: PolicyRun) -> list[str]:
-    return [k for k, s in run.promises.items() if s in ("fail", "not-reached")]
+    return [k for k, s in run.promises.items() if s in ("fail", "not-reached", "expected-fail")]
 
 
 def promise_cell(run: PolicyRun) -> str:
     """`9/10 (fail P10)`: promises that held of those judged."""
-    judged = [k for k, s in run.promises.items() if s in ("pass", "fail", "not-reached")]
+    judged = [k for k, s in run.promises.items() if s in ("pass", "fail", "not-reached", "expected-fail")]
     bad = broken_promises(run)
-    return f"{len(judged) - len(bad)}/{len(judged)}" + (f" (fail {' '.join(bad)})" if bad else "")
+    expected = " as expected" if bad and all(run.promises[k] == "expected-fail" for k in bad) else ""
+    return f"{len(judged) - len(bad)}/{len(judged)}" + (f" (fail {' '.join(bad)}{expected})" if bad else "")
 
 
 # Each column and what it counts: the page shows this as the column legend.
 COLUMN_MEANINGS = (
     ("policy", "the policy set the scenario ran under"),
-    ("promises", "thatch's properties P1-P10 and the policies' Q1-Q3 that held, of those judged"),
+    ("promises", "thatch's properties P1-P14 and the policies' Q1-Q3 that held, of those judged "
+                 "(`as expected`: failures the scenario expects under that design, an incident caught)"),
     ("script", "the scenario's own expectations, step replies and reach claims that held "
                "(written for the policy the scenario names)"),
     ("sent", "send attempts"),

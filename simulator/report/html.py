@@ -111,7 +111,7 @@ def _header(result: RunResult, layout: Layout) -> list[str]:
 
 def _verdict_table(result: RunResult, layout: Layout, match: Callable[[Any], Optional[int]]) -> list[str]:
     """Verdicts: failures first, then not-reached, then the rest in their own order."""
-    order = {"fail": 0, "not-reached": 1, "pass": 2, "skipped": 3}
+    order = {"fail": 0, "not-reached": 1, "expected-fail": 2, "pass": 2, "skipped": 3}
     out = ['<section><h2>Verdicts</h2><table class="v"><tr><th>check</th><th>title</th><th>status</th>'
            "<th>rules</th><th>message</th><th>witness</th></tr>"]
     for v in sorted(result.verdicts, key=lambda v: order.get(v.status, 4)):

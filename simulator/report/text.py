@@ -19,7 +19,7 @@ from simulator.scenario.durations import format_duration
 
 MAX_WITNESS = 12
 _STATUS_WORD = {"pass": "PASS", "fail": "FAIL", "not-reached": "NOT REACHED", "skipped": "skipped",
-                "not-applicable": "N/A"}
+                "not-applicable": "N/A", "expected-fail": "FAIL (expected)"}
 
 
 def format_offset(ms: int) -> str:

@@ -177,6 +177,11 @@ class ReadArgs(SessionArg):
         None, alias="as", description="MCP hosts only: the `as` the model passes instead of the name its hook "
                                       "printed; Cursor trusts it (R32), so the read drains that session's "
                                       "inbox. `{label}` expands to that session's name at the step's time.")
+    message: Optional[int] = Field(
+        None, ge=1, description="The later design's paged read: the id of one message to show a page of, without "
+                                "draining or marking anything read (a design without paged reads drains as usual).")
+    offset: Optional[int] = Field(
+        None, ge=0, description="With `message`: the character offset of the page to show.")
 
 
 class PromptArgs(Strict):
@@ -342,6 +347,21 @@ class StallArgs(Strict):
                     "staleness rule (R14).")
 
 
+class RetryArgs(Strict):
+    """The host timed out the session's last tool call after its transaction committed, and calls it again."""
+
+    session: str = Field(..., description="Label of the session whose host retries its last tool call.")
+    tool: Optional[Literal["send", "broadcast", "read", "register", "unregister", "list", "status"]] = Field(
+        None, description="Retry the session's last call of this tool (default: its last tool call, any tool).")
+    times: int = Field(1, ge=1, le=5, description="How many times the host calls it again, with identical arguments.")
+
+
+class ReloadArgs(Strict):
+    """The plugin (or daemon) reloads in the same process: in-memory state is forgotten, the sessions live on."""
+
+    process: str = Field(..., description="Label of the opencode process whose thatch runtime reloads.")
+
+
 class LockArgs(Strict):
     duration: DurationMs = Field(
         ..., alias="for",
@@ -500,6 +520,13 @@ _FAULTS = (
     StepKind("stall", StallArgs, "Fault: poll jitter: a polling process's timer is lost for a while (its cycles "
              "skipped), then it polls late.", fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="polls",
              not_reached="the process was not running"),
+    StepKind("retry", RetryArgs, "Fault: the host times out the session's last tool call after it committed and "
+             "calls it again with identical arguments.", fault=True, runs=ORCHESTRATOR,
+             not_reached="the session's host was not running or the session had made no such tool call"),
+    StepKind("reload", ReloadArgs, "Fault: the plugin reloads in the same process (same pid): a fresh runtime "
+             "without the old one's in-memory state (child maps, the hosted set); its sessions live on.",
+             fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="polls",
+             not_reached="the process was not running"),
 )
 
 # Every step kind by its YAML key: the scripted actions, the harness-internal ones, the faults.
@@ -538,4 +565,10 @@ EXPLORE_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
     "kill": ("kill", (0.03, 0.12)), "crash": ("crash", (0.03, 0.12)), "sleep": ("sleep", (0.02, 0.08)),
     "resume": ("resume", (0.05, 0.2)), "restart": ("restart", (0.02, 0.08)), "fork": ("fork", (0.05, 0.2)),
     "lock": ("lock", (0.02, 0.08)), "prune": ("sleep", (0.01, 0.03)), "jitter": ("stall", (0.03, 0.12)),
+}
+# The later design's incidents: a host that retries a committed call, a plugin reload. Drawn only by a
+# campaign that judges the later design's properties (their own rng stream), so every other seed's world
+# stays the one it always drew.
+EXPLORE_LATER_FAULTS: dict[str, tuple[str, tuple[float, float]]] = {
+    "retry": ("retry", (0.25, 0.5)), "reload": ("reload", (0.02, 0.08)),
 }

@@ -27,7 +27,7 @@ from simulator.scenario.fields import DurationMs, Strict, end_or_duration, never
 from simulator.scenario.kinds import ACTION_KEYS, DEFAULT_HOST, FAULT_KEYS, HOSTS, SCRIPTED_KEYS, STEPS, StepKind
 from simulator.scenario.labels import BLOCK_LABEL_PATTERN, LABEL_PATTERN
 from simulator.scenario import replicas as replica_blocks
-from simulator.scenario.policies import POLICY_DESC, PolicyField
+from simulator.scenario.policies import POLICY_DESC, POLICY_SETS, PolicyField
 from simulator.scenario.replicas import MAX_REPLICAS
 
 
@@ -98,6 +98,10 @@ class Session(Strict):
         None, description="The session title the auto-titler lands; faker fills one from the seed when omitted.")
     parent: Optional[str] = Field(
         None, description="Label of the parent session: this one is a sub-agent child (never auto-registers).")
+    machinery: bool = Field(
+        False, description="opencode only: a child the plugin itself creates as machinery (its extraction child, "
+                           "titled thatch-extraction unless `title` says otherwise) for `parent`; the plugin alone "
+                           "knows its parent (the host lists it as top-level), and it has events of its own.")
     joins: Literal["first-prompt", "idle", "explicit", "never"] = Field(
         "first-prompt", description="How the session enters the directory: its first user message (default), "
                                     "the first idle event only, an explicit chat_register step, or never.")
@@ -151,6 +155,9 @@ class Process(Strict):
     config: ChatConfigSpec = Field(default_factory=ChatConfigSpec, description="The thatch config the process reads.")
     poll_interval: DurationMs = Field(30_000, description=f"The poller's interval ({DURATION_HELP}).")
     events: HostEvents = Field("queued", description=HOST_EVENTS_DESC)
+    clip: Optional[int] = Field(
+        None, ge=1, description="A host that clips every tool output at this many characters (a version-skewed host "
+                                "renderer): the model sees only the first N characters of each tool result.")
     sessions: list[Session] = Field(default_factory=list, description="Sessions this harness hosts from its start.")
     replicas: int = Field(
         1, ge=1, le=MAX_REPLICAS,
@@ -295,7 +302,7 @@ Reach = Literal[
     "event-in-wake",
 ]
 
-PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11")
+PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14")
 # The messaging policies' promises (simulator/checks/policies.py), judged where a process runs under a policy;
 # never listed in `properties:`, but tallied and reported beside the P-ids.
 POLICY_PROMISE_IDS = ("Q1", "Q2", "Q3")
@@ -339,9 +346,38 @@ PropertyId = Annotated[str, AfterValidator(_property_id)]
 
 
 class AllExcept(Strict):
-    """`properties: {exclude: [P10]}`: every property but the excluded ones."""
+    """`properties: {exclude: [P10]}`: every property but the excluded ones; `{include: [P12]}`: every property,
+    the included ones judged on any design."""
 
-    exclude: list[PropertyId] = Field(..., min_length=1, description="The P-ids not to check (say why in `story`).")
+    exclude: list[PropertyId] = Field(
+        default_factory=list, description="The P-ids not to check (say why in `story`).")
+    include: list[PropertyId] = Field(
+        default_factory=list, description="P-ids judged even where the design in force does not make their promise "
+                                          "(\"would this have been caught before it shipped\").")
+
+    @model_validator(mode="after")
+    def _one_list(self) -> "AllExcept":
+        if not self.exclude and not self.include:
+            raise ValueError("write `exclude: [P-ids]` (all but those) or `include: [P-ids]` (all, those judged on "
+                             "any design)")
+        return self
+
+
+def _design_name(name: str) -> str:
+    if name not in POLICY_SETS:
+        raise ValueError(f"{name!r} is not a named design — write one of {', '.join(POLICY_SETS)}")
+    return name
+
+
+DesignName = Annotated[str, AfterValidator(_design_name)]
+
+
+class ExpectedOutcome(Strict):
+    """`expect_outcome: {fails: {thatch: [P12]}}`: the properties a run fails by design under a named set."""
+
+    fails: dict[DesignName, list[PropertyId]] = Field(
+        ..., description="Named design -> the P-ids a run under it must fail (the incident, caught); under any "
+                         "other design, and for every other property, the run must pass as usual.")
 
 
 class LegacyRow(Strict):
@@ -389,7 +425,11 @@ class Scenario(Strict):
         "serial",
         description="serial: one event at a time (deterministic); concurrent: same-time events run at once (races).")
     properties: Union[Literal["all"], list[PropertyId], AllExcept] = Field(
-        "all", description="Properties to check: `all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those).")
+        "all", description="Properties to check: `all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those); "
+                           "`{include: [P-ids]}`: all, those judged on any design.")
+    expect_outcome: Optional[ExpectedOutcome] = Field(
+        None, description="A scenario meant to fail under a design: `{fails: {thatch: [P12]}}` (an incident "
+                          "reproduced); the gate passes it when exactly those properties fail.")
     reaches: list[Reach] = Field(
         default_factory=list,
         description="Situations the scenario claims to reach; one that never happens fails the run as not reached.")
@@ -441,6 +481,10 @@ class Scenario(Strict):
         if isinstance(self.properties, AllExcept):
             return tuple(p for p in PROPERTY_IDS if p not in self.properties.exclude)
         return PROPERTY_IDS if self.properties == "all" else tuple(self.properties)
+
+    def included_properties(self) -> frozenset[str]:
+        """The P-ids judged on any design (`{include: [...]}`), whatever promise the design makes."""
+        return frozenset(self.properties.include) if isinstance(self.properties, AllExcept) else frozenset()
 
     def lists_properties(self) -> bool:
         """The scenario names the properties it checks one by one (a claim each must live up to)."""

@@ -35,7 +35,8 @@ from simulator.scenario.fault_checks import fault_problems
 from simulator.scenario.policies import policy_problems
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
 from simulator.scenario.kinds import (
-    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, HOSTS, PROCESS_ARG_KEYS, REPLY_ACTIONS, SESSION_ARG_KEYS, STEPS, hosts_with,
+    ARGV_PLACEHOLDER, HOOK_REPLY_ACTIONS, HOSTS, OPENCODE, PROCESS_ARG_KEYS, REPLY_ACTIONS, SESSION_ARG_KEYS, STEPS,
+    hosts_with,
 )
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.scenario.model import PROPERTY_IDS, REPLY_TEXT_KEYS, AllExcept, Expectation, Scenario, Step
@@ -190,6 +191,11 @@ class _Checker:
                            f"name a session of a {_kinds_text(needs)} process")
         if action == "fork" and fields.get("older_as"):
             self.older_label(path + ("older_as",), step)
+        if action == "reload" and fields["process"] in self.procs:
+            kind = self.procs[fields["process"]].kind
+            if not step.kind.accepts(kind):
+                self.error(path + ("process",), f"reload of `{fields['process']}`, a {kind} process",
+                           f"a reload models the {_kinds_text(needs)} plugin: name an {_kinds_text(needs)} process")
         if action == "crash" and fields["process"] in self.procs:
             kind = self.procs[fields["process"]].kind
             if not step.kind.accepts(kind):
@@ -408,6 +414,28 @@ class _Checker:
         if isinstance(props, AllExcept) and set(props.exclude) >= set(PROPERTY_IDS):
             self.error(("properties", "exclude"), "`exclude` lists every property, so nothing would be checked",
                        "exclude fewer, or list the few to check instead: properties: [P1, ...]")
+        outcome = self.spec.expect_outcome
+        checked = set(self.spec.checked_properties())
+        for design, pids in (outcome.fails.items() if outcome is not None else ()):
+            for j, pid in enumerate(pids):
+                if pid not in checked:
+                    self.error(("expect_outcome", "fails", design, j), f"{pid} is expected to fail under {design} "
+                               "but the scenario does not check it", f"check it: properties: {{include: [{pid}]}}")
+        self.machinery()
+
+    def machinery(self) -> None:
+        """A machinery child is the plugin's own child of a parent session, on an opencode host (its plugin)."""
+        for i, proc in enumerate(self.spec.processes):
+            for j, sess in enumerate(proc.sessions):
+                if not sess.machinery:
+                    continue
+                if sess.parent is None:
+                    self.error(("processes", i, "sessions", j, "machinery"), f"machinery child {sess.id} has no parent",
+                               "add `parent: <label>`: the session the plugin made it for")
+                if proc.kind != OPENCODE:
+                    self.error(("processes", i, "sessions", j, "machinery"),
+                               f"machinery child {sess.id} on a {proc.kind} process",
+                               "machinery children are the opencode plugin's own: move it to an opencode process")
 
     def hook_line_host(self, path: KeyPath, body: dict) -> None:
         """A `hook_line` must be able to match: its session's host prints hook lines, and

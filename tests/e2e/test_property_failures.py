@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import pytest
 
+import repo
+from simulator.api import run_scenario
+from simulator.scenario.loader import load_file
+
 from scenario_builders import (assert_break, act, claude_code, crash_at_stamp_then_resume, crash_at_wake_prompt,
                                crash_between_two_batches, cursor, explain, idle_inside_wake_prompt,
                                leave_then_crash_after_commit, opencode, run, scenario, send, session, two_tabs)
@@ -369,6 +373,32 @@ def test_p10_fails_when_ping_pong_is_uncapped(tmp_path):
     ], [send("10s", "alice", "bob", "serve")], duration="1m", drain="10s")
     good, bad = assert_break("P10", spec, tmp_path, "ping-pong", poller=UncappedPoller)
     assert len(good.events("wake")) <= 12
+
+
+def _incident_fails(name: str, pid: str, tmp_path) -> None:
+    """The incident story under seed 000's design, the later design's properties included: `pid` fails by name."""
+    spec = load_file(repo.ROOT / "scenarios" / "incidents" / f"{name}.yaml").spec
+    spec = spec.model_copy(update={"expect_outcome": None})  # the raw verdict, not the gate's reading of it
+    v = run_scenario(spec, run_dir=tmp_path / "run").verdict(pid)
+    assert v.status == "fail" and v.witness, (pid, v.status, v.message)
+
+
+@proves("P12")
+def test_p12_a_host_retry_lands_twice_on_seed_000s_design(tmp_path):
+    """The 2026-10-07 incident: a retried committed send stores the body twice (no de-duplication)."""
+    _incident_fails("retry-duplicate", "P12", tmp_path)
+
+
+@proves("P13")
+def test_p13_a_clipping_host_hides_the_end_of_a_message_on_seed_000s_design(tmp_path):
+    """The 2000-character clip: one unsplit body, a read whose output the host cut."""
+    _incident_fails("clipped-read", "P13", tmp_path)
+
+
+@proves("P14")
+def test_p14_the_machinery_child_joins_the_directory_on_seed_000s_design(tmp_path):
+    """The corpse rows: the plugin's extraction child, with no marker, auto-registers after a reload."""
+    _incident_fails("machinery-corpse", "P14", tmp_path)
 
 
 def test_every_property_is_broken_once():

@@ -26,7 +26,7 @@ INVALID = repo.INVALID_SCENARIOS
 CASES = [
     ("unknown_key.yaml", 9, UnknownKeyError,
      "colour: unknown key `colour` — write one of: name, story, rules, seed, markers, duration, drain, dispatch, "
-     "properties, reaches, legacy, processes, steps, expect, policy"),
+     "properties, expect_outcome, reaches, legacy, processes, steps, expect, policy"),
     ("typo_key.yaml", 6, UnknownKeyError, "processes[0].sesions: unknown key `sesions` — did you mean `sessions`?"),
     ("bad_duration.yaml", 3, BadValueError,
      "duration: '10 minutes' is not a duration — write a number with a unit: 500ms, 90s, 15m, 2h, 7d, "
@@ -44,7 +44,8 @@ CASES = [
     ("no_action.yaml", 10, BadValueError,
      "steps[0]: a step needs exactly one action or fault key, found none — write one of the actions "
      "(send, broadcast, read, register, unregister, list, status, prompt, delete, exit, title, config, start, "
-     "cli_list, cli_tail, approve, decline) or faults (kill, crash, sleep, resume, restart, fork, lock, stall)"),
+     "cli_list, cli_tail, approve, decline) or faults (kill, crash, sleep, resume, restart, fork, lock, stall, "
+     "retry, reload)"),
     ("bad_rule_id.yaml", 3, BadValueError, "rules[1]: 'R37' is not a design rule id — write R1 .. R36"),
     ("resume_not_never.yaml", 11, CrossReferenceError,
      "steps[0].resume.process: resume target `h2` is not declared `start: never` (it starts at 0s) — "
@@ -187,11 +188,13 @@ def test_union_field_gets_one_message():
     with pytest.raises(BadValueError) as info:
         parse_scenario(VALID.replace("rules: [R9]", "properties: some"), file="u.yaml")
     assert str(info.value) == ("u.yaml:3: properties: 'some' is not allowed here — write properties to check: "
-                               "`all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those)")
+                               "`all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those); "
+                               "`{include: [P-ids]}`: all, those judged on any design")
     with pytest.raises(BadValueError) as info:
-        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P12]"), file="u.yaml")
-    assert str(info.value) == ("u.yaml:3: properties[1]: 'P12' is not a property id "
-                               "— write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11")
+        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P15]"), file="u.yaml")
+    assert str(info.value) == ("u.yaml:3: properties[1]: 'P15' is not a property id "
+                               "— write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, "
+                               "P14")
 
 
 def test_pattern_and_type_errors_say_what_to_write():

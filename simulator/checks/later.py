@@ -1,0 +1,270 @@
+"""The later design's properties (P12-P14), judged from the history and the final database.
+
+The real thatch's later design (its cross-session-chat design doc, newer than
+seed 000) answers three incidents; each property states what the answer
+promises, in the simulator's own words, without reading thatch_core:
+
+- P12 retry-lands-once (retry de-duplication): a send (or a broadcast's
+  batch to one recipient) that the host calls again with identical arguments
+  within the design's window lands at most once while its first copy is
+  still unread;
+- P13 whole-message (split bodies, paged reads): a split batch is all or
+  nothing (the "(message 1 of N)" part and N-1 more, every part but the last
+  ending "(continued in next message)"), and every character of every
+  message its reader read reached it through the tool outputs it saw (on a
+  clipping host: no longer than the clip);
+- P14 no-machinery-rows (machinery sessions): no plugin-made machinery child
+  or sub-agent child is in the directory unless it joined by an explicit
+  register, and no polled row stays fresh (its heartbeat advancing) while no
+  live process hosts its session.
+
+Each is judged where a process runs under the later option that makes its
+promise (`Promise`), or on any design when a scenario includes it
+(`properties: {include: [...]}`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from simulator.checks.registry import Promise, passed, prop, sample_row, skipped, verdict
+from simulator.checks.view import Call, RunView
+from simulator.design import FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS
+from simulator.events import REGISTERED, SAMPLE, data_of, sample_rows
+from simulator.result import Verdict
+from simulator.scenario.kinds import BEATING_ROW_KINDS
+from simulator.scenario.policies import options_by_process
+
+RETRY_DEDUP = Promise(lambda o: o.retry_dedup_ms is not None, "retry de-duplication (`retry_dedup_ms`)")
+SPLIT_BODIES = Promise(lambda o: o.split_part_len is not None, "split bodies (`split_part_len`)")
+MACHINERY = Promise(lambda o: o.machinery_markers, "machinery markers (`machinery_markers`)")
+SEND_TOOLS = ("send", "broadcast")
+
+
+# -- P12 ----------------------------------------------------------------------------------------
+
+
+def _window_ms(view: RunView, proc: Optional[str]) -> int:
+    """The retry window of the sending process's design (the later design's when it has none)."""
+    options = options_by_process(view.spec).get(proc) if view.spec is not None else None
+    return (options.retry_dedup_ms if options is not None and options.retry_dedup_ms else LATER_DEDUP_MS)
+
+
+def retried_calls(view: RunView) -> list[tuple[Call, list[Call]]]:
+    """(the original call, the host's retries of it) for every send or broadcast a `retry` fault repeated:
+    the original is the session's latest earlier call of the same tool with identical arguments."""
+    out: dict[int, tuple[Call, list[Call]]] = {}
+    for c in view.calls:
+        if c.tool not in SEND_TOOLS or c.call is None or data_of(c.call).get("retry") is None:
+            continue
+        earlier = [o for o in view.calls if o.call is not None and o.i < c.i and o.tool == c.tool
+                   and o.session == c.session and o.proc == c.proc and o.args == c.args
+                   and data_of(o.call).get("retry") is None]
+        if earlier:
+            first = earlier[-1]
+            out.setdefault(first.i, (first, []))[1].append(c)
+    return list(out.values())
+
+
+def _landed(view: RunView, first: Call, last: Call) -> dict[str, list[dict]]:
+    """Recipient session id -> the copies of the call's body stored from its sender between the first call and
+    the last retry (a split batch counts once, by its first part)."""
+    senders = set(view.ids.get(first.session or "", ()))
+    body = first.body
+    out: dict[str, list[dict]] = {}
+    for r in view.db["messages"]:
+        created = view.vt(r["created_at"])
+        if r["from_session"] not in senders or created is None:
+            continue
+        if not first.t - STAMP_RESOLUTION_MS <= created <= last.t + STAMP_RESOLUTION_MS:
+            continue
+        text = str(r["body"] or "").strip()
+        m = FIRST_PART_RE.match(text)
+        if text == body or (m and body.startswith(text[m.end():].removesuffix(PART_CONTINUED).strip()[:40])):
+            out.setdefault(r["to_session"], []).append(r)
+    return out
+
+
+@prop("P12", "retry-lands-once", promise=RETRY_DEDUP)
+def p12_retry_lands_once(view: RunView) -> Verdict:
+    """A send (or a broadcast's batch to one recipient) that its host calls again with identical arguments within
+    the design's window lands at most once while its first copy is unread (the later design's retry
+    de-duplication)."""
+    groups = retried_calls(view)
+    if not groups:
+        return skipped(p12_retry_lands_once, "no host retried a send or a broadcast")
+    judged = 0
+    for first, retries in groups:
+        window = _window_ms(view, first.proc)
+        inside = [r for r in retries if r.t - first.t <= window]
+        if not inside:
+            continue
+        judged += 1
+        last = inside[-1]
+        for to, rows in _landed(view, first, last).items():
+            rows.sort(key=lambda r: r["id"])
+            read_at = view.vt(rows[0]["read_at"]) if rows[0]["read_at"] else None
+            again = view.vt(rows[-1]["created_at"]) or 0
+            if len(rows) > 1 and (read_at is None or read_at > again):
+                return verdict(p12_retry_lands_once, "fail",
+                               f"{first.session}'s {first.tool} of {first.body[:40]!r} landed {len(rows)} times in "
+                               f"{view.label_of.get(to, to)}'s inbox after {len(inside)} retr"
+                               f"{'y' if len(inside) == 1 else 'ies'} by its host, the first copy still unread "
+                               f"(message ids {', '.join(str(r['id']) for r in rows)})",
+                               first.witness() + [w for r in inside for w in r.witness()])
+    if not judged:
+        return skipped(p12_retry_lands_once, "every retry came after the design's window")
+    return passed(p12_retry_lands_once, f"{judged} retried call(s) landed at most once each", judged)
+
+
+# -- P13 ----------------------------------------------------------------------------------------
+
+
+def _batch_problem(view: RunView) -> Optional[tuple[str, list[dict]]]:
+    """A split batch stored in part: fewer or more than its N parts, or a part without its continuation marker."""
+    rows = sorted(view.db["messages"], key=lambda r: r["id"])
+    by_id = {r["id"]: r for r in rows}
+    for r in rows:
+        m = FIRST_PART_RE.match(str(r["body"] or ""))
+        if m is None:
+            continue
+        n = int(m.group("count"))
+        batch = [by_id.get(r["id"] + k) for k in range(n)]
+        batch = [b for b in batch if b is not None and b["from_session"] == r["from_session"]
+                 and b["to_session"] == r["to_session"]]
+        if len(batch) != n:
+            return (f"message {r['id']} opens a batch of {n} parts but {len(batch)} were stored", [])
+        for b in batch[:-1]:
+            if not str(b["body"]).rstrip().endswith(PART_CONTINUED):
+                return (f"part {b['id']} of the batch at message {r['id']} does not say it continues", [])
+    return None
+
+
+def _free_at(text: str, piece: str, used: list[tuple[int, int]]) -> Optional[int]:
+    """Where `piece` occurs in `text` overlapping no span already accounted for, or None."""
+    at = text.find(piece)
+    while at >= 0:
+        if all(at + len(piece) <= a or b <= at for a, b in used):
+            return at
+        at = text.find(piece, at + 1)
+    return None
+
+
+def _covered(body: str, seen: list[str]) -> int:
+    """How much of `body`, from its start, the texts `seen` show: greedy, the longest next piece some text holds
+    where that text's characters have not shown an earlier piece (one shown character stands for one body
+    character, so a repeated body is not covered by one clipped output)."""
+    used: list[list[tuple[int, int]]] = [[] for _ in seen]
+    pos = 0
+    while pos < len(body):
+        best: Optional[tuple[int, int, int]] = None  # (length, text index, where)
+        for n, text in enumerate(seen):
+            lo, hi, where = 0, len(body) - pos, None
+            while lo < hi:  # the longest free piece body[pos:pos+k] of this text
+                mid = (lo + hi + 1) // 2
+                at = _free_at(text, body[pos:pos + mid], used[n])
+                if at is not None:
+                    lo, where = mid, at
+                else:
+                    hi = mid - 1
+            if lo and where is not None and (best is None or lo > best[0]):
+                best = (lo, n, where)
+        if best is None:
+            return pos
+        length, n, where = best
+        used[n].append((where, where + length))
+        pos += length
+    return pos
+
+
+@prop("P13", "whole-message", promise=SPLIT_BODIES)
+def p13_whole_message(view: RunView) -> Verdict:
+    """A split batch is stored all or nothing, and every character of every message its reader read reached the
+    reader through the tool outputs it saw, none longer than its host's clip (the later design's split bodies and
+    paged reads)."""
+    problem = _batch_problem(view)
+    if problem is not None:
+        return verdict(p13_whole_message, "fail", problem[0], problem[1])
+    judged = 0
+    for r in view.db["messages"]:
+        label = view.label_of.get(r["to_session"])
+        if not r["read_at"] or label is None:
+            continue
+        created = view.vt(r["created_at"]) or 0
+        reads = [c for c in view.calls_of("read", label) if c.result is not None and c.t >= created - 1000]
+        seen = [c.text for c in reads]
+        body = str(r["body"] or "").strip()
+        judged += 1
+        got = _covered(body, seen)
+        if got < len(body):
+            clipped = [data_of(c.result).get("clipped_from") for c in reads if data_of(c.result).get("clipped_from")]
+            how = f" (its host clipped {len(clipped)} of those outputs)" if clipped else ""
+            return verdict(p13_whole_message, "fail",
+                           f"{label} read message {r['id']} ({len(body)} characters) but its tool outputs showed only "
+                           f"the first {got}{how}: {body[got:got + 30]!r}... never reached it",
+                           [w for c in reads[:3] for w in c.witness()])
+    if not judged:
+        return skipped(p13_whole_message, "no message was read")
+    return passed(p13_whole_message, f"{judged} read message(s) reached their readers whole", judged)
+
+
+# -- P14 ----------------------------------------------------------------------------------------
+
+
+def _machinery(view: RunView) -> set[str]:
+    return {s.id for p in getattr(view.spec, "processes", []) for s in p.sessions if getattr(s, "machinery", False)}
+
+
+def _joined_explicitly(view: RunView, label: str, i: int) -> bool:
+    return any(e["i"] <= i for e in view.explicit_registers(label))
+
+
+def _child_in_directory(view: RunView) -> Optional[Verdict]:
+    machinery = _machinery(view)
+    for e in view.of(REGISTERED, SAMPLE):
+        rows = sample_rows(e) if e["kind"] == SAMPLE else {e.get("session"): {"registered": True}}
+        for label, row in rows.items():
+            if label in view.children and row.get("registered") and not _joined_explicitly(view, label, e["i"]):
+                what = "the plugin's machinery child" if label in machinery else "the sub-agent child"
+                wit = sample_row(e, label) if e["kind"] == SAMPLE else e
+                return verdict(p14_no_machinery_rows, "fail",
+                               f"{what} {label} is in the directory (it never registered explicitly)", [wit])
+    return None
+
+
+def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
+    last: dict[str, tuple[dict, dict]] = {}
+    judged = 0
+    for e in view.of(SAMPLE):
+        for label, row in sample_rows(e).items():
+            if not row.get("registered") or row.get("host_kind") not in BEATING_ROW_KINDS:
+                last.pop(label, None)
+                continue
+            before = last.get(label)
+            last[label] = (e, row)
+            if before is None or not row.get("last_seen") or row.get("last_seen") == before[1].get("last_seen"):
+                continue
+            judged += 1
+            if not any(view.hosting(inc, label, e["t"]) for inc in view.hosts(label, e["t"], e["i"])):
+                return verdict(p14_no_machinery_rows, "fail",
+                               f"{label}'s row was beaten (last_seen {before[1].get('last_seen')} -> "
+                               f"{row.get('last_seen')}) while no live process hosted it",
+                               [sample_row(before[0], label), sample_row(e, label)]), judged
+    return None, judged
+
+
+@prop("P14", "no-machinery-rows", promise=MACHINERY)
+def p14_no_machinery_rows(view: RunView) -> Verdict:
+    """No plugin-made machinery child or sub-agent child is ever in the directory unless it registered explicitly,
+    and no polled row's heartbeat advances while no live process hosts its session (the later design's machinery
+    sessions)."""
+    found = _child_in_directory(view)
+    if found is not None:
+        return found
+    found, judged = _fresh_without_host(view)
+    if found is not None:
+        return found
+    if not judged and not view.children:
+        return skipped(p14_no_machinery_rows, "no child session and no beaten row to judge")
+    return passed(p14_no_machinery_rows, f"no child in the directory; {judged} heartbeat(s) came from a live host",
+                  max(judged, len(view.children)))

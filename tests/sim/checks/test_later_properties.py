@@ -1,0 +1,177 @@
+"""The later design's properties P12-P14 on hand-built histories, where each is judged (its promise, or
+`properties: {include: [...]}`), and a scenario's expected outcome under a named design."""
+
+from __future__ import annotations
+
+from historykit import ALICE, BOB, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
+from simulator.checks import check_all
+from simulator.checks.later import _covered
+
+INCLUDE = {"include": ["P12", "P13", "P14"]}
+BODY = "the release branch is green, tag it"
+
+
+def verdicts(spec, h, db) -> dict:
+    return {v.check: v for v in check_all(spec, h.done(), db, RUN_INFO)}
+
+
+def retried_send(h: H, *, retry_at: int = 62_000) -> None:
+    base_world(h)
+    h.send(60_000, "h1", "alice", N_BOB, BODY)
+    h.ev(retry_at, "tool-call", "h1", "alice", tool="thatch_chat_send", args={"to": N_BOB, "body": BODY}, retry=1)
+    h.ev(retry_at, "tool-result", "h1", "alice", tool="thatch_chat_send", ok=True, text="[sent]", step=1)
+
+
+def test_p12_a_retry_that_lands_a_second_unread_copy_fails(tmp_path):
+    """A send retried by its host lands twice while the first copy is unread: P12 fails, naming the ids."""
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 62_000, None, 0)))
+    v = verdicts(make_spec(properties=INCLUDE), h, db)["P12"]
+    assert v.status == "fail" and "landed 2 times" in v.message and "1, 2" in v.message
+
+
+def test_p12_a_retry_that_stores_nothing_new_passes(tmp_path):
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0),))
+    v = verdicts(make_spec(properties=INCLUDE), h, db)["P12"]
+    assert v.status == "pass" and v.judged == 1
+
+
+def test_p12_a_second_copy_after_the_first_was_read_passes(tmp_path):
+    """Once the first copy was read, the identical body may deliver again (an intentional resend)."""
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, 61_000, 0),
+                                              (ALICE, BOB, BODY, 62_000, None, 0)))
+    assert verdicts(make_spec(properties=INCLUDE), h, db)["P12"].status == "pass"
+
+
+def test_p12_a_retry_after_the_window_is_not_judged(tmp_path):
+    h = H(); retried_send(h, retry_at=90_000)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 90_000, None, 0)))
+    assert verdicts(make_spec(properties=INCLUDE), h, db)["P12"].status == "skipped"
+
+
+def test_p12_to_p14_are_not_applicable_on_seed_000s_design_unless_included(tmp_path):
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 62_000, None, 0)))
+    vs = verdicts(make_spec(), h, db)
+    assert {vs[p].status for p in ("P12", "P13", "P14")} == {"not-applicable"}
+    assert "retry de-duplication" in vs["P12"].message
+
+
+def test_p12_is_judged_by_default_under_the_later_design(tmp_path):
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 62_000, None, 0)))
+    assert verdicts(make_spec(policy="thatch-later"), h, db)["P12"].status == "fail"
+
+
+def read_of(h: H, t: int, text: str, clipped_from: int | None = None) -> None:
+    extra = {"clipped_from": clipped_from} if clipped_from else {}
+    h.ev(t, "tool-call", "h1", "bob", tool="thatch_chat_read", args={})
+    h.ev(t, "tool-result", "h1", "bob", tool="thatch_chat_read", ok=True, text=text, **extra)
+
+
+def test_p13_a_read_message_its_clipped_output_cut_short_fails(tmp_path):
+    body = "row " * 1000
+    h = H(); base_world(h)
+    read_of(h, 120_000, ("[thatch] chat inbox: " + body)[:2000], clipped_from=4100)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, body, 60_000, 120_000, 0),))
+    v = verdicts(make_spec(properties=INCLUDE), h, db)["P13"]
+    assert v.status == "fail" and "clipped 1 of those outputs" in v.message
+
+
+def test_p13_pages_that_show_every_character_pass(tmp_path):
+    body = "".join(f"line {n:04d}. " for n in range(300))
+    h = H(); base_world(h)
+    for k, off in enumerate(range(0, len(body), 1500)):
+        read_of(h, 120_000 + k * 1000, "[page] " + body[off:off + 1600])
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, body, 60_000, 120_000, 0),))
+    assert verdicts(make_spec(properties=INCLUDE), h, db)["P13"].status == "pass"
+
+
+def test_p13_a_split_batch_stored_in_part_fails(tmp_path):
+    h = H(); base_world(h)
+    first = "(message 1 of 3) part one (continued in next message)"
+    second = "part two (continued in next message)"
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, first, 60_000, None, 0),
+                                              (ALICE, BOB, second, 60_000, None, 0)))
+    v = verdicts(make_spec(properties=INCLUDE), h, db)["P13"]
+    assert v.status == "fail" and "batch of 3 parts but 2 were stored" in v.message
+
+
+def test_covering_counts_each_shown_character_once():
+    """A repeated body is not covered by one output showing part of it, however often the pattern repeats."""
+    body = "abc" * 10
+    assert _covered(body, ["abc" * 4]) == 12
+    assert _covered(body, ["abc" * 4, "abc" * 6]) == 30
+
+
+MACHINERY_WORLD = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"},
+                                             {"id": "extract", "parent": "alice", "machinery": True,
+                                              "joins": "idle"}]}]
+
+
+def test_p14_a_machinery_child_in_the_directory_fails(tmp_path):
+    h = H(); base_world(h)
+    h.registered(90_000, "h1", "extract", "ses_extract", "o-pal-00001")
+    v = verdicts(make_spec(processes=MACHINERY_WORLD, properties=INCLUDE), h, make_db(tmp_path / "t.db"))["P14"]
+    assert v.status == "fail" and "machinery child extract is in the directory" in v.message
+
+
+def test_p14_a_child_that_registered_explicitly_passes(tmp_path):
+    h = H(); base_world(h)
+    h.call(80_000, "h1", "extract", "register", {}, True, "registered")
+    h.registered(80_000, "h1", "extract", "ses_extract", "o-pal-00001", how="explicit")
+    v = verdicts(make_spec(processes=MACHINERY_WORLD, properties=INCLUDE), h, make_db(tmp_path / "t.db"))["P14"]
+    assert v.status == "pass"
+
+
+def test_p14_a_row_beaten_while_nobody_hosts_it_fails(tmp_path):
+    h = H(); base_world(h)
+    h.exit(100_000, "h1", "killed")
+    h.sample(120_000, {"alice": ("ba-sil-00001", False, 90_000)})
+    h.sample(180_000, {"alice": ("ba-sil-00001", False, 150_000)})
+    v = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / "t.db"))["P14"]
+    assert v.status == "fail" and "while no live process hosted it" in v.message
+
+
+def test_p14_rows_beaten_by_their_live_host_pass(tmp_path):
+    h = H(); base_world(h)
+    h.status(2_000, "h1", "alice")
+    h.sample(120_000, {"alice": ("ba-sil-00001", False, 90_000)})
+    h.sample(180_000, {"alice": ("ba-sil-00001", False, 150_000)})
+    v = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / "t.db"))["P14"]
+    assert v.status == "pass" and v.judged == 1
+
+
+def test_an_expected_failure_under_the_design_is_ok_and_named(tmp_path):
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 62_000, None, 0)))
+    spec = make_spec(properties=INCLUDE, expect_outcome={"fails": {"thatch": ["P12"]}})
+    vs = verdicts(spec, h, db)
+    assert vs["P12"].status == "expected-fail" and vs["P12"].ok and "expected under thatch" in vs["P12"].message
+
+
+def test_an_expected_failure_that_held_fails_the_run(tmp_path):
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0),))
+    spec = make_spec(properties=INCLUDE, expect_outcome={"fails": {"thatch": ["P12"]}})
+    vs = verdicts(spec, h, db)
+    assert vs["P12"].status == "pass" and vs["outcome:P12"].status == "fail"
+
+
+def test_under_another_design_an_expected_failure_is_a_failure(tmp_path):
+    h = H(); retried_send(h)
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 62_000, None, 0)))
+    spec = make_spec(policy="thatch-later", expect_outcome={"fails": {"thatch": ["P12"]}})
+    assert verdicts(spec, h, db)["P12"].status == "fail"
+
+
+def test_the_judges_join_a_split_body_back_as_thatch_core_splits_it():
+    """P5 and P8 count a split batch as one message: design.joined_parts undoes thatch_core's split."""
+    from simulator.design import joined_parts
+    from thatch_core.later import split_body
+    body = ("handoff: rows 1-4000 copied.\n\n" * 90) + "the end"
+    parts = split_body(body, 2000)
+    assert len(parts) > 1 and joined_parts(parts) == body
+    assert joined_parts([body]) == body
