@@ -33,6 +33,9 @@ from simulator.scenario.model import PROPERTY_IDS, Scenario
 
 DETERMINISM = "determinism"
 
+# The least wall time a shrink candidate is allowed (a loaded machine runs a small world in seconds).
+SHRINK_WALL_FLOOR_S = 20.0
+
 
 @dataclass
 class Settings:
@@ -230,8 +233,15 @@ def determinism_problem(spec: Scenario, first: Outcome, settings: Settings) -> O
 
 def shrink_failure(gen: Generated, first: Outcome, check: str, settings: Settings) -> Shrunk:
     """The smallest scenario the same check still fails on, with the same seed."""
+    # A simpler candidate should not run much longer than the failure it shrinks: dropping a
+    # machine sleep of a week turns it into a week of polls. Such a candidate is cut off early
+    # and counts as not reproducing (unless the failure is itself a timeout).
+    wall = settings.wall_timeout_s if check == TIMEOUT else min(settings.wall_timeout_s,
+                                                                max(SHRINK_WALL_FLOOR_S, 5 * first.wall_s))
+
     def still_fails(spec: Scenario) -> Optional[Outcome]:
-        outcome = run_spec(spec, settings, keep="never")
+        outcome = run_explored(spec, work=settings.work, overrides=settings.overrides, wall_timeout_s=wall,
+                               keep="never")
         return outcome if outcome.finding(check) else None
 
     deadline = time.monotonic() + settings.shrink_budget_s

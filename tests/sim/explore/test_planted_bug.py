@@ -18,7 +18,7 @@ import sys
 import pytest
 
 import repo
-from explorekit import OVERRIDES, TOMBSTONE_CHECKS, NoTombstoneStore, subprocess_env
+from explorekit import OVERRIDES, TOMBSTONE_CHECKS, NoTombstoneStore, planted_seed, subprocess_env
 from simulator.api import run_scenario
 from simulator.cli import lint_paths
 from simulator.explore.campaign import Settings, run_campaign
@@ -57,7 +57,8 @@ def test_explore_finds_shrinks_and_files_a_planted_bug(tmp_path):
 @pytest.mark.rules("R7")
 def test_the_cli_reports_and_files_it_with_a_named_planted_bug(tmp_path):
     out = tmp_path / "found"
-    cmd = [sys.executable, "-m", "simulator", "explore", "--seed", "0", "--runs", "40", "--size", "small",
+    cmd = [sys.executable, "-m", "simulator", "explore", "--seed", str(planted_seed()), "--runs", "40",
+           "--size", "small",
            "--max-failures", "1", "--shrink-runs", "60", "--out", str(out), "--overrides", OVERRIDES,
            "--json", str(tmp_path / "summary.json")]
     done = subprocess.run(cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=600)
