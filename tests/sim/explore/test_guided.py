@@ -53,7 +53,8 @@ def test_the_corpus_choice_is_a_function_of_the_seed_and_the_corpus():
 
 
 def test_a_measured_run_has_the_unmeasured_runs_history_and_reports_branches():
-    settings = Settings(size=SMALL)
+    # Serial worlds: a concurrent one races by design, so its history differs run to run anyway.
+    settings = Settings(size=SMALL, dispatch="serial")
     branches = Branches()
     total = branches.total()
     for seed in (0, 1):
