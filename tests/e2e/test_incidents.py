@@ -17,7 +17,8 @@ from simulator.compare import under
 from simulator.scenario.loader import load_file
 from simulator.scenario.policies import POLICY_SETS
 
-INCIDENTS = sorted((repo.ROOT / "scenarios" / "incidents").glob("*.yaml"))
+# The incidents as they happened; each `NAME-later.yaml` is the same story under the later design, run by the gate.
+INCIDENTS = sorted(p for p in (repo.ROOT / "scenarios" / "incidents").glob("*.yaml") if not p.stem.endswith("-later"))
 
 
 @pytest.mark.parametrize("path", INCIDENTS, ids=lambda p: p.stem)
