@@ -11,9 +11,11 @@ out when its grace ends and goes stale.
 
 The file (``state_dir/chat-hosted.json``) is
 ``{"version": 1, "sessions": {id: {"last_activity_ms", "rehost_until_ms"}}}``,
-written atomically (temp file + ``os.replace``) on every change, so a
-SIGKILL never leaves half a file (D-runtime-15); a persist that would rewrite
-the same bytes over the file this set last wrote is skipped.
+written atomically (temp file + ``os.replace``), so a SIGKILL never leaves
+half a file (D-runtime-15). It is rewritten when what a successor reads from
+it changes: which sessions are hosted and their rehost deadlines. Activity
+alone (every busy/idle edge touches its session) does not rewrite it, so
+``last_activity_ms`` is the activity at the set's last change (D-speed-core-6).
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ class HostedSet:
         self._log = log
         self._lock = threading.RLock()
         self._hosted: dict[str, Hosted] = {}
-        # What this set last wrote, and the file's identity right after: a
-        # persist that would write the same bytes over our own untouched
-        # file is skipped (every host event persists; most change nothing).
-        self._written: tuple[str, tuple] | None = None
+        # What a successor would read from the file this set last wrote (the
+        # ids and their deadlines), and the file's identity right after: a
+        # persist that changes neither over our own untouched file is
+        # skipped (every host event persists; most change nothing a restart
+        # reads).
+        self._written: tuple[tuple, tuple] | None = None
         # The answer of the last expire, good until the earliest grace ends or
         # the set changes (every poll asks twice; D-speed-core-5).
         self._hosted_sorted: list[str] | None = None
@@ -147,6 +151,10 @@ class HostedSet:
         if self.path is None:
             return
         with self._lock:
+            restart_reads = tuple((sid, h.rehost_until_ms) for sid, h in sorted(self._hosted.items()))
+            if self._written is not None and self._written[0] == restart_reads and self._written[1] is not None \
+                    and self._file_id() == self._written[1]:
+                return  # the file already holds this set, written by us
             data = {
                 "version": 1,
                 "sessions": {
@@ -155,9 +163,6 @@ class HostedSet:
                 },
             }
             text = json.dumps(data, indent=1)
-            if self._written is not None and self._written[0] == text and self._written[1] is not None \
-                    and self._file_id() == self._written[1]:
-                return  # the file already holds exactly this, written by us
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
@@ -167,7 +172,7 @@ class HostedSet:
                 self._written = None
                 self._log(f"[thatch] chat cannot persist the hosted set: {err!r}")
                 return
-            self._written = (text, self._file_id())
+            self._written = (restart_reads, self._file_id())
 
     def _file_id(self) -> tuple | None:
         """The state file's identity (a replace by anyone makes a new inode)."""

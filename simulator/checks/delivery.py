@@ -146,13 +146,19 @@ def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) ->
     """Did wake `w` come after the message was stored? Its history position says so, except
     within one concurrent wave: the wave's processes run at once and the merge orders their
     events by process, so another process's wake in the send's wave that names the sender
-    may have come after it. The sender is who the send acted as (a Cursor send claiming
-    another session's name is that session's mail, R32)."""
+    may have come after it; and within the call itself: a host whose events are
+    synchronous runs the runtime's delivery from an event the call raised (its echo's
+    turn end), between the commit and the tool's reply, so a wake of the sender's own
+    process between the call and its result that names the sender may be for it. The
+    sender is who the send acted as (a Cursor send claiming another session's name is
+    that session's mail, R32)."""
     if (w["t"], w["i"]) > created:
         return True
-    if call is None or call.result is None or w["t"] != call.t or w.get("proc") == call.proc:
+    if call is None or call.result is None or w["t"] != call.t:
         return False
     if w.get("dispatch") is None or w.get("dispatch") != call.result.get("dispatch"):
+        return False
+    if w.get("proc") == call.proc and not (call.call is not None and call.call["i"] < w["i"] < call.result["i"]):
         return False
     sender = acting_identity(view, call)
     return any(view.label_for_name(n) == sender for n in data_of(w).get("senders") or ())

@@ -146,26 +146,44 @@ def test_recorder_encoder_is_json_dumps_with_the_same_options():
 
 
 @pytest.mark.rules("R15")
-def test_hosted_set_file_is_rewritten_only_when_its_bytes_change(tmp_path):
-    """R15: the persisted hosted set always matches the set in memory, but a
-    persist that would write the same bytes over the file this set wrote is
-    skipped; a file replaced or removed by someone else is written again."""
+def test_hosted_set_file_is_rewritten_only_when_what_a_restart_reads_changes(tmp_path):
+    """R15: the persisted hosted set always holds the sessions in memory and
+    their rehost deadlines, but activity alone does not rewrite it; a file
+    replaced or removed by someone else is written again."""
     hs = HostedSet(tmp_path, 60_000, log=lambda m: None)
     path = tmp_path / HOSTED_STATE_FILE
     hs.touch("ses_a", 1000)
     first = os.stat(path).st_ino
-    hs.touch("ses_a", 1000)   # same activity: same bytes
+    hs.touch("ses_a", 2000)   # activity only: a successor reads the same set
     hs.persist()
     assert os.stat(path).st_ino == first
-    hs.touch("ses_a", 2000)   # new activity: new bytes
+    assert json.loads(path.read_text())["sessions"] == {"ses_a": {"last_activity_ms": 1000, "rehost_until_ms": None}}
+    hs.touch("ses_b", 3000)   # a new session: a successor must re-host it
     assert os.stat(path).st_ino != first
-    assert json.loads(path.read_text())["sessions"]["ses_a"]["last_activity_ms"] == 2000
+    assert sorted(json.loads(path.read_text())["sessions"]) == ["ses_a", "ses_b"]
+    hs.drop("ses_b")
+    assert sorted(json.loads(path.read_text())["sessions"]) == ["ses_a"]
     path.write_text("{}")     # another writer
     hs.persist()
     assert json.loads(path.read_text())["sessions"]["ses_a"]["last_activity_ms"] == 2000
     path.unlink()
     hs.persist()
     assert json.loads(path.read_text())["sessions"] == {"ses_a": {"last_activity_ms": 2000, "rehost_until_ms": None}}
+
+
+@pytest.mark.rules("R15")
+def test_a_rehosted_session_that_graduates_is_rewritten_without_its_deadline(tmp_path):
+    """R15: graduation changes what a successor reads (no deadline any more),
+    so the file is rewritten at the first activity of a re-hosted session."""
+    (tmp_path / HOSTED_STATE_FILE).write_text(json.dumps(
+        {"version": 1, "sessions": {"ses_a": {"last_activity_ms": 5, "rehost_until_ms": None}}}))
+    hs = HostedSet(tmp_path, 60_000, log=lambda m: None)
+    assert hs.load_previous(1000) == ["ses_a"]
+    hs.persist()
+    assert json.loads((tmp_path / HOSTED_STATE_FILE).read_text())["sessions"]["ses_a"]["rehost_until_ms"] == 61_000
+    hs.touch("ses_a", 2000)
+    assert json.loads((tmp_path / HOSTED_STATE_FILE).read_text())["sessions"]["ses_a"] == \
+        {"last_activity_ms": 2000, "rehost_until_ms": None}
 
 
 def test_save_coverage_does_not_import_coverage():
