@@ -54,6 +54,7 @@ class Settings:
     overrides: Optional[dict] = None
     overrides_ref: Optional[str] = None        # "module:name" of the overrides, for rerun commands
     check_determinism: bool = False
+    determinism_every: int = 1                 # with check_determinism: every Nth seed of the campaign, from its first
     wall_timeout_s: float = 120.0
     work: Optional[Path] = None                # where run directories go (a temp dir when None)
     guided: bool = False                       # draw feature sets from the coverage corpus (guided.py)
@@ -170,8 +171,13 @@ def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None
 # ---------------------------------------------------------------------------
 
 
+def checks_determinism(seed: int, settings: Settings) -> bool:
+    """Is `seed` run twice (in serial dispatch) and its histories compared?"""
+    return settings.check_determinism and (seed - settings.seed) % max(1, settings.determinism_every) == 0
+
+
 def generated(seed: int, settings: Settings, swarm: Optional[Swarm] = None) -> Generated:
-    dispatch = "serial" if settings.check_determinism else settings.dispatch
+    dispatch = "serial" if checks_determinism(seed, settings) else settings.dispatch
     return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm, include=settings.include)
 
 
@@ -189,7 +195,7 @@ def guide_of(settings: Settings, *, write: bool = True) -> Optional[Guide]:
 
 def run_seed(seed: int, settings: Settings, guide: Optional[Guide]) -> tuple[Generated, Outcome]:
     """Generate seed `seed` (its features from the guide's corpus when guided) and run it (measured)."""
-    dispatch = "serial" if settings.check_determinism else settings.dispatch
+    dispatch = "serial" if checks_determinism(seed, settings) else settings.dispatch
     gen = generated(seed, settings, guide.features(seed, dispatch) if guide is not None else None)
     if guide is None:
         return gen, run_spec(gen.spec, settings)
@@ -292,7 +298,7 @@ def _findings(gen: Generated, outcome: Outcome, state: _State) -> list[Finding]:
     for f in flaky:
         state.summary.flaky.append(Failure(gen.seed, f.check, f.title, f.message, after, outcome.run_dir))
         state.progress.note(f"seed {gen.seed}: {f.check} did not come back on a rerun (flaky): {f.message[:120]}")
-    if state.settings.check_determinism and outcome.history:
+    if checks_determinism(gen.seed, state.settings) and outcome.history:
         state.summary.determinism_checked += 1
         problem = determinism_problem(gen.spec, outcome, state.settings)
         if problem:

@@ -1,7 +1,7 @@
 """`python -m simulator explore`: generate, run, judge, shrink and file, from a seed.
 
     explore --seed S [--runs N | --budget 10m] [--out scenarios/found] [--size small|default]
-            [--check-determinism] [--no-shrink] [--max-failures K]
+            [--check-determinism [EVERY]] [--no-shrink] [--max-failures K]
             [--dispatch serial|concurrent] [--overrides MODULE:NAME] [--json FILE] [--print]
             [--guided | --measure-coverage | --compare-guided] [--corpus FILE] [--swarm JSON]
 
@@ -53,8 +53,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="where shrunk failures are written (default scenarios/found)")
     p.add_argument("--size", choices=sorted(SIZES), default="default",
                    help="world bounds (small: 4 processes, 14 steps, 10 minutes)")
-    p.add_argument("--check-determinism", action="store_true",
-                   help="run each seed twice in serial dispatch and fail on any history difference")
+    p.add_argument("--check-determinism", type=int, nargs="?", const=1, default=0, metavar="EVERY",
+                   help="run each seed (or every EVERY-th, from --seed) twice in serial dispatch and fail on any "
+                        "history difference")
     p.add_argument("--no-shrink", action="store_true", help="report failures without shrinking them")
     p.add_argument("--shrink-runs", type=int, default=150, metavar="N",
                    help="at most N runs to shrink one failure (default 150)")
@@ -106,7 +107,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(
         seed=args.seed, runs=runs, budget_s=budget, size=SIZES[args.size], out=Path(args.out),
         shrink=not args.no_shrink, shrink_runs=args.shrink_runs, max_failures=args.max_failures,
-        dispatch=args.dispatch, check_determinism=args.check_determinism,
+        dispatch=args.dispatch, check_determinism=args.check_determinism > 0,
+        determinism_every=max(1, args.check_determinism),
         overrides=load_overrides(args.overrides) if args.overrides else None, overrides_ref=args.overrides,
         wall_timeout_s=args.timeout, guided=args.guided, measure=args.measure_coverage,
         corpus=Path(args.corpus) if args.corpus else None, swarm=swarm_arg(args.swarm) if args.swarm else None,

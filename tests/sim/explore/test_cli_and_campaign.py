@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 from collections import Counter
 
 from simulator.explore import campaign
 from simulator.explore.campaign import Settings, run_campaign
-from simulator.explore.cli import main
+from simulator.explore.cli import arguments, main, settings_from
 from simulator.explore.judge import Finding, Outcome
 from simulator.explore.progress import Progress
 from simulator.explore.swarm import SMALL
@@ -48,6 +49,28 @@ def test_a_history_difference_between_two_serial_runs_fails_the_seed(monkeypatch
     [failure] = summary.failures
     assert failure.seed == 1 and failure.check == "determinism" and failure.file is None
     assert failure.message.startswith("event 1 differs:") and '"t": 31000' in failure.message
+
+
+def test_determinism_every_nth_seed_runs_only_those_twice(monkeypatch):
+    """`--check-determinism 3` from seed 10: seeds 10 and 13 run twice in serial dispatch,
+    11, 12 and 14 once in the dispatch their generator drew."""
+    h = [{"i": 0, "kind": "run-start"}]
+    dispatches = []
+    real_generated = campaign.generated
+    monkeypatch.setattr(campaign, "generated", lambda seed, settings, swarm=None: dispatches.append(
+        (seed, campaign.checks_determinism(seed, settings))) or real_generated(seed, settings, swarm))
+    _fake_runs(monkeypatch, [Outcome(10, [], history=h), Outcome(10, [], history=h), Outcome(11, [], history=h),
+                             Outcome(12, [], history=h), Outcome(13, [], history=h), Outcome(13, [], history=h),
+                             Outcome(14, [], history=h)])
+    summary = run_campaign(Settings(seed=10, runs=5, size=SMALL, check_determinism=True, determinism_every=3),
+                           Progress(io.StringIO(), tty=False))
+    assert summary.runs == 5 and summary.failing == 0 and summary.determinism_checked == 2
+    assert dispatches == [(10, True), (11, False), (12, False), (13, True), (14, False)]
+    parser = argparse.ArgumentParser()
+    arguments(parser)
+    for argv, checked, every in ((["--check-determinism", "3"], True, 3), (["--check-determinism"], True, 1), ([], False, 1)):
+        settings = settings_from(parser.parse_args(["--seed", "10", *argv]))
+        assert (settings.check_determinism, settings.determinism_every) == (checked, every), argv
 
 
 def test_a_budget_and_max_failures_end_the_campaign(monkeypatch):
