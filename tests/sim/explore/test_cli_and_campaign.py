@@ -68,7 +68,8 @@ def test_determinism_every_nth_seed_runs_only_those_twice(monkeypatch):
     assert dispatches == [(10, True), (11, False), (12, False), (13, True), (14, False)]
     parser = argparse.ArgumentParser()
     arguments(parser)
-    for argv, checked, every in ((["--check-determinism", "3"], True, 3), (["--check-determinism"], True, 1), ([], False, 1)):
+    cases = ((["--check-determinism", "3"], True, 3), (["--check-determinism"], True, 1), ([], False, 1))
+    for argv, checked, every in cases:
         settings = settings_from(parser.parse_args(["--seed", "10", *argv]))
         assert (settings.check_determinism, settings.determinism_every) == (checked, every), argv
 
