@@ -293,7 +293,10 @@ def p8_broadcast(view: RunView) -> Verdict:
                 if label == c.session or not row.get("registered") or not a.get(label, {}).get("registered"):
                     continue
                 name = row.get("name") or ""
-                if row.get("host_kind") == "mcp" and name not in recips:
+                # The row may not have existed at the broadcast's instant: pruned after a silence past
+                # the auto-row TTL (R26) and made again (a fresh name) before the next sample.
+                gone = a[label].get("name") != name or view.could_be_pruned(label, before[-1], c.result)
+                if row.get("host_kind") == "mcp" and name not in recips and not gone:
                     return verdict(p8_broadcast, "fail",
                                    f"broadcast by {c.session} left out the mcp session {label} ({name})",
                                    [sample_row(before[-1], label), *c.witness()])

@@ -546,6 +546,27 @@ def test_p8_excuses_a_missing_row_only_where_a_prune_may_have_swept_it(tmp_path)
         assert (judge("P8", h, db).status == "fail") == fails, beats
 
 
+@pytest.mark.rules("R12", "R26", "R35")
+def test_p8_does_not_count_an_mcp_row_the_prune_may_have_deleted_before_the_broadcast(tmp_path):
+    """R35, R26: carol's mcp row was last seen at 0 and the broadcast comes 7 days and a minute
+    later, after the machine slept: the prune may have deleted her row first, and her next prompt
+    registered her under a fresh name before the next sample. Left out, she is excused; seen
+    under her old name a day before the broadcast, she could not have been pruned and fails."""
+    day = 86_400_000
+    t = 7 * day + 60_000
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=((ALICE, BOB, "all", t, None, 1),))
+    for seen, name_after, fails in ((0, "a-corn-00001", False), (6 * day, N_CAROL, True)):
+        h = H(); _bcast_world(h)
+        h.sample(t - 30_000, {"alice": (N_ALICE, False, t - 31_000), "bob": (N_BOB, False, t - 31_000),
+                              "carol": (N_CAROL, True, seen, "mcp"), "dave": ("ze-phyr-00001", True, 0)})
+        h.call(t, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text([N_BOB], ["ze-phyr-00001"]))
+        h.sample(t + 30_000, {"alice": (N_ALICE, False, t + 29_000), "bob": (N_BOB, False, t + 29_000),
+                              "carol": (name_after, False, t + 1_000, "mcp"), "dave": ("ze-phyr-00001", True, 0)})
+        v = judge("P8", h, db)
+        assert (v.status == "fail") == fails, (seen, v.message)
+
+
 @pytest.mark.rules("R12")
 def test_p8_fails_a_crashed_broadcast_that_left_rows(tmp_path):
     """R12: a broadcast cut by a crash inside its transaction leaves zero rows."""
