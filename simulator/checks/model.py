@@ -26,6 +26,8 @@ gives, and says which it predicted. It never imports thatch_core.
 
 from __future__ import annotations
 
+import re
+
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
@@ -104,6 +106,9 @@ class Model:
     # Concurrent dispatch: the calls each dispatch ran at once, whose order the history does not keep
     # (each process records its own events; the files are merged by dispatch, then process).
     together: dict[int, list[Call]] = field(default_factory=dict)
+    # Concurrent dispatch: the processes whose registrations or leaves fell in each wave (the merge
+    # orders a wave's events by process, so another process's may have come after a call's).
+    wave_moves: dict[int, set[str]] = field(default_factory=dict)
 
     # -- knowledge ----------------------------------------------------------------
 
@@ -129,6 +134,13 @@ class Model:
             return []
         d = (c.call or c.result or {}).get("dispatch")
         return [x for x in self.together.get(d, ()) if x.proc != c.proc]
+
+    def moved_in_wave(self, c: Optional[Call]) -> bool:
+        """Did another process register or leave a session in `c`'s concurrent dispatch?"""
+        if c is None or not self.wave_moves:
+            return False
+        d = (c.call or c.result or {}).get("dispatch")
+        return bool(self.wave_moves.get(d, set()) - {c.proc})
 
     def acting(self, ids: list[Optional[str]], racy: bool) -> Optional[str]:
         """The one id a call that got past the registration check can have acted as, if only one can."""
@@ -176,6 +188,16 @@ class Model:
         legacy = {r.name.lower() for r in getattr(self.view.spec, "legacy", []) or []}
         seen = {n.lower() for n in self.names.values()} | set(self.owner)
         return low in legacy or (low not in seen and name not in self.reg and self.unknown_rows())
+
+    def renamed_twin_in(self, name: str, names: set[str]) -> bool:
+        """Is `name` a 002-era name with a case twin, found in `names` under NAME-K? The migration to
+        the NOCASE column keeps both twins and renames the later-registered one NAME-2 (D-store-6),
+        and which of the two was later the model does not know."""
+        low = str(name).lower()
+        legacy = [r.name.lower() for r in getattr(self.view.spec, "legacy", []) or []]
+        if legacy.count(low) < 2:
+            return False
+        return any(re.fullmatch(re.escape(low) + r"-\d+", n.lower()) for n in names)
 
     def unknown_rows(self) -> bool:
         """May the directory hold rows the model cannot name?"""

@@ -52,6 +52,9 @@ def follow(view: RunView) -> Model:
         for c in view.calls:
             if c.tool in JUDGES:
                 m.together.setdefault((c.call or c.result).get("dispatch"), []).append(c)
+        for e in view.history + view.leaves():
+            if e["kind"] in (REGISTERED, HOOK, LEAVE):
+                m.wave_moves.setdefault(e.get("dispatch"), set()).add(e.get("proc"))
     events = sorted(view.history + [e for e in view.leaves() if e["kind"] == LEAVE] + quiet_leaves(view),
                     key=lambda e: e["i"])
     for e in events:
@@ -128,7 +131,7 @@ def enabled_at(view: RunView, proc: Optional[str], t: int) -> set[bool]:
 
 def on_result(m: Model, c: Call, judged: bool) -> None:
     racy = m.changes != m.started.get(id(c), m.changes) or any(
-        x.tool in MUTATING for x in m.overlapping(c))
+        x.tool in MUTATING for x in m.overlapping(c)) or m.moved_in_wave(c)
     judge = JUDGES.get(c.tool)
     if judge is None or c.result is None:
         return

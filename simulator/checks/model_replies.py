@@ -186,7 +186,8 @@ def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> 
     if not racy and not m.loose:
         for sid, state in m.reg.items():
             name = m.names.get(sid)
-            if state is True and sid not in senders and name and name.lower() not in both:
+            if state is True and sid not in senders and name and name.lower() not in both \
+                    and not m.renamed_twin_in(name, both):
                 m.surprise("chat_broadcast fan-out", f"{name} among the recipients or the skipped",
                            f"recipients: {', '.join(got) or '(none)'}", c.witness())
             if state is False and name and name.lower() in {n.lower() for n in got} and not m.by_name(name):
