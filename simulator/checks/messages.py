@@ -116,6 +116,20 @@ def _whole_messages(view: RunView) -> list[tuple[dict, str]]:
     return out
 
 
+def _stored_as_claimed(view: RunView, calls: list[Call], key: tuple, rows: dict[tuple, list[dict]]) -> int:
+    """Rows stored as the session a send claimed to be (`as`) on a host whose server does not trust
+    the claim: R32 falls through to the claimed `as` when the anchors before it fail (no parent pid
+    mapped within 600 s, and the host's session env naming no row, e.g. one the prune took)."""
+    claimed = set()
+    for c in calls:
+        claim = c.args.get("as") if isinstance(c.args, dict) else None
+        if claim and not HOSTS[view.proc_kind.get(c.proc, DEFAULT_HOST)].trusts_as:
+            label = view.label_for_name(str(claim)) or view.label_of.get(str(claim))
+            if label and label != key[0]:
+                claimed.add(label)
+    return sum(len(rows.get((label, key[1], key[2]), [])) for label in claimed)
+
+
 def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[str]) -> Optional[Verdict]:
     """Each accepted send has exactly one row, unless prune swept the recipient's mail."""
     rows = _stored_sends(view)
@@ -127,6 +141,8 @@ def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[st
                            [w for c in calls[:3] for w in c.witness()] + [{"db_row": r} for r in got[:3]])
         if len(got) < len(calls):
             if any(_maybe_swept(view, key[1], c, pruned, _ever_pruned(view)) for c in calls):
+                continue
+            if len(got) + _stored_as_claimed(view, calls, key, rows) >= len(calls):
                 continue
             return verdict(p5_no_loss, "fail",
                            f"{len(calls)} accepted send(s) from {key[0]} to {key[1]} but {len(got)} row(s) in the db",

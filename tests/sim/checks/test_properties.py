@@ -273,6 +273,24 @@ def test_p5_passes_a_send_stored_once_and_read_once(tmp_path):
     assert v.status == "pass" and v.judged > 0, v.message  # a pass says how much it judged
 
 
+@pytest.mark.rules("R9", "R32")
+def test_p5_finds_a_claude_code_send_stored_as_the_session_it_claimed(tmp_path):
+    """R9, R32: a Claude Code session's server falls through to the claimed `as` when its anchors
+    fail (its parent pid mapped long ago, its own row pruned), so carol's send claiming alice is
+    stored as alice's mail: found, not lost. Without the claim, alice's row is not carol's send."""
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=((ALICE, BOB, "hello", 40_000, None, 0),))
+    for args, fails in (({"as": N_ALICE}, False), ({}, True)):
+        h = H(); base_world(h)
+        h.start(0, "cc", {"carol": "cc-host-1"}, kind="claude-code")
+        h.call(40_000, "cc", "carol", "send", {"to": N_BOB, "body": "hello", **args}, True,
+               f"[sent] to {N_BOB} (ses_x)\n\nThe recipient is active.")
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "cc", "kind": "claude-code", "sessions": [{"id": "carol"}]}])
+        v = judge("P5", h, db, spec)
+        assert (v.status == "fail") == fails, (args, v.message)
+
+
 @pytest.mark.rules("R9")
 def test_p5_fails_an_accepted_send_missing_from_the_db(db):
     """R9: an ok chat_send with no stored row fails."""
