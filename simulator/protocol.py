@@ -138,6 +138,9 @@ class HarnessContext:
     events: str = "queued"
     # A host that clips every tool output at this many characters (None: no clip)
     clip: Optional[int] = None
+    # label -> the title a `title` step gave it earlier in the run: the host's own store keeps a
+    # session's title, so a restarted daemon or a resume shows the retitled session as retitled
+    titles: dict[str, str] = field(default_factory=dict)
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)

@@ -135,6 +135,7 @@ class Orchestrator:
         self.sample_interval = sample_interval_ms or min((p.poll_interval for p in spec.processes), default=30_000)
         self.hosting: dict[str, str] = {}          # session label -> process label hosting it now
         self.session_dir: dict[str, Path] = {}     # session label -> the directory it lives in
+        self.titles: dict[str, str] = {}            # session label -> the title its last `title` step set
         self.last_activity = self.dispatcher.last_activity  # session label -> virtual t of its last command
         self.sleep_until: Optional[int] = None
         self._progress_at = 0
@@ -309,6 +310,8 @@ class Orchestrator:
             who = f"session {session!r}" if session else "the step"
             self._drop(idx, f"{who} has no running host process" + (f" ({target} is not running)" if target else ""))
             return None
+        if step.action == "title" and session is not None:
+            self.titles[session] = str(step.args.title)
         return ProcessCommand(live, OP_ACT, session, act_args(step.action, step.args, step=idx))
 
     def _target_of(self, step: ScenarioStep) -> tuple[Optional[str], Optional[str]]:
@@ -355,6 +358,7 @@ class Orchestrator:
                                  state_dir=launch.state_dir, directory_sessions=launch.directory_sessions,
                                  rehost_grace_ms=launch.rehost_grace_ms)
         ctx.rehosted = [s for s in launch.extra if s not in own] if launch.rehost_of else []
+        ctx.titles = {s: self.titles[s] for s in sessions if s in self.titles}
         ctx.resumed = launch.resumed
         ctx.argv = list(launch.argv) if launch.argv is not None else None
         live = self.processes.fork(ctx)

@@ -120,7 +120,7 @@ class OpencodeHarness(Harness):
         self.runtime = None
         self.client = FakeOpencodeClient(self)
         self.inbox: list[tuple[str, list[dict], Optional[str]]] = []
-        self.titles: dict[str, str] = {}
+        self.titles: dict[str, str] = dict(getattr(ctx, "titles", None) or {})
         self.placeholders: dict[str, str] = {}
         # Sessions that existed before this process (a resume or a restart):
         # their auto-titler already landed in the previous process.
