@@ -194,10 +194,15 @@ class Model:
         the NOCASE column keeps both twins and renames the later-registered one NAME-2 (D-store-6),
         and which of the two was later the model does not know."""
         low = str(name).lower()
-        legacy = [r.name.lower() for r in getattr(self.view.spec, "legacy", []) or []]
-        if legacy.count(low) < 2:
+        if not self.legacy_twin(name):
             return False
         return any(re.fullmatch(re.escape(low) + r"-\d+", n.lower()) for n in names)
+
+    def legacy_twin(self, name: str) -> bool:
+        """Do two 002-era rows claim `name` in different cases? Which keeps it and which becomes
+        NAME-2 depends on their registration order (D-store-6), which the model does not know."""
+        low = str(name).lower()
+        return [r.name.lower() for r in getattr(self.view.spec, "legacy", []) or []].count(low) >= 2
 
     def unknown_rows(self) -> bool:
         """May the directory hold rows the model cannot name?"""

@@ -176,11 +176,11 @@ def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> 
     ident = m.acting(ids, racy)
     senders = {ident} if ident else set(ids)
     me = m.names.get(ident or "")
-    if me and me.lower() in both:
+    if me and me.lower() in both and not m.legacy_twin(me):
         m.surprise("chat_broadcast fan-out", "every registered session but the sender", f"it reached {me}",
                    c.witness())
     for name in skipped:
-        if any(sid.startswith(MCP_ID_PREFIX) for sid in m.by_name(name)):
+        if any(sid.startswith(MCP_ID_PREFIX) for sid in m.by_name(name)) and not m.legacy_twin(name):
             m.surprise("chat_broadcast skips", "an mcp row always receives (R35)", f"{name} skipped as stale",
                        c.witness())
     if not racy and not m.loose:
