@@ -21,7 +21,7 @@ from simulator.design import (
     hook_unread,
 )
 from simulator.events import (
-    ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
+    ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, SLEEP_START, STATUS,
     STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
 )
 from simulator.scenario.kinds import HOSTS
@@ -123,10 +123,21 @@ def enabled_at(view: RunView, proc: Optional[str], t: int) -> set[bool]:
         if step.action != "config" or idx in dropped or step.args.process != proc:
             continue
         new = getattr(step.args, "enabled", None)
-        if new is None or step.at > t:
+        at = _landed(view, step.at)
+        if new is None or at > t:
             continue
-        values = {new} if step.at < t else values | {new}
+        values = {new} if at < t else values | {new}
     return values
+
+
+def _landed(view: RunView, at: int) -> int:
+    """When a step scripted at `at` ran: a machine asleep at `at` runs it at the wake, with every
+    other step it deferred, so a call there may come before or after it."""
+    for e in view.of(SLEEP_START):
+        until = data_of(e).get("until")
+        if until is not None and e["t"] <= at < until:
+            return int(until)
+    return at
 
 
 def on_result(m: Model, c: Call, judged: bool) -> None:
