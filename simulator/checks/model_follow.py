@@ -18,7 +18,7 @@ from simulator.checks.model import ECHOING_TOOLS, Model, Msg, modeled
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, MCP_ID_PREFIX, TOMBSTONE_TTL_MS,
-    hook_unread,
+    hook_unread, mcp_session_id,
 )
 from simulator.events import (
     ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, SLEEP_START, STATUS,
@@ -284,7 +284,11 @@ def on_hook(m: Model, e: dict) -> None:
         return
     hit = HOOK_LINE_RE.match(line)
     if hit and sids:
-        sid = sids[-1]
+        # The label's ids include those of forks still to come (a fork gives the conversation a new
+        # host id, so a new mcp id): the line speaks for the id in use now.
+        future = {mcp_session_id(str(data_of(f).get("new_host_id"))) for f in m.view.of(FORK, session=label)
+                  if f["i"] > e["i"] and data_of(f).get("new_host_id")}
+        sid = ([s for s in sids if s not in future] or sids)[-1]
         if m.tomb.get(sid) is True:
             m.surprise(f"{label}'s hook line", "the leave line (its tombstone sticks, R7)", line[:120], [e])
         m.know(sid, True, hit.group("name"), label)

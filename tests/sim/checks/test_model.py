@@ -257,3 +257,27 @@ def test_p11_is_not_applicable_under_another_design(db):
     sent(h, 60_000, "alice", N_ALICE, ALICE, "note to self")
     vs = {v.check: v for v in check_all(make_spec(policy="qoder"), h.done(), db, RUN_INFO)}
     assert vs["P11"].status == "not-applicable"
+
+
+@pytest.mark.rules("R2", "R31")
+def test_a_hook_line_before_a_fork_names_the_conversation_of_that_time(tmp_path):
+    """R31, R2: carol's Claude Code hook line at 2m gives her current conversation a fresh name;
+    her session is forked only at 5m (a new host id, a new mcp id). alice's mail to that name
+    at 3m reaches the conversation of 3m, not the fork's."""
+    from simulator.design import mcp_session_id
+    old, new = "host-carol-1", "host-carol-2"
+    carol = mcp_session_id(old)
+    h = H(); base_world(h)
+    h.start(0, "cc", {"carol": old}, kind="claude-code")
+    h.registered(1_000, "cc", "carol", carol, N_CAROL)
+    h.ev(120_000, "hook", "cc", "carol", hook="UserPromptSubmit", decision=None,
+         line="[thatch] chat: you are a-corn-00001 (no unread mail for you).")
+    sent(h, 180_000, "alice", "a-corn-00001", carol, "welcome back")
+    h.ev(300_000, "fork", "cc", "carol", old_host_id=old, new_host_id=new)
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                {"id": "cc", "kind": "claude-code", "sessions": [{"id": "carol"}]}])
+    db = mail_db(tmp_path, ((ALICE, carol, "welcome back", 180_000, None, 0),),
+                 sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0),
+                           (carol, "a-corn-00001", "mcp", 120_000)))
+    v = judge(h, db, spec)
+    assert v.status == "pass", v.message
