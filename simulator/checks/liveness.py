@@ -35,15 +35,20 @@ def _disturbed(view: RunView, proc: str, t: int) -> bool:
 def _cut_polls(view: RunView) -> set[int]:
     """Positions of polls a crash stopped before their heartbeat committed, cached. The
     heartbeat statement runs only inside a poll, so a crash at it (not `when: after`)
-    cuts the last poll its process recorded before it."""
+    cuts the last poll its process recorded before it. The heartbeat is one transaction
+    (R13), so a crash at any statement of the heartbeat call but after its commit cuts
+    it too: after the `begin`, or after the update but before the commit."""
     if "_cut_polls" not in view.__dict__:
         cut, last_poll = set(), {}
         for e in view.of(POLL, CRASH):
             d = data_of(e)
+            sql = str(d.get("sql") or "")
+            at_heartbeat = d.get("point") == "heartbeat" or _HEARTBEAT_SQL.match(sql)
+            inside = d.get("call") == "heartbeat" and d.get("statement") is not None
+            lost = d.get("when") != "after" or (inside and not sql.lower().startswith("commit"))
             if e["kind"] == POLL:
                 last_poll[e.get("proc")] = e["i"]
-            elif d.get("when") != "after" and e.get("proc") in last_poll and \
-                    (d.get("point") == "heartbeat" or _HEARTBEAT_SQL.match(str(d.get("sql") or ""))):
+            elif lost and e.get("proc") in last_poll and (at_heartbeat or inside):
                 cut.add(last_poll.pop(e.get("proc")))
         view.__dict__["_cut_polls"] = cut
     return view.__dict__["_cut_polls"]
