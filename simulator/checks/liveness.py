@@ -23,9 +23,12 @@ _HEARTBEAT_SQL = re.compile(r"^update chat_sessions set last_seen = \S+ where se
 
 
 def _disturbed(view: RunView, proc: str, t: int) -> bool:
-    """Inside (or a staleness period after) a sleep, a lock, or a caught store error of `proc`."""
+    """Inside (or a staleness period after) a sleep, a lock, a stalled poll timer or a caught
+    store error of `proc`: two stalls back to back can hold a poll back past the staleness bound."""
     poll = view.poll_ms(proc)
     if view.asleep(t, slack=poll + SECOND_MS):
+        return True
+    if any(p == proc and a <= t <= b + view.stale_ms + poll for p, a, b in view.stall_windows()):
         return True
     if any(a <= t <= b + view.stale_ms + poll for a, b in view.lock_windows()):
         return True
