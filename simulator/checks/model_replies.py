@@ -357,7 +357,9 @@ def judge_register(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     origin = "kept" if ORIGIN_KEPT in text else "rejoined" if ORIGIN_REJOINED in text else \
         "drawn" if ORIGIN_DRAWN in text else None
     where = f"chat_register of {c.session} (step {_step(c)})"
-    if state is True and (origin != "kept" or name.lower() != m.names.get(sid, name).lower()):
+    kept_as = m.names.get(sid, name)
+    if state is True and (origin != "kept" or (name.lower() != kept_as.lower()
+                                               and not m.renamed_twin_in(kept_as, {name}))):
         m.surprise(where, f"kept name {m.names.get(sid)}", f"{origin}: {name}", c.witness())
     elif state is False and origin == "kept":
         m.surprise(where, "a fresh name (the session was not registered)", f"kept: {name}", c.witness())

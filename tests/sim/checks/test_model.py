@@ -281,3 +281,21 @@ def test_a_hook_line_before_a_fork_names_the_conversation_of_that_time(tmp_path)
                            (carol, "a-corn-00001", "mcp", 120_000)))
     v = judge(h, db, spec)
     assert v.status == "pass", v.message
+
+
+@pytest.mark.rules("R2")
+def test_an_explicit_register_keeps_either_name_of_a_legacy_case_twin(tmp_path):
+    """R2, D-store-6: bob's 002-era row `Alone` has a case twin `alone`; the migration renamed one
+    of them `Alone-2`, and which one depends on their order. bob's register keeping `Alone-2` is
+    his own name kept; keeping a name outside the twins (`Other`) is not."""
+    spec = make_spec(legacy=[{"name": "alone", "last_seen_ago": "3d"},
+                             {"name": "Alone", "session": "bob", "last_seen_ago": "0s"}])
+    for kept, fails in (("Alone-2", False), ("Alone", False), ("Other", True)):
+        h = H()
+        h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
+        h.start(0, "h1", {"alice": ALICE, "bob": BOB})
+        h.registered(1_000, "h1", "alice", ALICE, N_ALICE)
+        h.call(60_000, "h1", "bob", "register", {}, True, registered_reply(kept, BOB, ORIGIN_KEPT))
+        h.phase(600_000, "end")
+        v = judge(h, mail_db(tmp_path / kept), spec)
+        assert (v.status == "fail") == fails, (kept, v.message)
