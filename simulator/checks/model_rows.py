@@ -177,9 +177,14 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
             for inc in [view.inc_of(e)] if inc is not None and HOSTS[inc.kind].polls and inc.alive(at)}
     if len(tabs) > 1:
         return False
+    # Only a change of status is recorded, and a compaction's start or end is recorded as a status
+    # event too: an idle event is one whose status was not idle before in that process.
+    before: dict[int, Optional[str]] = {}
     for e in view.of(STATUS, session=label):
         inc = view.inc_of(e)
-        if (e["t"] > at and data_of(e).get("status") == "idle" and inc is not None
+        status, prev = data_of(e).get("status"), before.get(id(inc))
+        before[id(inc)] = status
+        if (e["t"] > at and status == "idle" and prev != "idle" and inc is not None
                 and HOSTS[inc.kind].polls and inc.alive(at)):
             return True
     return False
