@@ -21,8 +21,8 @@ from simulator.design import (
     hook_unread, mcp_session_id,
 )
 from simulator.events import (
-    ECHO, FAULT, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, SLEEP_START,
-    STATUS, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
+    ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
+    STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
 )
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import options_by_process
@@ -123,30 +123,11 @@ def enabled_at(view: RunView, proc: Optional[str], t: int) -> set[bool]:
         if step.action != "config" or idx in dropped or step.args.process != proc:
             continue
         new = getattr(step.args, "enabled", None)
-        at = _landed(view, idx, step.at)
+        at = view.landed(idx, step.at)
         if new is None or at > t:
             continue
         values = {new} if at < t else values | {new}
     return values
-
-
-def _landed(view: RunView, idx: int, at: int) -> int:
-    """When step `idx`, scripted at `at`, ran: a machine asleep then runs it at the wake, in
-    script order with every other step it deferred, so a sleep step deferred with it and
-    scripted before it may defer it again; a call at that instant may come before or after it."""
-    sleeps, fault_step = [], None
-    for e in view.of(FAULT, SLEEP_START):
-        if e["kind"] == FAULT:
-            fault_step = step_of(e) if data_of(e).get("fault") == "sleep" else None
-        elif data_of(e).get("until") is not None:
-            sleeps.append((e["t"], int(data_of(e)["until"]), fault_step))
-    moved = True
-    while moved:
-        moved = False
-        for start, until, by in sleeps:
-            if start <= at < until and (start < at or by is None or by < idx):
-                at, moved = until, True
-    return at
 
 
 

@@ -573,6 +573,27 @@ class RunView:
                     out.append(c)
         return out
 
+    def landed(self, idx: int, at: int) -> int:
+        """When step `idx`, scripted at `at`, ran: a machine asleep then runs it at the wake, in
+        script order with every other step it deferred, so a sleep step deferred with it and
+        scripted before it may defer it again (past the run's end: it never ran). A call at
+        the instant it landed may come before or after it."""
+        if "_sleeps" not in self.__dict__:
+            sleeps, fault_step = [], None
+            for e in self.of(FAULT, SLEEP_START):
+                if e["kind"] == FAULT:
+                    fault_step = step_of(e) if data_of(e).get("fault") == "sleep" else None
+                elif data_of(e).get("until") is not None:
+                    sleeps.append((e["t"], int(data_of(e)["until"]), fault_step))
+            self.__dict__["_sleeps"] = sleeps
+        moved = True
+        while moved:
+            moved = False
+            for start, until, by in self.__dict__["_sleeps"]:
+                if start <= at < until and (start < at or by is None or by < idx):
+                    at, moved = until, True
+        return at
+
     def leaves(self, label: Optional[str] = None) -> list[dict]:
         """Ok leaves: an unregister result, or a delete / exit step (the harness records no
         result for those, so a synthetic `leave` event stands at the end of the step's time)."""
@@ -581,13 +602,15 @@ class RunView:
                    (short_tool(data_of(e).get("tool")) in LEAVE_ACTIONS or self.step_action(e) in LEAVE_ACTIONS)]
             dropped = {step_of(e) for e in self.of(STEP_DROPPED)}
             for idx, step in enumerate(self.steps):
-                if step.action in ("delete", "exit") and idx not in dropped:
+                at = self.landed(idx, step.at)
+                never_ran = at != step.at and at > self.t_end  # deferred by a sleep past the run's end
+                if step.action in ("delete", "exit") and idx not in dropped and not never_ran:
                     who = step.args.session
                     # The step ran somewhere inside its time's dispatches: stand before them all
                     # (P7 then leaves same-time observations unjudged).
-                    pos = next((e["i"] for e in self.history if e["t"] >= step.at), len(self.history)) - 0.5
-                    if self._registered_before(who, step.at):
-                        out.append({"i": pos, "t": step.at, "dispatch": None, "proc": None, "session": who,
+                    pos = next((e["i"] for e in self.history if e["t"] >= at), len(self.history)) - 0.5
+                    if self._registered_before(who, at):
+                        out.append({"i": pos, "t": at, "dispatch": None, "proc": None, "session": who,
                                     "kind": LEAVE, "data": {"step": idx, "action": step.action}})
             self._leaves = sorted(out, key=lambda e: e["i"])
         return [e for e in self._leaves if label is None or e.get("session") == label]
