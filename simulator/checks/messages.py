@@ -69,6 +69,18 @@ def acting_identity(view: RunView, call: Call) -> Optional[str]:
     return call.session
 
 
+def may_act_as(view: RunView, call: Call) -> set[Optional[str]]:
+    """Every label a tool call may have acted as: its acting identity, and on a host whose server
+    does not trust `as` outright, the claimed session too, since R32 falls through to the claim
+    when the anchors before it fail (no parent pid mapped within 600 s, the session env naming
+    no row) (D-props-14)."""
+    out = {acting_identity(view, call)}
+    claim = call.args.get("as") if isinstance(call.args, dict) else None
+    if claim and not HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
+        out.add(view.label_for_name(str(claim)) or view.label_of.get(str(claim)))
+    return out
+
+
 def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     """Ok chat_send calls by (sender label, recipient, trimmed body)."""
     results: dict[tuple, list[Call]] = {}
@@ -117,16 +129,8 @@ def _whole_messages(view: RunView) -> list[tuple[dict, str]]:
 
 
 def _stored_as_claimed(view: RunView, calls: list[Call], key: tuple, rows: dict[tuple, list[dict]]) -> int:
-    """Rows stored as the session a send claimed to be (`as`) on a host whose server does not trust
-    the claim: R32 falls through to the claimed `as` when the anchors before it fail (no parent pid
-    mapped within 600 s, and the host's session env naming no row, e.g. one the prune took)."""
-    claimed = set()
-    for c in calls:
-        claim = c.args.get("as") if isinstance(c.args, dict) else None
-        if claim and not HOSTS[view.proc_kind.get(c.proc, DEFAULT_HOST)].trusts_as:
-            label = view.label_for_name(str(claim)) or view.label_of.get(str(claim))
-            if label and label != key[0]:
-                claimed.add(label)
+    """Rows stored as another session the sends may have acted as (`may_act_as`)."""
+    claimed = {label for c in calls for label in may_act_as(view, c)} - {key[0], None}
     return sum(len(rows.get((label, key[1], key[2]), [])) for label in claimed)
 
 
@@ -156,7 +160,7 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
     for r in view.db["messages"]:
         label = view.label_of.get(r["to_session"])
         needle = inbox_needle(r["created_at"], r["body"])
-        seen = [c for c in reads if acting_identity(view, c) == label and needle in c.text]
+        seen = [c for c in reads if label in may_act_as(view, c) and needle in c.text]
         twins = sum(1 for x in view.db["messages"]
                     if x["to_session"] == r["to_session"] and inbox_needle(x["created_at"], x["body"]) == needle)
         if len(seen) > twins:
@@ -186,13 +190,13 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
         label = view.label_of.get(r["to_session"])
         if not r["read_at"] or label is None or crashes:
             continue
-        if any(c.result is None for c in view.calls if c.tool == "read" and acting_identity(view, c) == label):
+        if any(c.result is None for c in view.calls if c.tool == "read" and label in may_act_as(view, c)):
             continue
         needle = inbox_needle(r["created_at"], r["body"])
         paged = {f"#{r['id']}"}  # the later design's paged read of this one message shows it too
-        if not any(acting_identity(view, c) == label and (needle in c.text or paged & _pages_in(c.text))
+        if not any(label in may_act_as(view, c) and (needle in c.text or paged & _pages_in(c.text))
                    for c in reads):
-            got = [c for c in reads if acting_identity(view, c) == label]
+            got = [c for c in reads if label in may_act_as(view, c)]
             return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
                            "but no chat_read of its recipient returned it",
                            [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])

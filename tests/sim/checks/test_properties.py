@@ -291,6 +291,24 @@ def test_p5_finds_a_claude_code_send_stored_as_the_session_it_claimed(tmp_path):
         assert (v.status == "fail") == fails, (args, v.message)
 
 
+@pytest.mark.rules("R10", "R32")
+def test_p5_finds_a_claude_code_read_that_drained_the_session_it_claimed(tmp_path):
+    """R10, R32: carol's Claude Code read claiming bob fell through to the claim (D-props-14) and
+    drained bob's inbox: bob's stamped message was returned, not lost. A read that returned
+    nothing leaves the stamp unexplained."""
+    db = make_db(tmp_path / "d.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                 messages=((ALICE, BOB, "hello", 10_000, 40_000, 0),))
+    for lines, fails in (([(N_ALICE, 10_000, "hello")], False), ([], True)):
+        h = H(); base_world(h)
+        h.start(0, "cc", {"carol": "cc-host-1"}, kind="claude-code")
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        h.read(40_000, "cc", "carol", lines, args={"as": N_BOB})
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "cc", "kind": "claude-code", "sessions": [{"id": "carol"}]}])
+        v = judge("P5", h, db, spec)
+        assert (v.status == "fail") == fails, (lines, v.message)
+
+
 @pytest.mark.rules("R9")
 def test_p5_fails_an_accepted_send_missing_from_the_db(db):
     """R9: an ok chat_send with no stored row fails."""
