@@ -174,11 +174,13 @@ class Model:
             self.blurred_reads.add(label)
         self.changes += 1
 
-    def by_name(self, name: str) -> list[str]:
-        """The ids that answer to `name` (case-insensitively) or are that id, registered or maybe."""
+    def by_name(self, name: str, *, unregistered: bool = False) -> list[str]:
+        """The ids that answer to `name` (case-insensitively) or are that id, registered or maybe
+        (or, with `unregistered`, in any state: a call racing a registration may see it)."""
         low = str(name).lower()
-        out = [sid for sid, n in self.names.items() if n.lower() == low and self.reg.get(sid) is not False]
-        if not out and name in self.reg and self.reg[name] is not False:
+        out = [sid for sid, n in self.names.items()
+               if n.lower() == low and (unregistered or self.reg.get(sid) is not False)]
+        if not out and name in self.reg and (unregistered or self.reg[name] is not False):
             out = [name]
         return out
 

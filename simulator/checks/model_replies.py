@@ -102,7 +102,7 @@ def pre_body(enabled: set[bool], body: Any, allowed: set[str]) -> bool:
 def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[str]:
     """The classes a send by `ident` (registered) to `to` may end in (R9): resolved by name
     (case-insensitively) then id; unknown, oneself, or sent."""
-    rcpts = m.by_name(str(to))
+    rcpts = m.by_name(str(to), unregistered=racy)
     out: set[str] = set()
     if racy or not any(m.reg.get(r) is True for r in rcpts):
         out.add("unknown_to")

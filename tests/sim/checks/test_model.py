@@ -299,3 +299,25 @@ def test_an_explicit_register_keeps_either_name_of_a_legacy_case_twin(tmp_path):
         h.phase(600_000, "end")
         v = judge(h, mail_db(tmp_path / kept), spec)
         assert (v.status == "fail") == fails, (kept, v.message)
+
+
+@pytest.mark.rules("R9")
+def test_a_send_racing_the_recipients_registration_in_its_wave_may_be_sent(tmp_path):
+    """R9: in concurrent dispatch alice's send to carol's session id and carol's first registration (in
+    h2) run in one wave, and the merge puts h1's events first; the send may have come after the
+    registration, so "sent" is allowed. In serial dispatch it is not."""
+    for dispatch, fails in (("concurrent", False), ("serial", True)):
+        h = H(); base_world(h)
+        h.start(0, "h2", {"carol": CAROL})
+        call, res = h.call(30_000, "h1", "alice", "send", {"to": CAROL, "body": "hi"}, True,
+                           f"[sent] to {N_CAROL} ({CAROL[:12]})\n\n{ACTIVE}")
+        reg = h.registered(30_000, "h2", "carol", CAROL, N_CAROL)
+        events = h.done()
+        res["dispatch"] = reg["dispatch"] = call["dispatch"]  # one wave
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "h2", "sessions": [{"id": "carol"}]}], dispatch=dispatch)
+        db = mail_db(tmp_path / dispatch, ((ALICE, CAROL, "hi", 30_000, None, 0),),
+                     sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0),
+                               (CAROL, N_CAROL, "opencode", 30_000)))
+        v = REGISTRY["P11"][2](RunView(spec, events, db, RUN_INFO))
+        assert (v.status == "fail") == fails, (dispatch, v.message)
