@@ -79,7 +79,7 @@ def rows(m: Model) -> None:
     for sid in m.boxes:
         label = m.view.label_of.get(sid)
         counted.setdefault(f"label:{label}" if label in forked else sid, []).append(sid)
-    for key, sids in counted.items():
+    for sids in counted.values():
         bounds = [m.boxes[sid].bounds(bool(m.ghosts)) for sid in sids]
         lo, hi = sum(b[0] for b in bounds), sum(b[1] for b in bounds)
         n = sum(unread.get(sid, 0) for sid in sids)
