@@ -603,6 +603,19 @@ def test_p8_does_not_count_an_mcp_row_the_prune_may_have_deleted_before_the_broa
         assert (v.status == "fail") == fails, (seen, v.message)
 
 
+@pytest.mark.rules("R12", "R7")
+def test_p8_counts_the_rows_of_a_recipient_whose_name_nothing_ties_to_a_session(tmp_path):
+    """R12: the broadcast names rus-set-00001, a session that registered and left (R7) within one
+    instant, so no event, sample or final row says which session had that name. Its row is
+    counted, not matched by name: one row passes, none fails."""
+    for rows, fails in ((((ALICE, CAROL, "all", 40_000, None, 1),), False), ((), True)):
+        db = make_db(tmp_path / f"d{len(rows)}.db", sessions=((ALICE, N_ALICE, "opencode", 0),), messages=rows)
+        h = H(); base_world(h)
+        h.call(40_000, "h1", "alice", "broadcast", {"body": "all"}, True, _bcast_text(["rus-set-00001"]))
+        v = judge("P8", h, db)
+        assert (v.status == "fail") == fails, (rows, v.message)
+
+
 @pytest.mark.rules("R12")
 def test_p8_fails_a_crashed_broadcast_that_left_rows(tmp_path):
     """R12: a broadcast cut by a crash inside its transaction leaves zero rows."""
