@@ -149,7 +149,7 @@ def topics(m: Model) -> None:
     titles: dict[str, tuple[int, str]] = {}
     for idx, step in enumerate(view.steps):
         if step.action == "title" and idx not in dropped:
-            titles[step.args.session] = (step.at, str(step.args.title))
+            titles[step.args.session] = (view.landed(idx, step.at), str(step.args.title))
     # 002-era names that differ only in case are one group: the migration to the NOCASE column
     # keeps every twin but renames the later ones NAME-2, NAME-3... (D-store-6), so a row may
     # carry any topic of its group, never one from outside it.
