@@ -147,10 +147,15 @@ class WorldPlan:
         return None if action == "reload" else self._session_problem(action, args, t)
 
     def effective(self, t: int) -> int:
-        """When a step scripted at `t` runs: a step inside a machine sleep waits for the wake."""
-        for a, b in self.sleeps:
-            if a <= t < b:
-                return b
+        """When a step scripted at `t` runs: a step inside a machine sleep waits for the wake,
+        where a sleep step scripted before it and deferred to the same wake may defer it again
+        (every sleep recorded here was scripted before the step asking)."""
+        moved = True
+        while moved:
+            moved = False
+            for a, b in self.sleeps:
+                if a <= t < b:
+                    t, moved = b, True
         return t
 
     def locked(self, t: int) -> bool:

@@ -51,6 +51,16 @@ def test_locks_stay_apart_and_out_of_worlds_with_hooks():
     assert replay_problems(world(first, restart)) == ["steps[1]: restart while the database lock is held"]
 
 
+def test_a_lock_deferred_by_nested_sleeps_meets_a_lock_deferred_to_the_same_wake():
+    """Explore seed 7253: a sleep deferred to an earlier wake defers a lock again, to its own
+    wake, where a lock scripted inside the second sleep lands too: the second holder cannot
+    take the lock the first holds, and the clock does not move between them."""
+    steps = [at(MIN, sleep={"for": 10 * MIN}), at(2 * MIN, sleep={"for": 60 * MIN}),
+             at(3 * MIN, lock={"for": 10_000}), at(30 * MIN, lock={"for": 9000})]
+    assert replay_problems(world(*steps)) == ["steps[3]: a lock while another is held"]
+    assert replay_problems(world(*steps[:3], at(80 * MIN, lock={"for": 9000}))) == []
+
+
 def test_an_mcp_session_acts_only_after_its_first_prompt():
     assert replay_problems(world(at(0, register={"session": "dave"}), mcp=True))
     assert replay_problems(world(at(1000, register={"session": "dave"}), mcp=True)) == []
