@@ -130,10 +130,16 @@ class Model:
 
     def overlapping(self, c: Optional[Call]) -> list[Call]:
         """The calls another process ran in the same concurrent dispatch as `c`."""
-        if c is None or not self.together:
+        if c is None:
             return []
-        d = (c.call or c.result or {}).get("dispatch")
-        return [x for x in self.together.get(d, ()) if x.proc != c.proc]
+        return self.overlapping_event(c.call or c.result or {}, c.proc)
+
+    def overlapping_event(self, e: dict, proc: Optional[str] = None) -> list[Call]:
+        """The calls a process other than `e`'s ran in the concurrent dispatch of event `e`."""
+        if not self.together:
+            return []
+        proc = proc if proc is not None else e.get("proc")
+        return [x for x in self.together.get(e.get("dispatch"), ()) if x.proc != proc]
 
     def moved_in_wave(self, c: Optional[Call]) -> bool:
         """Did another process register or leave a session in `c`'s concurrent dispatch?"""

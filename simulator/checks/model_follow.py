@@ -284,7 +284,10 @@ def on_hook(m: Model, e: dict) -> None:
             m.surprise(f"{label}'s hook line", "the leave line (its tombstone sticks, R7)", line[:120], [e])
         m.know(sid, True, hit.group("name"), label)
         m.tomb[sid] = False
-        if len(sids) == 1 and not m.loose:
+        # In a concurrent wave another process's send, broadcast or read may have landed before
+        # the hook or after it (the merge orders the wave by process): its count is not judged.
+        racy = any(x.tool in MUTATING for x in m.overlapping_event(e))
+        if len(sids) == 1 and not m.loose and not racy:
             replies.mail_count(m, None, sid, hook_unread(hit), f"{label}'s hook line ({d.get('hook')})", [e])
     elif line.startswith(LEAVE_LINE_PREFIX):
         for sid in sids:

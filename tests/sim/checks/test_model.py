@@ -321,3 +321,30 @@ def test_a_send_racing_the_recipients_registration_in_its_wave_may_be_sent(tmp_p
                                (CAROL, N_CAROL, "opencode", 30_000)))
         v = REGISTRY["P11"][2](RunView(spec, events, db, RUN_INFO))
         assert (v.status == "fail") == fails, (dispatch, v.message)
+
+
+@pytest.mark.rules("R31")
+def test_a_hook_line_in_the_wave_of_a_send_to_it_may_count_that_mail(tmp_path):
+    """R31: carol's Claude Code prompt hook and alice's send to her run in one concurrent wave, and
+    the merge puts carol's process first. The send may have committed before the hook counted, so
+    "1 unread" is allowed there; in serial dispatch, where the hook ran first, it is not.
+    (Exploration seed 66: a broadcast and a Cursor prompt at one instant.)"""
+    from simulator.design import mcp_session_id
+    carol = mcp_session_id("host-carol-1")
+    for dispatch, fails in (("concurrent", False), ("serial", True)):
+        h = H(); base_world(h)
+        h.start(0, "cc", {"carol": "host-carol-1"}, kind="claude-code")
+        h.registered(1_000, "cc", "carol", carol, "a-corn-00001")
+        hook = h.ev(60_000, "hook", "cc", "carol", hook="UserPromptSubmit", decision=None,
+                    line="[thatch] chat: you are a-corn-00001 (1 unread message(s) for you).")
+        call, res = sent(h, 60_000, "alice", "a-corn-00001", carol, "in the wave")
+        events = h.done()
+        hook["dispatch"] = res["dispatch"] = call["dispatch"]  # one wave
+        spec = make_spec(dispatch=dispatch, processes=[
+            {"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+            {"id": "cc", "kind": "claude-code", "sessions": [{"id": "carol"}]}])
+        db = mail_db(tmp_path / dispatch, ((ALICE, carol, "in the wave", 60_000, None, 0),),
+                     sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0),
+                               (carol, "a-corn-00001", "mcp", 60_000)))
+        v = REGISTRY["P11"][2](RunView(spec, events, db, RUN_INFO))
+        assert (v.status == "fail") == fails, (dispatch, v.message)
