@@ -133,6 +133,15 @@ REGISTERED_RE = re.compile(r"^\[registered\] (?P<name>\S+)$", re.M)
 SENT_RE = re.compile(r"^\[sent\] to (?P<to>\S+) \(")
 BROADCAST_RE = re.compile(r"^\[broadcast\] to (?P<count>\d+) sessions?\nrecipients: (?P<recipients>[^\n]*)"
                           r"(?:\nskipped stale: (?P<skipped>[^\n]*))?")
+# R14, R16: where a reply says a row is stale or active. chat_list lists `Active (N):` and
+# `Stale (N):` sections of `- NAME ...` lines; the CLI's list `# Active Sessions` and
+# `# Stale Sessions`, each a table under a `NAME ...` header row; a send's note says
+# "The recipient is active" or "The recipient is stale"; a broadcast's `skipped stale:` names
+# the stale rows it left out, its `recipients:` the others.
+LIST_SECTION_RE = re.compile(r"^(?P<section>Active|Stale) \(\d+\):$")
+CLI_SECTION_RE = re.compile(r"^# (?P<section>Active|Stale) Sessions$")
+SEND_NOTE_ACTIVE = "The recipient is active"
+SEND_NOTE_STALE = "The recipient is stale"
 # R10: chat_read's framed output: a warning, then the message lines between these fences.
 INBOX_EMPTY = "Inbox empty."
 INBOX_WARNING = "UNTRUSTED CONTENT:"

@@ -1,17 +1,23 @@
-"""Liveness (P4): a live host keeps its sessions fresh; a dead one lets them go stale on time.
+"""Liveness (P4): a live host keeps its sessions fresh; a dead one lets them go stale on time;
+the replies that show a row stale or active agree with its stored stamp (R14's one rule).
 
 Stored stamps have second resolution, so the bounds allow one second of slack.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Optional
 
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
-from simulator.checks.view import Incarnation, RunView
-from simulator.design import SECOND_MS
-from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, data_of, sample_rows
+from simulator.checks.view import Call, Incarnation, RunView
+from simulator.clock import parse_iso_ms
+from simulator.design import (
+    BROADCAST_RE, CLI_SECTION_RE, LIST_SECTION_RE, SECOND_MS, SEND_NOTE_ACTIVE, SEND_NOTE_STALE, SENT_RE, STALE_MS,
+    reply_names,
+)
+from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, TOOL_CALL, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
 from simulator.scenario.durations import format_duration as span
@@ -146,9 +152,116 @@ def _judge_orphan(view: RunView, label: str, row: dict, s: dict) -> tuple[int, O
     return 0, None
 
 
+def stale_marks(c: Call) -> list[tuple[str, bool]]:
+    """(name, shown stale) for every name an ok reply places by its liveness (R14, R16): the two
+    sections of chat_list and of the CLI's list, a send's note, a broadcast's recipients and skips."""
+    text, out = c.text, []
+    if c.tool == "send":
+        hit = SENT_RE.match(text)
+        stale = SEND_NOTE_STALE in text if SEND_NOTE_STALE in text or SEND_NOTE_ACTIVE in text else None
+        return [(hit.group("to"), stale)] if hit and stale is not None else []
+    if c.tool == "broadcast":
+        hit = BROADCAST_RE.match(text)
+        if hit:
+            out = [(n, False) for n in reply_names(hit.group("recipients"))]
+            out += [(n, True) for n in reply_names(hit.group("skipped"))]
+        return out
+    if c.tool not in ("list", "cli_list"):
+        return []
+    section, in_table = None, False
+    for line in text.splitlines():
+        head = (LIST_SECTION_RE if c.tool == "list" else CLI_SECTION_RE).match(line.strip())
+        if head:
+            section, in_table = head.group("section"), False
+        elif section and c.tool == "list" and line.startswith("- "):
+            out.append((line[2:].split(" ", 1)[0], section == "Stale"))
+        elif section and c.tool == "cli_list":
+            if line.startswith("NAME "):
+                in_table = True
+            elif not line.strip():
+                in_table = False
+            elif in_table and not line.startswith("("):
+                out.append((line.split()[0], section == "Stale"))
+    return out
+
+
+def _touch_index(view: RunView) -> tuple[dict[str, list[float]], list[float]]:
+    """Positions of the events that may write each label's last_seen (any event of that session;
+    a poll that beats it), and of those that may write anyone's (a poll naming no hosted set, a
+    call claiming another session with `as`)."""
+    own: dict[str, list[float]] = {}
+    anyone: list[float] = []
+    for e in view.history:
+        if e["kind"] == SAMPLE:
+            continue
+        d = data_of(e)
+        if e.get("session"):
+            own.setdefault(e["session"], []).append(e["i"])
+        if e["kind"] == POLL:
+            if "hosted" not in d:
+                anyone.append(e["i"])
+            for label in d.get("hosted") or ():
+                own.setdefault(label, []).append(e["i"])
+        elif e["kind"] == TOOL_CALL and (d.get("args") or {}).get("as") is not None:
+            anyone.append(e["i"])
+    return own, anyone
+
+
+def _between(positions: list[float], a: float, b: float) -> bool:
+    k = bisect.bisect_right(positions, a)
+    return k < len(positions) and positions[k] < b
+
+
+def _judge_stale_marks(view: RunView) -> tuple[int, Optional[Verdict]]:
+    """R14: a reply's stale marks follow the one staleness rule: stale exactly when the row's
+    last_seen is more than 60 s old. Judged where the stored stamp is known: the last sample
+    before the reply read it, and nothing that could write it ran in between (serial dispatch
+    only: a concurrent wave's events are merged by process, not in the order they ran)."""
+    if getattr(view.spec, "dispatch", "serial") == "concurrent" or view.epoch_ms is None:
+        return 0, None
+    samples = view.of(SAMPLE)
+    at = [s["i"] for s in samples]
+    own, anyone = _touch_index(view)
+    checked = 0
+    for c in view.calls:
+        if c.result is None or not c.ok or c.tool not in ("send", "broadcast", "list", "cli_list"):
+            continue
+        marks = stale_marks(c)
+        k = bisect.bisect_left(at, c.result["i"]) - 1
+        if not marks or k < 0:
+            continue
+        s = samples[k]
+        if _between(anyone, s["i"], c.result["i"]):
+            continue
+        now = view.epoch_ms + (c.call or c.result)["t"]
+        for name, shown_stale in marks:
+            label = view.label_for_name(name)
+            row = sample_rows(s).get(label or "") or {}
+            if (not row.get("registered") or str(row.get("name") or "").lower() != name.lower()
+                    or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS):
+                continue
+            seen = parse_iso_ms(row.get("last_seen"))
+            if seen is None or _between(own.get(label, []), s["i"], c.result["i"]):
+                continue
+            age = now - seen
+            if now % SECOND_MS and abs(age - STALE_MS) < SECOND_MS:
+                continue  # a sub-second instant this near the bound: the code's clock may round it
+            checked += 1
+            if shown_stale != (age > STALE_MS):
+                want = "stale" if age > STALE_MS else "active"
+                return checked, verdict(
+                    p4_liveness, "fail",
+                    f"{c.tool} reply of {c.session or c.proc} at t={span(c.t)} shows {name} "
+                    f"{'stale' if shown_stale else 'active'}, but its last_seen ({row.get('last_seen')}) "
+                    f"is {age / SECOND_MS:g} s old: {want} (R14: stale only past 60 s)",
+                    [sample_row(s, label), *([c.call] if c.call else []), c.result])
+    return checked, None
+
+
 @prop("P4", "liveness", rules=("R14", "R15", "R35"))
 def p4_liveness(view: RunView) -> Verdict:
-    """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before."""
+    """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before;
+    and every reply that places a row by its age (list, send, broadcast, the CLI) follows the one rule."""
     checked = 0
     for s in view.of(SAMPLE):
         for label, row in sample_rows(s).items():
@@ -187,6 +300,10 @@ def p4_liveness(view: RunView) -> Verdict:
             checked += judged
             if failure is not None:
                 return failure
+    marks, failure = _judge_stale_marks(view)
+    if failure is not None:
+        return failure
+    checked += marks
     if not checked:
         return skipped(p4_liveness, "no sample of a hosted or orphaned opencode session to judge")
     return passed(p4_liveness, f"{checked} sampled sessions consistent with their hosts", checked)

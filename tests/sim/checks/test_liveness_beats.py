@@ -160,3 +160,54 @@ def test_a_resumed_session_thatch_may_not_join_is_hosted_only_from_its_first_sta
     left = [lambda h: h.call(30_000, "h1", "bob", "unregister", {}, True, "You left the chat directory.")]
     assert not hosting(world(left), make_spec(processes=procs), 70_000)
     assert hosting(world(left), make_spec(processes=procs), 95_000)
+
+
+def _roster(active, stale):
+    def lines(names):
+        return "\n".join(f"- {n} | seen 1m ago" for n in names) or "(none)"
+    return (f"[chat] 2 sessions registered\nActive ({len(active)}):\n{lines(active)}\n\n"
+            f"Stale ({len(stale)}):\nStale sessions missed two heartbeats.\n{lines(stale)}")
+
+
+def _cli(active, stale):
+    out = "# Active Sessions\nNAME  AGE  STATUS\n" + "".join(f"{n}  1m ago  fresh\n" for n in active)
+    return out + "\n# Stale Sessions\nThese sessions have missed their heartbeat.\nNAME  AGE  STATUS\n" + "".join(
+        f"{n}  1m ago  stale\n" for n in stale)
+
+
+def _reply(tool, bob_stale):
+    """alice's reply of `tool` placing bob (N_BOB) stale or active."""
+    if tool == "list":
+        return _roster(["ba-sil-00001"] + ([] if bob_stale else [N_BOB]), [N_BOB] if bob_stale else [])
+    if tool == "cli_list":
+        return _cli(["ba-sil-00001"] + ([] if bob_stale else [N_BOB]), [N_BOB] if bob_stale else [])
+    if tool == "send":
+        note = "The recipient is stale (stale in chat_list): gone." if bob_stale else "The recipient is active: nudged."
+        return f"[sent] to {N_BOB} (ses_bob)\n\n{note}"
+    return (f"[broadcast] to 1 session\nrecipients: {'(none)' if bob_stale else N_BOB}"
+            + (f"\nskipped stale: {N_BOB}" if bob_stale else ""))
+
+
+@pytest.mark.rules("R14", "R16")
+@pytest.mark.parametrize("tool", ["list", "cli_list", "send", "broadcast"])
+def test_p4_judges_every_reply_that_places_a_row_by_its_age(tool):
+    """R14, R16: bob's row was last stamped at 4m30s (his host died). A reply 60 s later must show
+    him active, one 61 s later stale: chat_list's sections, the CLI's, a send's note and a
+    broadcast's skips all follow the one rule. A reply the other way fails P4."""
+    for age_s, shown_stale, fails in ((60, False, False), (60, True, True), (61, True, False), (61, False, True)):
+        h = H(); base_world(h)
+        h.sample(300_000, {"alice": ("ba-sil-00001", False, 300_000), "bob": (N_BOB, False, 270_000)})
+        h.call(270_000 + age_s * 1000, "h1", "alice", tool, {}, True, _reply(tool, shown_stale))
+        v = judge("P4", h, None)
+        assert (v.status == "fail") == fails, (tool, age_s, shown_stale, v.message)
+
+
+@pytest.mark.rules("R14")
+def test_p4_leaves_a_stale_mark_unjudged_when_something_touched_the_row_since_the_sample():
+    """R14: a poll beating bob between the sample and the reply may have moved his last_seen, so
+    the reply's "active" is not judged against the sampled stamp."""
+    h = H(); base_world(h)
+    h.sample(300_000, {"alice": ("ba-sil-00001", False, 300_000), "bob": (N_BOB, False, 240_000)})
+    h.poll(320_000, "h1", ["bob"])
+    h.call(330_000, "h1", "alice", "list", {}, True, _reply("list", False))
+    assert judge("P4", h, None).status != "fail"
