@@ -15,8 +15,8 @@ from simulator.checks.messages import acting_identity
 from simulator.checks.registry import Promise, passed, promised_procs, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
-from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, STAMP_RESOLUTION_MS
-from simulator.events import CRASH, STATUS, TURN_START, WAKE, data_of
+from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, SECOND_MS, STAMP_RESOLUTION_MS
+from simulator.events import CRASH, POLL, STATUS, STORE_ERROR, TURN_START, WAKE, data_of
 from simulator.result import Verdict
 from simulator.scenario.durations import format_duration as span
 
@@ -212,6 +212,34 @@ def _next_due(wakes: list[dict], woken: dict, lost: dict[int, dict]) -> tuple[in
         w = later[-1]
 
 
+def _renudge_poll(view: RunView, runs: list[tuple[int, int, list[Stretch]]], prev: dict, lost: dict,
+                  label: str, until: int) -> Optional[dict]:
+    """R18 to the second: a wake at a whole second stamps `delivered_at` exactly, so the mail is
+    due again at the host's first poll at or after 15 minutes from it (`delivered_at <= now -
+    15 min`), not a poll later. That poll, where nothing near it blurs the instant: the session
+    deliverable by that host from a whole poll cycle before the due time until after the poll,
+    still unread, and the poll meeting no lock, store error, crash, stall or sleep. None where
+    the bound is not that exact."""
+    if prev["i"] in lost or prev["t"] % SECOND_MS:
+        return None
+    exact = prev["t"] + RENUDGE_MS
+    part = next((p for _s, _e, parts in runs for p in parts if p.start <= exact < p.end), None)
+    if part is None or part.host is None or part.start > exact - view.poll_ms(part.host.proc):
+        return None
+    inc = part.host
+    poll = next((e for e in view.of(POLL, proc=inc.proc) if e["i"] > prev["i"] and e["t"] >= exact
+                 and view.inc_of(e) is inc and label in (data_of(e).get("hosted") or ())), None)
+    if poll is None or poll["t"] >= min(part.end, until) or view.asleep(poll["t"], slack=SECOND_MS):
+        return None
+    if any(a <= poll["t"] <= b + SECOND_MS for a, b in view.lock_windows()):
+        return None
+    if any(p in (None, inc.proc) and a <= poll["t"] <= b + SECOND_MS for p, a, b in view.stall_windows()):
+        return None
+    if any(abs(e["t"] - poll["t"]) <= SECOND_MS for e in view.of(STORE_ERROR, CRASH, proc=inc.proc)):
+        return None
+    return poll
+
+
 def _exempt_reason(timeline: list[Stretch], created: int, until: int, read: Optional[int]) -> str:
     """Why a message was never owed a wake: the gate's reason over most of its unread time."""
     spent: Counter = Counter()
@@ -225,8 +253,9 @@ def _exempt_reason(timeline: list[Stretch], created: int, until: int, read: Opti
 
 
 def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, prev: Optional[dict],
-            lost: dict) -> Verdict:
-    """The failure: which wake was owed (the first, one after a lost stamp, or a re-nudge) and from when."""
+            lost: dict, exact: Optional[dict] = None) -> Verdict:
+    """The failure: which wake was owed (the first, one after a lost stamp, or a re-nudge) and from when;
+    `exact`: the poll a re-nudge was due at to the second."""
     a, deadline, stretch = window
     host = stretch.host
     live = f"{host.proc}#{host.n} hosted {label} live, idle and under the cap"
@@ -245,6 +274,9 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
     wit = ([w for c in sent[:1] for w in c.witness()] + ([prev] if prev else [])
            + ([lost[prev["i"]]] if prev and prev["i"] in lost else []))
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
+    if exact is not None:
+        return verdict(p3_at_least_once, "fail", f"{story}, but the poll at t={span(exact['t'])}, 15 min to the "
+                       f"second after that wake (its stamp is exact), did not re-nudge it", wit + [exact])
     return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={span(deadline)}", wit)
 
 
@@ -264,6 +296,10 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
         woken = next((w for w in wakes if w["t"] <= until and (_came_after(view, w, created, call) if first
                                                                  else (w["t"], w["i"]) > (need_t, need_i))), None)
         window = _first_window(view, runs, need_t, until)
+        exact = _renudge_poll(view, runs, prev, lost, label, until) if prev is not None else None
+        if exact is not None and (woken is None or woken["t"] > exact["t"]):
+            due = next(p for _s, _e, parts in runs for p in parts if p.start <= exact["t"] < p.end)
+            return duties + 1, _missed(view, m, label, created, (exact["t"], exact["t"], due), prev, lost, exact), ""
         if woken is not None and (window is None or woken["t"] <= window[1]):
             duties += 1
             need_t, need_i, prev = _next_due(wakes, woken, lost)

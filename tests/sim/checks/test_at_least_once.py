@@ -80,6 +80,27 @@ def test_unread_mail_is_owed_a_renudge_fifteen_minutes_after_the_last_wake(tmp_p
     assert v2.status == "pass" and v2.judged == 1 and "owed 2 wakes" in v2.message, v2.message
 
 
+@pytest.mark.rules("R18", "R21")
+def test_a_renudge_is_due_at_the_first_poll_fifteen_minutes_to_the_second_after_the_wake(tmp_path):
+    """R18: bob's wake at 30 s stamped delivered_at to the second, and h1 polls every 30 s, so its
+    poll at 15m30s finds the mail exactly 15 min old and must re-nudge it (`<=`). A re-nudge at
+    the next poll (16m) is one poll late, though within the cycle a looser judge allows."""
+    for renudge_at, fails in ((30_000 + RENUDGE_MS, False), (60_000 + RENUDGE_MS, True)):
+        h = H(); base_world(h)
+        h.status(1_000, "h1", "bob")
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        for t in range(30_000, 1_200_000, 30_000):
+            h.poll(t, "h1", ["alice", "bob"])
+            if t == 30_000 or t == renudge_at:
+                h.wake(t, "h1", "bob")
+                h.status(t, "h1", "bob", "busy"); h.status(t + 5_000, "h1", "bob", "idle")
+        h.phase(1_200_000, "end")
+        v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+        assert (v.status == "fail") == fails, (renudge_at, v.message)
+        if fails:
+            assert "the poll at t=15m30s" in v.message, v.message
+
+
 @pytest.mark.rules("R23", "R21")
 def test_a_lost_stamp_is_due_again_at_once(tmp_path):
     """R23: after a crash at delivered-stamp the batch counts as never delivered: the next host
