@@ -47,12 +47,13 @@ import mutation_check as mc  # noqa: E402  (a sibling script, not a package)
 MODES = ("plain", "guided")
 
 
-def explore_in(repo: Path, budget: str, size: str, timeout: float, mode: str = "plain") -> dict:
+def explore_in(repo: Path, budget: str, size: str, timeout: float, mode: str = "plain", shrink: bool = True) -> dict:
     """Run one exploration campaign in `repo`; its JSON summary (or a `problem`)."""
     summary = repo / f"explore-summary-{mode}.json"
     cmd = [sys.executable, "-m", "simulator", "explore", "--seed", "0", "--budget", budget, "--max-failures", "1",
            "--size", size, "--out", str(repo / f"found-{mode}"), "--json", str(summary)]
     cmd += ["--guided"] if mode == "guided" else []
+    cmd += [] if shrink else ["--no-shrink"]
     started = time.monotonic()
     try:
         done = subprocess.run(cmd, cwd=repo, env=mc._env(repo), capture_output=True, text=True, timeout=timeout)
@@ -91,7 +92,7 @@ def _cells(r: dict) -> list[str]:
 
 
 def _note(r: dict) -> str:
-    note = r["problem"] or ("" if not r["found"] or r["reproduced"] else "does not reproduce alone")
+    note = r["problem"] or ("" if not r["found"] or r["reproduced"] is not False else "does not reproduce alone")
     return note.splitlines()[0] if note else ""
 
 
@@ -136,14 +137,14 @@ def one_mutant(base: Path, tmp: Path, m: mc.Mutant, mode: str, args: argparse.Na
     except SystemExit as exc:
         return row_of(m, {"problem": str(exc)}, mode)
     try:
-        return row_of(m, explore_in(repo, args.budget, args.size, timeout, mode), mode)
+        return row_of(m, explore_in(repo, args.budget, args.size, timeout, mode, args.shrink), mode)
     finally:
         shutil.rmtree(repo, ignore_errors=True)
 
 
 def _baseline(base: Path, args: argparse.Namespace, modes: tuple[str, ...], timeout: float) -> None:
     for mode in modes:
-        result = explore_in(base, args.budget, args.size, timeout, mode)
+        result = explore_in(base, args.budget, args.size, timeout, mode, args.shrink)
         print(f"baseline (unmutated, {mode}): {len(result.get('failures') or [])} failure(s) in {result.get('runs')} "
               f"runs {result.get('problem') or ''}", flush=True)
         for f in result.get("failures") or []:
@@ -159,6 +160,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--guided", action="store_true", help="short for --mode guided")
     ap.add_argument("--jobs", type=int, default=1, metavar="J", help="explore J mutants at once (default 1)")
     ap.add_argument("--baseline", action="store_true", help="first explore the unmutated copy (must find nothing)")
+    ap.add_argument("--no-shrink", dest="shrink", action="store_false",
+                    help="report each mutant's first failure without shrinking it (the whole catalogue in about "
+                         "half an hour on 2 cores: shrinking can take minutes per found mutant)")
     ap.add_argument("--json", default=None, help="write the rows as JSON here (updated after every mutant)")
     ap.add_argument("--markdown", default=None, help="write the table as markdown here")
     args = ap.parse_args(argv)

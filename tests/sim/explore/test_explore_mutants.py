@@ -40,3 +40,14 @@ def test_the_table_puts_both_modes_of_a_mutant_on_one_row(script):
     assert lines[2].startswith(f"| {m.id} | {m.rule} | **yes** | 7 s | P2 | 1/2/1 (from 2/5/5) | 6 | no | - |")
     assert "plain: found by exploration alone (90s per mutant from seed 0): 1/1" in table
     assert "guided: found by exploration alone (90s per mutant from seed 0): 0/1" in table
+
+
+def test_no_shrink_reports_a_found_mutant_without_calling_it_unreproducible(script):
+    """--no-shrink: the first failure is reported as found, with no shrunk size and no
+    "does not reproduce" note (nothing was rerun alone)."""
+    assert script.parse_args(["--no-shrink"]).shrink is False and script.parse_args([]).shrink is True
+    m = script.mc.MUTANTS[0]
+    row = script.row_of(m, {"failures": [{"check": "P4", "seed": 3, "message": "x"}], "first_failure_s": 5.0,
+                            "runs": 4}, "plain")
+    assert row["found"] and row["shrunk"] is None and script._note(row) == ""
+    assert script._note({**row, "reproduced": False}) == "does not reproduce alone"
