@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 SECOND_MS = 1_000
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
 
 # R14: stale = no beat for two intervals; exactly 60 s is still fresh.
 STALE_MS = 60_000
@@ -142,6 +143,8 @@ LIST_SECTION_RE = re.compile(r"^(?P<section>Active|Stale) \(\d+\):$")
 CLI_SECTION_RE = re.compile(r"^# (?P<section>Active|Stale) Sessions$")
 SEND_NOTE_ACTIVE = "The recipient is active"
 SEND_NOTE_STALE = "The recipient is stale"
+# R16: the CLI's list hides stale rows last seen more than this many days ago (`--stale N`, `all`).
+CLI_STALE_DAYS = 1
 # R10: chat_read's framed output: a warning, then the message lines between these fences.
 INBOX_EMPTY = "Inbox empty."
 INBOX_WARNING = "UNTRUSTED CONTENT:"

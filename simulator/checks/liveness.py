@@ -14,8 +14,8 @@ from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, Incarnation, RunView
 from simulator.clock import parse_iso_ms
 from simulator.design import (
-    BROADCAST_RE, CLI_SECTION_RE, LIST_SECTION_RE, SECOND_MS, SEND_NOTE_ACTIVE, SEND_NOTE_STALE, SENT_RE, STALE_MS,
-    reply_names,
+    AUTO_ROW_TTL_MS, BROADCAST_RE, CLI_SECTION_RE, CLI_STALE_DAYS, DAY_MS, HOUR_MS, LIST_SECTION_RE, SECOND_MS,
+    SEND_NOTE_ACTIVE, SEND_NOTE_STALE, SENT_RE, STALE_MS, reply_names,
 )
 from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, TOOL_CALL, data_of, sample_rows
 from simulator.result import Verdict
@@ -186,9 +186,9 @@ def stale_marks(c: Call) -> list[tuple[str, bool]]:
 
 
 def _touch_index(view: RunView) -> tuple[dict[str, list[float]], list[float]]:
-    """Positions of the events that may write each label's last_seen (any event of that session;
-    a poll that beats it), and of those that may write anyone's (a poll naming no hosted set, a
-    call claiming another session with `as`)."""
+    """Positions of the events that may write each label's last_seen or remove its row (any event
+    of that session, a poll that beats it, its leave), and of those that may write anyone's (a
+    poll naming no hosted set, a call claiming another session with `as`)."""
     own: dict[str, list[float]] = {}
     anyone: list[float] = []
     for e in view.history:
@@ -204,6 +204,10 @@ def _touch_index(view: RunView) -> tuple[dict[str, list[float]], list[float]]:
                 own.setdefault(label, []).append(e["i"])
         elif e["kind"] == TOOL_CALL and (d.get("args") or {}).get("as") is not None:
             anyone.append(e["i"])
+    for e in view.leaves():  # a delete or exit step records no event of its own
+        own.setdefault(e.get("session") or "", []).append(e["i"])
+    for positions in own.values():
+        positions.sort()
     return own, anyone
 
 
@@ -212,11 +216,32 @@ def _between(positions: list[float], a: float, b: float) -> bool:
     return k < len(positions) and positions[k] < b
 
 
+def _cli_bound_ms(c: Call) -> Optional[float]:
+    """How old a stale row the CLI's list still shows (R16): `--stale N` days, one day by
+    default, None for `--stale all`."""
+    stale = c.args.get("stale")
+    return None if stale == "all" else float(stale if stale is not None else CLI_STALE_DAYS) * DAY_MS
+
+
+def _known_rows(view: RunView, s: dict, c: Call, own: dict[str, list[float]]) -> dict[str, tuple[dict, int]]:
+    """label -> (sampled row, last_seen ms) for the registered rows of polled kinds whose stamp at
+    `c` is the one sample `s` read: no event that could write it ran in between."""
+    out = {}
+    for label, row in sample_rows(s).items():
+        if not row.get("registered") or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS:
+            continue
+        seen = parse_iso_ms(row.get("last_seen"))
+        if seen is not None and not _between(own.get(label, []), s["i"], c.result["i"]):
+            out[label] = (row, seen)
+    return out
+
+
 def _judge_stale_marks(view: RunView) -> tuple[int, Optional[Verdict]]:
-    """R14: a reply's stale marks follow the one staleness rule: stale exactly when the row's
-    last_seen is more than 60 s old. Judged where the stored stamp is known: the last sample
-    before the reply read it, and nothing that could write it ran in between (serial dispatch
-    only: a concurrent wave's events are merged by process, not in the order they ran)."""
+    """R14, R16: a reply's stale marks follow the one staleness rule (stale exactly when the row's
+    last_seen is more than 60 s old), chat_list lists every registered row, and the CLI's list
+    every row but the stale ones older than its bound. Judged where the stored stamp is known: the
+    last sample before the reply read it, and nothing that could write it ran in between (serial
+    dispatch only: a concurrent wave's events are merged by process, not in the order they ran)."""
     if getattr(view.spec, "dispatch", "serial") == "concurrent" or view.epoch_ms is None:
         return 0, None
     samples = view.of(SAMPLE)
@@ -228,33 +253,40 @@ def _judge_stale_marks(view: RunView) -> tuple[int, Optional[Verdict]]:
             continue
         marks = stale_marks(c)
         k = bisect.bisect_left(at, c.result["i"]) - 1
-        if not marks or k < 0:
+        if not marks or k < 0 or _between(anyone, samples[k]["i"], c.result["i"]):
             continue
         s = samples[k]
-        if _between(anyone, s["i"], c.result["i"]):
-            continue
         now = view.epoch_ms + (c.call or c.result)["t"]
-        for name, shown_stale in marks:
-            label = view.label_for_name(name)
-            row = sample_rows(s).get(label or "") or {}
-            if (not row.get("registered") or str(row.get("name") or "").lower() != name.lower()
-                    or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS):
+        known = _known_rows(view, s, c, own)
+        shown = {name.lower(): stale for name, stale in marks}
+        bound = _cli_bound_ms(c) if c.tool == "cli_list" else None
+        where = f"{c.tool} reply of {c.session or c.proc} at t={span(c.t)}"
+        for label, (row, seen) in known.items():
+            name, age = str(row.get("name") or ""), now - seen
+            near = now % SECOND_MS != 0  # a sub-second instant: the code's clock may round it
+            stale = age > STALE_MS
+            wit = [sample_row(s, label), *([c.call] if c.call else []), c.result]
+            if name.lower() in shown and not (near and abs(age - STALE_MS) < SECOND_MS):
+                checked += 1
+                if shown[name.lower()] != stale:
+                    return checked, verdict(
+                        p4_liveness, "fail",
+                        f"{where} shows {name} {'stale' if shown[name.lower()] else 'active'}, but its last_seen "
+                        f"({row.get('last_seen')}) is {age / SECOND_MS:g} s old: {'stale' if stale else 'active'} "
+                        f"(R14: stale only past 60 s)", wit)
+            if c.tool not in ("list", "cli_list") or age >= AUTO_ROW_TTL_MS - HOUR_MS:
+                continue  # only the rosters list every row; an old row may have been pruned meanwhile
+            hidden = c.tool == "cli_list" and stale and bound is not None and age > bound
+            if abs(age - STALE_MS) < SECOND_MS or (bound is not None and abs(age - bound) < SECOND_MS):
                 continue
-            seen = parse_iso_ms(row.get("last_seen"))
-            if seen is None or _between(own.get(label, []), s["i"], c.result["i"]):
-                continue
-            age = now - seen
-            if now % SECOND_MS and abs(age - STALE_MS) < SECOND_MS:
-                continue  # a sub-second instant this near the bound: the code's clock may round it
             checked += 1
-            if shown_stale != (age > STALE_MS):
-                want = "stale" if age > STALE_MS else "active"
+            if hidden == (name.lower() in shown):
+                want = (f"hidden: stale and last seen more than {bound / DAY_MS:g} day(s) ago (R16)" if hidden
+                        else "listed (R16: " + ("the tool lists every row)" if c.tool == "list"
+                                                else "the CLI hides only stale rows older than its bound)"))
                 return checked, verdict(
-                    p4_liveness, "fail",
-                    f"{c.tool} reply of {c.session or c.proc} at t={span(c.t)} shows {name} "
-                    f"{'stale' if shown_stale else 'active'}, but its last_seen ({row.get('last_seen')}) "
-                    f"is {age / SECOND_MS:g} s old: {want} (R14: stale only past 60 s)",
-                    [sample_row(s, label), *([c.call] if c.call else []), c.result])
+                    p4_liveness, "fail", f"{where} {'lists' if name.lower() in shown else 'leaves out'} {name}, "
+                    f"last seen {age / SECOND_MS:g} s before: it should be {want}", wit)
     return checked, None
 
 

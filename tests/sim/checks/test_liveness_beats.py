@@ -211,3 +211,22 @@ def test_p4_leaves_a_stale_mark_unjudged_when_something_touched_the_row_since_th
     h.poll(320_000, "h1", ["bob"])
     h.call(330_000, "h1", "alice", "list", {}, True, _reply("list", False))
     assert judge("P4", h, None).status != "fail"
+
+
+@pytest.mark.rules("R16")
+def test_p4_holds_the_cli_list_to_its_stale_bound_and_chat_list_to_every_row():
+    """R16: bob's row was last stamped 25 hours before alice's queries. The CLI's list hides a
+    stale row last seen more than a day ago by default (`--stale 2` shows it, `all` too);
+    chat_list is unbounded, so leaving him out fails there."""
+    day = 86_400_000
+    cases = (("cli_list", {}, False, False), ("cli_list", {}, True, True), ("cli_list", {"stale": 2}, True, False),
+             ("cli_list", {"stale": 2}, False, True), ("cli_list", {"stale": "all"}, False, True),
+             ("list", {}, True, False), ("list", {}, False, True))
+    for tool, args, shown, fails in cases:
+        h = H(); base_world(h)
+        t = day + 2 * 3_600_000
+        h.sample(t - 30_000, {"alice": ("ba-sil-00001", False, t - 30_000), "bob": (N_BOB, True, t - 25 * 3_600_000)})
+        text = (_cli if tool == "cli_list" else _roster)(["ba-sil-00001"], [N_BOB] if shown else [])
+        h.call(t, "h1", "alice", tool, args, True, text)
+        v = judge("P4", h, None)
+        assert (v.status == "fail") == fails, (tool, args, shown, v.message)
