@@ -240,6 +240,27 @@ def _renudge_poll(view: RunView, runs: list[tuple[int, int, list[Stretch]]], pre
     return poll
 
 
+def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int, list[Stretch]]],
+                created: tuple, until: int) -> Optional[dict]:
+    """R19 to the instant: the idle event flushes pending mail at once. The idle status event that
+    first opened the gate after the message was created, where the session was busy or compacting
+    in that same host just before it (nothing else held the wake back), and no crash or store
+    error of the host at that instant. None where the gate did not open so."""
+    first = next(((start, parts[0]) for start, end, parts in runs if end > created[0]), None)
+    if first is None or first[0] <= created[0] or first[0] >= until or first[1].host is None:
+        return None
+    a, inc = first[0], first[1].host
+    before = next((x for x in gate.timeline(label) if x.start < a and x.end == a), None)
+    if before is None or before.reason not in (f"busy in {inc.proc}", f"compacting in {inc.proc}"):
+        return None
+    edge = next((e for e in view.of(STATUS, session=label, proc=inc.proc) if e["t"] == a
+                 and view.inc_of(e) is inc and data_of(e).get("status") == "idle"
+                 and not data_of(e).get("compacting")), None)
+    if edge is None or any(e["t"] == a for e in view.of(STORE_ERROR, CRASH, proc=inc.proc)):
+        return None
+    return edge
+
+
 def _exempt_reason(timeline: list[Stretch], created: int, until: int, read: Optional[int]) -> str:
     """Why a message was never owed a wake: the gate's reason over most of its unread time."""
     spent: Counter = Counter()
@@ -274,6 +295,9 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
     wit = ([w for c in sent[:1] for w in c.witness()] + ([prev] if prev else [])
            + ([lost[prev["i"]]] if prev and prev["i"] in lost else []))
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
+    if exact is not None and exact["kind"] == STATUS:
+        return verdict(p3_at_least_once, "fail", f"{story}, but its idle event at t={span(exact['t'])} did not "
+                       f"flush it at once (R19)", wit + [exact])
     if exact is not None:
         return verdict(p3_at_least_once, "fail", f"{story}, but the poll at t={span(exact['t'])}, 15 min to the "
                        f"second after that wake (its stamp is exact), did not re-nudge it", wit + [exact])
@@ -296,7 +320,8 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
         woken = next((w for w in wakes if w["t"] <= until and (_came_after(view, w, created, call) if first
                                                                  else (w["t"], w["i"]) > (need_t, need_i))), None)
         window = _first_window(view, runs, need_t, until)
-        exact = _renudge_poll(view, runs, prev, lost, label, until) if prev is not None else None
+        exact = (_renudge_poll(view, runs, prev, lost, label, until) if prev is not None
+                 else _flush_edge(view, gate, label, runs, created, until))
         if exact is not None and (woken is None or woken["t"] > exact["t"]):
             due = next(p for _s, _e, parts in runs for p in parts if p.start <= exact["t"] < p.end)
             return duties + 1, _missed(view, m, label, created, (exact["t"], exact["t"], due), prev, lost, exact), ""

@@ -101,6 +101,28 @@ def test_a_renudge_is_due_at_the_first_poll_fifteen_minutes_to_the_second_after_
             assert "the poll at t=15m30s" in v.message, v.message
 
 
+@pytest.mark.rules("R19")
+def test_the_idle_event_after_a_busy_turn_flushes_held_mail_at_once(tmp_path):
+    """R19: mail sent to bob while he is busy waits; his idle event at 2m must flush it at that
+    instant. A wake at the next poll (2m30s) is within a poll cycle, yet the flush did not run."""
+    for woken_at, fails in ((120_000, False), (150_000, True)):
+        h = H(); base_world(h)
+        h.status(1_000, "h1", "bob")
+        h.status(5_000, "h1", "bob", "busy")
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        for t in range(30_000, 300_000, 30_000):
+            h.poll(t, "h1", ["alice", "bob"])
+            if t == 120_000:
+                h.status(t, "h1", "bob", "idle")
+            if t == woken_at:
+                h.wake(t, "h1", "bob")
+        h.phase(300_000, "end")
+        v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+        assert (v.status == "fail") == fails, (woken_at, v.message)
+        if fails:
+            assert "its idle event at t=2m did not flush it at once (R19)" in v.message, v.message
+
+
 @pytest.mark.rules("R23", "R21")
 def test_a_lost_stamp_is_due_again_at_once(tmp_path):
     """R23: after a crash at delivered-stamp the batch counts as never delivered: the next host
