@@ -16,7 +16,7 @@ from simulator.checks.registry import Promise, passed, promised_procs, prop, ski
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, SECOND_MS, STAMP_RESOLUTION_MS
-from simulator.events import CRASH, POLL, STATUS, STORE_ERROR, TURN_START, WAKE, data_of
+from simulator.events import CRASH, POLL, PROCESS_START, STATUS, STORE_ERROR, TURN_START, WAKE, data_of
 from simulator.result import Verdict
 from simulator.scenario.durations import format_duration as span
 
@@ -242,20 +242,25 @@ def _renudge_poll(view: RunView, runs: list[tuple[int, int, list[Stretch]]], pre
 
 def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int, list[Stretch]]],
                 created: tuple, until: int) -> Optional[dict]:
-    """R19 to the instant: the idle event flushes pending mail at once. The idle status event that
-    first opened the gate after the message was created, where the session was busy or compacting
-    in that same host just before it (nothing else held the wake back), and no crash or store
-    error of the host at that instant. None where the gate did not open so."""
+    """R19 and R5 to the instant: the idle event flushes pending mail at once, and so does the
+    startup path of a process that hosts the session from its start. The idle status event (or
+    the process start) that first opened the gate after the message was created, where the
+    session was busy or compacting in that same host just before it (or no live process hosted
+    it), and no crash or store error of the host at that instant. None where the gate did not
+    open so."""
     first = next(((start, parts[0]) for start, end, parts in runs if end > created[0]), None)
     if first is None or first[0] <= created[0] or first[0] >= until or first[1].host is None:
         return None
     a, inc = first[0], first[1].host
     before = next((x for x in gate.timeline(label) if x.start < a and x.end == a), None)
-    if before is None or before.reason not in (f"busy in {inc.proc}", f"compacting in {inc.proc}"):
+    if before is not None and before.reason == "no live process hosts it" and a == inc.start_t:
+        edge = inc.start_event  # R5: the startup path's delivery pass, for every session it hosts from its start
+    elif before is None or before.reason not in (f"busy in {inc.proc}", f"compacting in {inc.proc}"):
         return None
-    edge = next((e for e in view.of(STATUS, session=label, proc=inc.proc) if e["t"] == a
-                 and view.inc_of(e) is inc and data_of(e).get("status") == "idle"
-                 and not data_of(e).get("compacting")), None)
+    else:
+        edge = next((e for e in view.of(STATUS, session=label, proc=inc.proc) if e["t"] == a
+                     and view.inc_of(e) is inc and data_of(e).get("status") == "idle"
+                     and not data_of(e).get("compacting")), None)
     if edge is None or any(e["t"] == a for e in view.of(STORE_ERROR, CRASH, proc=inc.proc)):
         return None
     return edge
@@ -298,6 +303,9 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
     if exact is not None and exact["kind"] == STATUS:
         return verdict(p3_at_least_once, "fail", f"{story}, but its idle event at t={span(exact['t'])} did not "
                        f"flush it at once (R19)", wit + [exact])
+    if exact is not None and exact["kind"] == PROCESS_START:
+        return verdict(p3_at_least_once, "fail", f"{story}, but the startup of {host.proc} at t={span(exact['t'])} "
+                       f"did not wake it at once (R5: the startup path kicks a delivery pass)", wit)
     if exact is not None:
         return verdict(p3_at_least_once, "fail", f"{story}, but the poll at t={span(exact['t'])}, 15 min to the "
                        f"second after that wake (its stamp is exact), did not re-nudge it", wit + [exact])

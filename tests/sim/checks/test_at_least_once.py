@@ -123,6 +123,31 @@ def test_the_idle_event_after_a_busy_turn_flushes_held_mail_at_once(tmp_path):
             assert "its idle event at t=2m did not flush it at once (R19)" in v.message, v.message
 
 
+@pytest.mark.rules("R5")
+def test_a_resumed_process_wakes_asleep_mail_at_its_start(tmp_path):
+    """R5: bob's host h1 dies at 1m and alice's mail waits; `-s` resumes bob into h2 at 3m and the
+    startup path's delivery pass must wake him then, not at h2's first poll (3m30s)."""
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                {"id": "h2", "start": "never"}, {"id": "h3", "sessions": []}])
+    for woken_at, fails in ((180_000, False), (210_000, True)):
+        h = H(); base_world(h)
+        h.status(1_000, "h1", "bob")
+        h.exit(60_000, "h1", "killed")
+        h.start(60_000, "h3", {"alice": ALICE})
+        h.send(90_000, "h3", "alice", N_BOB, "hello")
+        h.start(180_000, "h2", {"bob": BOB}, resumed="bob", how="-s")
+        for t in range(180_000, 400_000, 30_000):
+            if t > 180_000:
+                h.poll(t, "h2", ["bob"])
+            if t == woken_at:
+                h.wake(t, "h2", "bob")
+        h.phase(400_000, "end")
+        v = judge(h, db_with(tmp_path, (BOB, 90_000, None)), spec)
+        assert (v.status == "fail") == fails, (woken_at, v.message)
+        if fails:
+            assert "the startup of h2 at t=3m did not wake it at once" in v.message, v.message
+
+
 @pytest.mark.rules("R23", "R21")
 def test_a_lost_stamp_is_due_again_at_once(tmp_path):
     """R23: after a crash at delivered-stamp the batch counts as never delivered: the next host
