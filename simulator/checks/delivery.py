@@ -342,10 +342,32 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
         return duties + 1, _missed(view, m, label, created, window, prev, lost), ""
 
 
+def _gate_breach(view: RunView) -> Optional[Verdict]:
+    """R19: no wake lands while its host last saw the session busy or compacting (a status change
+    at the wake's own instant may have reached the runtime on either side of it: not judged)."""
+    statuses: dict[tuple, list[dict]] = {}
+    for e in view.of(STATUS):
+        statuses.setdefault((e.get("proc"), e.get("session")), []).append(e)
+    for w in view.of(WAKE):
+        seen = [e for e in statuses.get((w.get("proc"), w.get("session")), ()) if e["i"] < w["i"]]
+        last = seen[-1] if seen else None
+        if last is None or last["t"] >= w["t"] or view.inc_of(last) is not view.inc_of(w):
+            continue
+        state = "compacting" if data_of(last).get("compacting") else data_of(last).get("status")
+        if state in ("busy", "compacting"):
+            return verdict(p3_at_least_once, "fail", f"{w.get('session')} was woken at t={span(w['t'])} by "
+                           f"{w.get('proc')}, which last saw it {state} (t={span(last['t'])}): the gate is idle "
+                           f"and not compacting (R19)", [last, w])
+    return None
+
+
 @prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R22", "R23", "R29"))
 def p3_at_least_once(view: RunView) -> Verdict:
     """Unread mail to a session is woken within one poll cycle of the session becoming deliverable, again 15 min
     after each wake while it stays unread, and at once after a crash lost the wake's stamp."""
+    breach = _gate_breach(view)
+    if breach is not None:
+        return breach
     gate = Gate(view)
     calls: dict[int, Call] = {}
     created = _creations(view, calls)

@@ -148,6 +148,23 @@ def test_a_resumed_process_wakes_asleep_mail_at_its_start(tmp_path):
             assert "the startup of h2 at t=3m did not wake it at once" in v.message, v.message
 
 
+@pytest.mark.rules("R19")
+@pytest.mark.parametrize("state", ["busy", "compacting"])
+def test_a_wake_while_the_host_last_saw_the_session_busy_or_compacting_fails(tmp_path, state):
+    """R19: the gate is idle and not compacting. bob went busy (or began compacting) at 20 s; a
+    wake at 40 s, before any idle event, breaks the gate. A wake at the instant of the change is
+    not judged (the event may have reached the runtime on either side of it)."""
+    for woken_at, fails in ((40_000, True), (20_000, False)):
+        h = H(); base_world(h)
+        h.status(1_000, "h1", "bob")
+        h.send(10_000, "h1", "alice", N_BOB, "hello")
+        h.status(20_000, "h1", "bob", "idle" if state == "compacting" else "busy", compacting=state == "compacting")
+        h.wake(woken_at, "h1", "bob")
+        h.phase(END, "end")
+        v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+        assert ("the gate is idle and not compacting" in v.message) == fails, (state, woken_at, v.message)
+
+
 @pytest.mark.rules("R23", "R21")
 def test_a_lost_stamp_is_due_again_at_once(tmp_path):
     """R23: after a crash at delivered-stamp the batch counts as never delivered: the next host
