@@ -250,6 +250,41 @@ def maybe_joined(m: Model, label: Optional[str]) -> None:
             m.reg[sid] = None
 
 
+# The harness's names for an automatic join it saw (opencode): at a first prompt, at an idle.
+AUTO_JOINS = ("first-prompt", "idle")
+
+
+def no_auto_join(view: RunView, e: dict) -> Optional[str]:
+    """Why the design forbids the automatic join `e` (None: it may happen): a child session never
+    auto-registers (R1), unless a plugin reload made the runtime forget it is one; nor does any
+    session of a process whose `chat.autoRegister` is false then (R30: re-read per event). Judged
+    only for a session's first registration in the run, with no 002-era row of its own."""
+    label, proc = e.get("session"), e.get("proc")
+    spec = next((p for p in getattr(view.spec, "processes", []) if p.id == proc), None)
+    session = next((x for x in getattr(spec, "sessions", []) if x.id == label), None) if spec else None
+    if session is None or any(getattr(r, "session", None) == label for r in getattr(view.spec, "legacy", []) or []):
+        return None
+    if any(x["i"] < e["i"] for x in view.of(REGISTERED, session=label)) or any(
+            (sample_rows(x).get(label) or {}).get("registered") for x in view.of(SAMPLE) if x["i"] < e["i"]):
+        return None
+    # A plugin reload forgets which sessions are children (the later design's machinery incident).
+    reloaded = any(st.action == "reload" and st.args.process == proc and view.landed(k, st.at) <= e["t"]
+                   for k, st in enumerate(view.steps))
+    if getattr(session, "parent", None) and not reloaded and not getattr(session, "machinery", False):
+        return "a child (sub-agent) session never auto-registers (R1)"
+    values = {spec.config.auto_register}
+    for k, st in enumerate(view.steps):  # the setting is read per event: the latest edit before it counts
+        new = getattr(st.args, "auto_register", None) if st.action == "config" and st.args.process == proc else None
+        at = view.landed(k, st.at) if new is not None else None
+        if at is not None and at < e["t"]:
+            values = {new}
+        elif at is not None and at == e["t"]:
+            values |= {new}  # an edit at the join's own instant may land on either side of it
+    if values == {False}:
+        return f"{proc} runs with chat.autoRegister false (R30)"
+    return None
+
+
 def on_registered(m: Model, e: dict) -> None:
     d, label = data_of(e), e.get("session")
     how = d.get("how")
@@ -260,6 +295,10 @@ def on_registered(m: Model, e: dict) -> None:
     sid = d.get("session_id") or next(iter(m.view.ids.get(label or "", ())), None)
     if sid and m.tomb.get(sid) is True:
         m.surprise(f"{label} joined again ({how})", "no automatic join: its leave tombstone sticks (R7)",
+                   f"registered as {d.get('name')}", [e])
+    why_not = no_auto_join(m.view, e) if how in AUTO_JOINS else None
+    if why_not:
+        m.surprise(f"{label} joined automatically ({how})", f"no automatic join: {why_not}",
                    f"registered as {d.get('name')}", [e])
     if sid:
         m.know(sid, True, d.get("name"), label)

@@ -348,3 +348,24 @@ def test_a_hook_line_in_the_wave_of_a_send_to_it_may_count_that_mail(tmp_path):
                                (carol, "a-corn-00001", "mcp", 60_000)))
         v = REGISTRY["P11"][2](RunView(spec, events, db, RUN_INFO))
         assert (v.status == "fail") == fails, (dispatch, v.message)
+
+
+@pytest.mark.rules("R1", "R30")
+def test_an_automatic_join_of_a_child_or_under_auto_register_off_fails(tmp_path):
+    """R1: carol, a sub-agent child of alice, never auto-registers; R30: nor does any session of a
+    process whose chat.autoRegister is false at the join, read per event (after a config step
+    turning it back on, the join is allowed). An explicit register stays allowed in both."""
+    child = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}, {"id": "carol", "parent": "alice"}]}]
+    off = [{"id": "h1", "config": {"autoRegister": False}, "sessions": [{"id": "alice"}, {"id": "bob"}]}]
+    back_on = [{"at": "1m", "config": {"process": "h1", "autoRegister": True}}]
+    cases = ((child, [], "carol", "first-prompt", True), (child, [], "carol", "explicit", False),
+             (off, [], "bob", "idle", True), (off, back_on, "bob", "idle", False))
+    for k, (procs, steps, who, how, fails) in enumerate(cases):
+        h = H()
+        h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
+        h.start(0, "h1", {"alice": ALICE, "bob": BOB, "carol": CAROL})
+        h.registered(1_000, "h1", "alice", ALICE, N_ALICE, how="explicit")
+        h.registered(120_000, "h1", who, {"carol": CAROL, "bob": BOB}[who], "jas-per-00001", how=how)
+        h.phase(600_000, "end")
+        v = judge(h, mail_db(tmp_path / str(k)), make_spec(processes=procs, steps=steps))
+        assert (v.status == "fail" and "no automatic join" in v.message) == fails, (k, v.message)
