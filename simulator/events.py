@@ -189,6 +189,8 @@ class HookData(TypedDict):
     hook: str
     line: Optional[str]
     decision: Optional[str]
+    stop_hook_active: NotRequired[bool]   # Claude Code's Stop: the payload's flag
+    status: NotRequired[str]              # Cursor's stop: the turn's status in the payload
 
 
 class CrashData(TypedDict):

@@ -312,6 +312,7 @@ def on_hook(m: Model, e: dict) -> None:
     if d.get("decision") == "crashed":
         m.blur_label(label)
         return
+    turn_end_mail_check(m, e)
     hit = HOOK_LINE_RE.match(line)
     if hit and sids:
         # The label's ids include those of forks still to come (a fork gives the conversation a new
@@ -332,6 +333,20 @@ def on_hook(m: Model, e: dict) -> None:
         for sid in sids:
             m.know(sid, False)
             m.tomb[sid] = True
+
+
+def turn_end_mail_check(m: Model, e: dict) -> None:
+    """R36: Claude Code's Stop hook never blocks a stop that a block of its own already continued
+    (`stop_hook_active`), and Cursor's stop hook never follows up after an aborted or errored turn."""
+    d, label = data_of(e), e.get("session")
+    m.judged += d.get("stop_hook_active") is not None or d.get("status") is not None
+    if d.get("stop_hook_active") and d.get("decision") == "block":
+        m.surprise(f"{label}'s Stop hook (stop_hook_active)", "no block: the turn a reminder continued may end (R36)",
+                   f"blocked: {str(d.get('line') or '')[:80]}", [e])
+    if d.get("status") not in (None, "completed") and d.get("decision") == "followup":
+        m.surprise(f"{label}'s stop hook after a turn that ended {d.get('status')}",
+                   "no follow-up after an aborted or errored turn (R36)", f"followed up: {str(d.get('line'))[:80]}",
+                   [e])
 
 
 def is_mcp(view: RunView, proc: Optional[str]) -> bool:

@@ -199,9 +199,10 @@ class ClaudeCodeHarness(Harness):
         try:
             reason = stop_block_reason(self.hook_stdout(label, CLAUDE_STOP, payload))
         except ChildCrashed:
-            self.emit(HOOK, label, hook=CLAUDE_STOP, line=None, decision="crashed")
+            self.emit(HOOK, label, hook=CLAUDE_STOP, line=None, decision="crashed", stop_hook_active=active)
             return None
-        self.emit(HOOK, label, hook=CLAUDE_STOP, line=reason, decision="block" if reason else None)
+        self.emit(HOOK, label, hook=CLAUDE_STOP, line=reason, decision="block" if reason else None,
+                  stop_hook_active=active)
         return reason
 
     # -- tools ---------------------------------------------------------------------

@@ -112,7 +112,7 @@ class CursorHarness(Harness):
         out = self.hook_stdout(label, CURSOR_STOP, status=status, loop_count=self.loop_count[label])
         message = followup_message(out)
         self.emit(HOOK, label, hook=HOOK_RECORDED[CURSOR_STOP], line=message,
-                  decision="followup" if message else None)
+                  decision="followup" if message else None, status=status)
         return message
 
     # -- tools -------------------------------------------------------------------

@@ -369,3 +369,20 @@ def test_an_automatic_join_of_a_child_or_under_auto_register_off_fails(tmp_path)
         h.phase(600_000, "end")
         v = judge(h, mail_db(tmp_path / str(k)), make_spec(processes=procs, steps=steps))
         assert (v.status == "fail" and "no automatic join" in v.message) == fails, (k, v.message)
+
+
+@pytest.mark.rules("R36")
+def test_a_stop_hook_that_blocks_a_continued_turn_or_follows_up_an_aborted_one_fails(tmp_path):
+    """R36: Claude Code's Stop hook must let a turn its own block continued end
+    (`stop_hook_active`), and Cursor's stop hook must not follow up after an aborted or errored
+    turn; a block on a first Stop and a follow-up after a completed turn are the design's."""
+    cases = (({"hook": "Stop", "decision": "block", "stop_hook_active": True}, True),
+             ({"hook": "Stop", "decision": "block", "stop_hook_active": False}, False),
+             ({"hook": "stop", "decision": "followup", "status": "aborted"}, True),
+             ({"hook": "stop", "decision": "followup", "status": "error"}, True),
+             ({"hook": "stop", "decision": "followup", "status": "completed"}, False))
+    for k, (data, fails) in enumerate(cases):
+        h = H(); base_world(h)
+        h.ev(120_000, "hook", "h1", "alice", line="[thatch] chat: 1 unread message for you.", **data)
+        v = judge(h, mail_db(tmp_path / str(k)))
+        assert (v.status == "fail" and "R36" in v.message) == fails, (data, v.message)

@@ -353,4 +353,5 @@ def test_hook_children_get_claude_codes_payloads_and_the_host_reads_their_output
     assert [r[1]["stop_hook_active"] for r in runs[2:]] == [False, True]
     assert runs[1][2].strip() == h.hooks("UserPromptSubmit")[0]["line"]
     assert json.loads(runs[2][2]) == {"decision": "block", "reason": h.hooks("Stop")[0]["line"]}
-    assert runs[3][2] == "" and h.hooks("Stop")[1] == {"hook": "Stop", "line": None, "decision": None}
+    assert runs[3][2] == "" and h.hooks("Stop")[1] == {"hook": "Stop", "line": None, "decision": None,
+                                                             "stop_hook_active": True}
