@@ -435,7 +435,8 @@ class _Draw:
 
     def _cli(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:
         if self.rng.random() < 0.5:
-            return {"at": t, "cli_list": {"stale": self.rng.choice(("all", 1, 7))}}
+            stale = self.rng.choice(("all", 1, 7, None))  # None: the CLI's default bound (one day, R16)
+            return {"at": t, "cli_list": {} if stale is None else {"stale": stale}}
         limit = self.rng.randint(0, 30)  # 0 draws `all` (the CLI's limit is 1 or more)
         return {"at": t, "cli_tail": {"limit": limit or "all"}}
 

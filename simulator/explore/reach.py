@@ -4,7 +4,8 @@ Uniform times almost never land where a wrong constant shows: a query
 exactly 60 s after a dead host's last beat (R14), a poll exactly 15 minutes
 after a delivery (R18), wakes on both sides of a clock hour (R22), a return
 just before or just after a 7-day TTL (R7, R26), a tool call at the edge of
-a hook's 10-minute pid freshness (R32). Each draw here returns a short
+a hook's 10-minute pid freshness (R32), the CLI's list of a row just under or
+just over its one-day stale bound (R16). Each draw here returns a short
 script: the steps at the drawn time and follow-ups at the boundary, all
 checked against the world plan by the generator when their time comes. The
 constants are the design's own (simulator/design.py), never the code's.
@@ -20,8 +21,8 @@ from typing import Any, Optional
 
 from simulator.clock import START_EPOCH_MS
 from simulator.design import (
-    AUTO_ROW_TTL_MS, DEFAULT_POLL_MS, HOUR_MS, MINUTE_MS, PID_FRESH_MS, RENUDGE_MS, SECOND_MS, STALE_MS,
-    TOMBSTONE_TTL_MS,
+    AUTO_ROW_TTL_MS, CLI_STALE_DAYS, DAY_MS, DEFAULT_POLL_MS, HOUR_MS, MINUTE_MS, PID_FRESH_MS, RENUDGE_MS,
+    SECOND_MS, STALE_MS, TOMBSTONE_TTL_MS,
 )
 from simulator.explore.plan import WorldPlan
 from simulator.scenario.kinds import HOSTS, STEPS
@@ -173,7 +174,23 @@ def pid_freshness(d, plan: WorldPlan, t: int) -> Steps:
     return [{"at": t, "prompt": {"session": session}}, {"at": at, "send": call}]
 
 
-BOUNDARY_DRAWS = (stale_probe, renudge, hour_burst, ttl_return, pid_freshness)
+def cli_bound(d, plan: WorldPlan, t: int) -> Steps:
+    """R16: a host dies between two polls, the machine sleeps to just under or just over the CLI's
+    one-day stale bound, and `thatch chat list` runs with its default bound and with `all`."""
+    victims = _pollers(d, plan, t)
+    if d.jumped or not victims:
+        return None
+    proc = d.rng.choice(victims)
+    kill = {"at": next_tick(proc, t) + interval(proc) // 2, "kill": {"process": proc["id"]}}
+    side = d.rng.choice((-1, 1)) * d.rng.choice((MINUTE_MS, HOUR_MS))
+    d.jumped = True
+    jump = {"at": kill["at"] + 5 * SECOND_MS, "sleep": {"for": CLI_STALE_DAYS * DAY_MS + side}}
+    d.shifting.add(id(jump))
+    at = jump["at"] + CLI_STALE_DAYS * DAY_MS + side + MINUTE_MS
+    return [kill, jump, {"at": at, "cli_list": {}}, {"at": at, "cli_list": {"stale": "all"}}]
+
+
+BOUNDARY_DRAWS = (stale_probe, renudge, hour_burst, ttl_return, pid_freshness, cli_bound)
 
 
 def boundary(d, plan: WorldPlan, t: int) -> Steps:

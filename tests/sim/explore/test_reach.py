@@ -89,6 +89,21 @@ def test_a_ttl_return_jumps_to_just_before_or_after_the_7_day_ttls():
     assert sides == {True, False} and backs == {"prompt", "resume"}
 
 
+@pytest.mark.rules("R16")
+def test_a_cli_bound_script_lists_a_dead_row_just_under_or_over_one_day_old():
+    """R16: a host killed between polls, a jump to within an hour of the CLI's one-day stale
+    bound, then `thatch chat list` with its default bound and with `all`."""
+    day, sides = 86_400_000, set()
+    for seed in range(40):
+        d, plan = _world(seed)
+        kill, jump, default, every = reach.cli_bound(d, plan, 30_000)
+        assert "kill" in kill and 0 < abs(jump["sleep"]["for"] - day) <= HOUR_MS
+        assert default["cli_list"] == {} and every["cli_list"] == {"stale": "all"} and default["at"] > jump["at"]
+        sides.add(jump["sleep"]["for"] > day)
+        assert reach.cli_bound(d, plan, 40_000) is None  # one jump a run
+    assert sides == {True, False}
+
+
 @pytest.mark.rules("R32")
 def test_a_pid_freshness_script_calls_at_the_ten_minute_edge():
     """R32: a prompt records the host pid; the same session's tool call lands 600 s (+-1 s) later."""
