@@ -16,7 +16,7 @@ from simulator.checks.registry import Promise, passed, promised_procs, prop, ski
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, SECOND_MS, STAMP_RESOLUTION_MS
-from simulator.events import CRASH, POLL, PROCESS_START, STATUS, STORE_ERROR, TURN_START, WAKE, data_of
+from simulator.events import CRASH, POLL, PROCESS_START, STATUS, STORE_ERROR, STREAM_EVENT, TURN_START, WAKE, data_of
 from simulator.result import Verdict
 from simulator.scenario.durations import format_duration as span
 
@@ -263,6 +263,8 @@ def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int
                      and not data_of(e).get("compacting")), None)
     if edge is None or any(e["t"] == a for e in view.of(STORE_ERROR, CRASH, proc=inc.proc)):
         return None
+    if any(e["t"] == a and data_of(e).get("inside") for e in view.of(STREAM_EVENT, session=label)):
+        return None  # handed over inside a call: a wake prompt's call re-enters a poller already delivering (R24)
     return edge
 
 

@@ -123,6 +123,26 @@ def test_the_idle_event_after_a_busy_turn_flushes_held_mail_at_once(tmp_path):
             assert "its idle event at t=2m did not flush it at once (R19)" in v.message, v.message
 
 
+@pytest.mark.rules("R19", "R24")
+def test_an_idle_event_handed_over_inside_a_wake_call_owes_no_flush_of_its_own(tmp_path):
+    """R19, R24: under synchronous host events bob's idle reaches the runtime inside another
+    session's wake prompt call, while the poller is already delivering: his mail waits for the
+    next poll (exploration seed 1125)."""
+    h = H(); base_world(h)
+    h.status(1_000, "h1", "bob")
+    h.status(5_000, "h1", "bob", "busy")
+    h.send(10_000, "h1", "alice", N_BOB, "hello")
+    h.ev(120_000, "stream-event", "h1", "bob", inside="wake", op="turn-end", prompted="alice")
+    h.status(120_000, "h1", "bob", "idle")
+    for t in range(30_000, 300_000, 30_000):
+        h.poll(t, "h1", ["alice", "bob"])
+        if t == 150_000:
+            h.wake(t, "h1", "bob")
+    h.phase(300_000, "end")
+    v = judge(h, db_with(tmp_path, (BOB, 10_000, None)))
+    assert v.status == "pass", v.message
+
+
 @pytest.mark.rules("R5")
 def test_a_resumed_process_wakes_asleep_mail_at_its_start(tmp_path):
     """R5: bob's host h1 dies at 1m and alice's mail waits; `-s` resumes bob into h2 at 3m and the
