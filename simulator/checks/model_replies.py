@@ -118,12 +118,13 @@ def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[st
 def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed: set[str] = set()
-    if pre_body(enabled, c.args.get("body", c.args.get("message")), allowed):
+    body_ok = pre_body(enabled, c.args.get("body", c.args.get("message")), allowed)
+    if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
             if False in states:
-                allowed.add("unregistered")
-            if True in states:
+                allowed.add("unregistered")  # R9 orders neither refusal first: a bad body or the caller's
+            if body_ok and True in states:
                 allowed |= recipients_of(m, c.args.get("to", ""), ident, racy)
     cls = send_class(c.text)
     if cls == "other":
@@ -150,14 +151,15 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
 def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed: set[str] = set()
-    if pre_body(enabled, c.args.get("body", c.args.get("message")), allowed):
+    body_ok = pre_body(enabled, c.args.get("body", c.args.get("message")), allowed)
+    if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
             if False in states:
-                allowed.add("unregistered")
-            if True in states:
+                allowed.add("unregistered")  # R9 orders neither refusal first
+            if body_ok and True in states:
                 allowed.add("broadcast")
-        if m.loose:
+        if m.loose and body_ok:
             allowed.add("policy")
     cls = send_class(c.text)
     if cls == "other":

@@ -386,3 +386,19 @@ def test_a_stop_hook_that_blocks_a_continued_turn_or_follows_up_an_aborted_one_f
         h.ev(120_000, "hook", "h1", "alice", line="[thatch] chat: 1 unread message for you.", **data)
         v = judge(h, mail_db(tmp_path / str(k)))
         assert (v.status == "fail" and "R36" in v.message) == fails, (data, v.message)
+
+
+@pytest.mark.rules("R9")
+def test_an_unregistered_caller_with_an_empty_body_may_get_either_refusal(tmp_path):
+    """R9 names both refusals and orders neither: carol, not registered, sends a blank body; "not
+    registered" and "empty body" both pass, "sent" does not. (Exploration seed 8271: an MCP call
+    with no resolvable identity is refused as a stranger before its body is read.)"""
+    for k, (text, fails) in enumerate((("Not sent: " + NOT_REGISTERED_REPLY, False), (EMPTY_BODY_REPLY, False),
+                                       (f"[sent] to {N_BOB} ({BOB[:12]})\n\n{ACTIVE}", True))):
+        h = H(); base_world(h)
+        h.start(0, "h2", {"carol": CAROL})
+        h.call(60_000, "h2", "carol", "send", {"to": N_BOB, "body": "   "}, not text.startswith("Not"), text)
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "h2", "sessions": [{"id": "carol"}]}])
+        v = judge(h, mail_db(tmp_path / str(k)), spec)
+        assert (v.status == "fail") == fails, (text, v.message)
