@@ -32,6 +32,7 @@ from simulator.scenario.policies import options_by_process
 # only after a machine sleep); from then on any poll may have pruned.
 PRUNE_REACH_MS = min(AUTO_ROW_TTL_MS, TOMBSTONE_TTL_MS, MAIL_SWEEP_AGE_MS)
 QUIET_LEAVE = "quiet-leave"  # not a history kind: the model's stand-in (quiet_leaves)
+LEAVE_BLUR = "leave-blur"    # nor this: a leave sharing its instant with a step scripted before it
 MUTATING = ("send", "broadcast", "read", "register", "unregister")
 JUDGES = {"send": replies.judge_send, "broadcast": replies.judge_broadcast, "read": replies.judge_read,
           "status": replies.judge_status, "register": replies.judge_register,
@@ -55,8 +56,7 @@ def follow(view: RunView) -> Model:
         for e in view.history + view.leaves():
             if e["kind"] in (REGISTERED, HOOK, LEAVE):
                 m.wave_moves.setdefault(e.get("dispatch"), set()).add(e.get("proc"))
-    events = sorted(view.history + [e for e in view.leaves() if e["kind"] == LEAVE] + quiet_leaves(view),
-                    key=lambda e: e["i"])
+    events = sorted(view.history + placed_leaves(view) + quiet_leaves(view), key=lambda e: e["i"])
     for e in events:
         kind = e["kind"]
         if kind == TOOL_CALL and e["i"] in by_call:
@@ -82,6 +82,26 @@ def follow(view: RunView) -> Model:
     for c in open_calls.values():
         cut(m, c)
     return m
+
+
+def placed_leaves(view: RunView) -> list[dict]:
+    """The view's leaves, where the model can place them. A delete / exit step records no event,
+    and the view stands its leave before every event of its time; when another step landed at that
+    instant before it in script order (a broadcast to the session, say), the leave may have come
+    after that step's calls: the session is unknown through the instant and surely gone after it."""
+    out = []
+    for e in view.leaves():
+        if e["kind"] != LEAVE:
+            continue
+        k = data_of(e).get("step")
+        shared = e.get("proc") is None and k is not None and any(
+            j < k and view.landed(j, st.at) == e["t"] for j, st in enumerate(view.steps))
+        if not shared:
+            out.append(e)
+            continue
+        after = next((x["i"] for x in view.history if x["t"] > e["t"]), len(view.history)) - 0.25
+        out += [{**e, "kind": LEAVE_BLUR}, {**e, "i": after}]
+    return out
 
 
 def quiet_leaves(view: RunView) -> list[dict]:
@@ -213,11 +233,11 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
         on_registered(m, e)
     elif kind == HOOK:
         on_hook(m, e)
-    elif kind == QUIET_LEAVE or (kind == LEAVE and e.get("proc") is None and m.view.asleep(e["t"])):
+    elif kind in (QUIET_LEAVE, LEAVE_BLUR) or (kind == LEAVE and e.get("proc") is None and m.view.asleep(e["t"])):
         # A step inside a machine sleep runs late or never: the leave may or may not have happened.
         for sid in m.view.ids.get(label or "", ()):
             m.tomb[sid] = None
-            if kind == LEAVE:
+            if kind in (LEAVE, LEAVE_BLUR):
                 m.reg[sid] = None
     elif kind == LEAVE:
         for sid in m.view.ids.get(label or "", ()):
