@@ -97,7 +97,9 @@ class WorldPlan:
         if session not in self.host or session in self.closed:
             return False
         start = self.start.get(session, 0)
-        return t > start if HOSTS[self.host_kind(session)].mcp else t >= start
+        if HOSTS[self.host_kind(session)].mcp:
+            return t > max(start, self.effective(start))  # a first prompt inside a sleep waits for the wake
+        return t >= start
 
     def resumable(self, session: str, t: int) -> bool:
         return (self.usable(session, t) and self.parent.get(session) is None

@@ -65,6 +65,11 @@ def test_an_mcp_session_acts_only_after_its_first_prompt():
     assert replay_problems(world(at(0, register={"session": "dave"}), mcp=True))
     assert replay_problems(world(at(1000, register={"session": "dave"}), mcp=True)) == []
     assert replay_problems(world(at(0, register={"session": "bob"}))) == []
+    # Exploration seed 8614: a sleep from the start defers dave's first prompt to the wake, where a
+    # register scripted inside the sleep lands too, ahead of the prompt: a second, hookless identity.
+    asleep = at(0, sleep={"for": 75_000})
+    assert replay_problems(world(asleep, at(70_000, register={"session": "dave"}), mcp=True))
+    assert replay_problems(world(asleep, at(80_000, register={"session": "dave"}), mcp=True)) == []
 
 
 def test_no_leave_step_where_a_crash_point_sits_inside_the_leave():
