@@ -109,6 +109,8 @@ class Model:
     # Concurrent dispatch: the processes whose registrations or leaves fell in each wave (the merge
     # orders a wave's events by process, so another process's may have come after a call's).
     wave_moves: dict[int, set[str]] = field(default_factory=dict)
+    # Ids whose 002-era mail may pass the sweep age within the run (swept once they are out).
+    sweepable: set[str] = field(default_factory=set)
 
     # -- knowledge ----------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from simulator.checks import model_replies as replies
 from simulator.checks.model import ECHOING_TOOLS, Model, Msg, modeled
 from simulator.checks.view import Call, RunView
 from simulator.design import (
-    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, MCP_ID_PREFIX, TOMBSTONE_TTL_MS,
+    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, HOUR_MS, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, MCP_ID_PREFIX,
+    TOMBSTONE_TTL_MS,
     hook_unread, mcp_session_id,
 )
 from simulator.events import (
@@ -130,6 +131,10 @@ def seed(m: Model) -> None:
         if row.session and sids:
             m.know(sids[0], True, row.name, row.session)
             m.box(sids[0]).msgs += [Msg(body.strip(), True) for body in row.mail]
+            # Its mail was sent when the row was last seen: once older than the sweep age, the hourly
+            # prune may take it whenever its recipient is out of the directory (R26; the row stays).
+            if row.mail and row.last_seen_ago + m.view.t_end + HOUR_MS >= MAIL_SWEEP_AGE_MS:
+                m.sweepable.add(sids[0])
         m.owner.setdefault(row.name.lower(), row.session or f"legacy row {row.name}")
 
 
@@ -245,6 +250,8 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
                 m.know(sid, False)
                 m.tomb[sid] = True
                 m.leaves.append((sid, e))
+            if sid in m.sweepable:
+                m.box(sid).blur()  # out of the directory: its old 002-era mail may be swept
     elif kind == FORK:
         m.blur_label(label)
         m.blur_label(d.get("older_as"))
