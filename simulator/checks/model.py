@@ -162,6 +162,8 @@ class Model:
         if self.reg.get(sid, False) != reg:
             self.changes += 1
         self.reg[sid] = reg
+        if reg is False and sid in self.sweepable:
+            self.box(sid).blur()  # out of the directory: its old 002-era mail may be swept (R26)
         if name:
             self.names[sid] = name
             self.own(name, label or self.view.label_of.get(sid))

@@ -250,8 +250,6 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
                 m.know(sid, False)
                 m.tomb[sid] = True
                 m.leaves.append((sid, e))
-            if sid in m.sweepable:
-                m.box(sid).blur()  # out of the directory: its old 002-era mail may be swept
     elif kind == FORK:
         m.blur_label(label)
         m.blur_label(d.get("older_as"))
