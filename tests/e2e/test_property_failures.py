@@ -448,9 +448,10 @@ def test_p3_fails_when_the_stamp_lands_and_the_prompt_never_does(tmp_path):
     """P3 at-least-once (R21, R23, R18): bob's harness dies just before the wake
     prompt reaches him; `-s` resumes him at 4m. The real poller stamps only after
     a prompt, so the resumed process wakes him at once. A stamp-before-prompt
-    poller stamped the batch first: nobody is woken before the 15-minute re-nudge."""
-    good, bad = assert_break("P3", crash_at_wake_prompt("before"), tmp_path, "no wake came",
-                             poller=StampFirstPoller)
+    poller stamped the batch first: nobody is woken before the 15-minute re-nudge,
+    so the resumed process's startup pass does not wake him (R5, D-props-29)."""
+    good, bad = assert_break("P3", crash_at_wake_prompt("before"), tmp_path,
+                             "the startup of h2-resumed at t=4m did not wake it at once", poller=StampFirstPoller)
     assert [w["proc"] for w in good.events("wake", session="bob")] == ["h2-resumed"]
     crash = good.events("crash")[0]
     assert crash["data"] == {"point": "wake-prompt", "step": 0} and crash["session"] == "bob"
