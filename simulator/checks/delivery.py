@@ -5,6 +5,7 @@ P1 single deliverer, P2 rate cap, P3 at-least-once, P10 ping-pong bounded.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from typing import Optional
@@ -350,9 +351,11 @@ def _gate_breach(view: RunView) -> Optional[Verdict]:
     statuses: dict[tuple, list[dict]] = {}
     for e in view.of(STATUS):
         statuses.setdefault((e.get("proc"), e.get("session")), []).append(e)
+    at = {key: [e["i"] for e in evs] for key, evs in statuses.items()}
     for w in view.of(WAKE):
-        seen = [e for e in statuses.get((w.get("proc"), w.get("session")), ()) if e["i"] < w["i"]]
-        last = seen[-1] if seen else None
+        key = (w.get("proc"), w.get("session"))
+        k = bisect.bisect_left(at.get(key, []), w["i"])
+        last = statuses[key][k - 1] if k else None
         if last is None or last["t"] >= w["t"] or view.inc_of(last) is not view.inc_of(w):
             continue
         state = "compacting" if data_of(last).get("compacting") else data_of(last).get("status")
