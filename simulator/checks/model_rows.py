@@ -174,28 +174,31 @@ def topics(m: Model) -> None:
 
 
 def refreshed(view: RunView, label: str, at: int) -> bool:
-    """Did an idle event of `label` follow its title step at `at` in an opencode process that was
-    hosting it then, with no later start of a process hosting it (which reads a title of its own)?"""
+    """Did an idle event of `label` follow its title step at `at` in the opencode process the step
+    retitled, with no idle event in another process hosting it then (which refreshes the topic from
+    the title it holds) and no later start of a process hosting it (which reads a title of its own)?"""
     if any(e["t"] >= at and label in (data_of(e).get("sessions") or {}) or data_of(e).get("resumed") == label
            for e in view.of(PROCESS_START) if e["t"] >= at):
         return False
-    # Two live tabs of the session (a `-c` opened the newest session in a second process) each
-    # refresh the topic from the title they hold, and the step retitles only one: either may win.
-    tabs = {id(inc) for e in view.of(STATUS, session=label) if e["t"] > at
-            for inc in [view.inc_of(e)] if inc is not None and HOSTS[inc.kind].polls and inc.alive(at)}
-    if len(tabs) > 1:
+    # A session step goes to the process started last among those hosting the session (a `-c`
+    # that opens the newest session in a second process takes it over); the older tab keeps its
+    # own title and refreshes the topic from it on its own idle events, so either may win.
+    started = [inc for inc in view.incs if label in inc.sessions and inc.start_t <= at]
+    titled = max(started, key=lambda inc: inc.start_i) if started else None
+    if titled is None or not HOSTS[titled.kind].polls or not titled.alive(at):
         return False
     # Only a change of status is recorded, and a compaction's start or end is recorded as a status
     # event too: an idle event is one whose status was not idle before in that process.
     before: dict[int, Optional[str]] = {}
+    refreshers: set[int] = set()
     for e in view.of(STATUS, session=label):
         inc = view.inc_of(e)
         status, prev = data_of(e).get("status"), before.get(id(inc))
         before[id(inc)] = status
         if (e["t"] > at and status == "idle" and prev != "idle" and inc is not None
                 and HOSTS[inc.kind].polls and inc.alive(at)):
-            return True
-    return False
+            refreshers.add(id(inc))
+    return refreshers == {id(titled)}
 
 
 __all__ = ["reply_model", "Surprise"]

@@ -185,7 +185,10 @@ def _restart(engine: FaultEngine, t: int, idx: int, d: int, args: RestartArgs) -
     old = engine.processes.live.get(args.process)
     if old is None:
         return
-    tabs = [s for s, host in engine.hosting.items() if host == args.process]
+    # The new daemon re-opens every tab the old one had: the sessions it started with (one a later
+    # `-c` elsewhere also opened is still open here) and those that joined it since (a fork's older id).
+    tabs = list(old.ctx.sessions)
+    tabs += [s for s, host in engine.hosting.items() if host == args.process and s not in tabs]
     engine.processes.kill(old, "restart")
     live = engine.start_process(t, args.into, Launch(
         extra=tuple(tabs), directory=old.ctx.directory, state_dir=old.ctx.state_dir,

@@ -132,8 +132,11 @@ class Windows:
         candidates = [lv for label, lv in run.processes.live.items()
                       if lv.alive and self._static_ok(label) and label not in armed and _local_agents(lv)]
         alive = sum(1 for lv in run.processes.live.values() if lv.alive)
-        if not candidates or len(candidates) < alive:
-            # Some live process cannot join, so no window opens (below): skip the store read,
+        tabs = [s for lv in run.processes.live.values() if lv.alive for s in lv.ctx.sessions]
+        if not candidates or len(candidates) < alive or len(tabs) != len(set(tabs)):
+            # Some live process cannot join, so no window opens (below), or two live processes
+            # hold a tab of one session (a `-c` opened it again) and both beat its row, which no
+            # longer commutes with the other's beats: skip the store read,
             # which a run held in lockstep would otherwise repeat after every entry. Without
             # joiners the prune instant changes nothing: only dead processes' timers pass, dropped.
             return _Safety(frozenset(), _NEVER[0])
