@@ -182,7 +182,8 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
         return False
     # A session step goes to the process started last among those hosting the session (a `-c`
     # that opens the newest session in a second process takes it over); the older tab keeps its
-    # own title and refreshes the topic from it on its own idle events, so either may win.
+    # own title and refreshes the topic from it on its own idle events: the new title is sure to
+    # be the topic only when the retitled tab is the one that went idle.
     started = [inc for inc in view.incs if label in inc.sessions and inc.start_t <= at]
     titled = max(started, key=lambda inc: inc.start_i) if started else None
     if titled is None or not HOSTS[titled.kind].polls or not titled.alive(at):
