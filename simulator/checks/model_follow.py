@@ -310,6 +310,26 @@ def no_auto_join(view: RunView, e: dict) -> Optional[str]:
     return None
 
 
+def startup_mismatch(view: RunView, e: dict) -> Optional[str]:
+    """Why the design forbids the startup registration `e` (None: it may happen). A resumed process
+    registers at startup the session its command line opens (R5: `-s ID` that one, `-c` the newest
+    top-level session of the directory, by the simulator's own reading of the command line): none
+    when it opens none, and never a sub-agent child (R1). Which of two top-level sessions listed at
+    the same instant is the newest is left open."""
+    inc = view.inc_of(e)
+    start = data_of(inc.start_event) if inc is not None and inc.start_event is not None else {}
+    if "opens" not in start:
+        return None
+    if start["opens"] is None:
+        return f"its command line ({start.get('how')}) opens no session: no top-level one is listed (R5)"
+    label = e.get("session")
+    parent = next((getattr(x, "parent", None) for p in getattr(view.spec, "processes", [])
+                   for x in getattr(p, "sessions", []) if x.id == label), None)
+    if parent and label != start["opens"]:
+        return f"-c continues the newest top-level session ({start['opens']}), never a sub-agent child (R1, R5)"
+    return None
+
+
 def on_registered(m: Model, e: dict) -> None:
     d, label = data_of(e), e.get("session")
     how = d.get("how")
@@ -321,7 +341,8 @@ def on_registered(m: Model, e: dict) -> None:
     if sid and m.tomb.get(sid) is True:
         m.surprise(f"{label} joined again ({how})", "no automatic join: its leave tombstone sticks (R7)",
                    f"registered as {d.get('name')}", [e])
-    why_not = no_auto_join(m.view, e) if how in AUTO_JOINS else None
+    why_not = (no_auto_join(m.view, e) if how in AUTO_JOINS
+               else startup_mismatch(m.view, e) if how == "startup" else None)
     if why_not:
         m.surprise(f"{label} joined automatically ({how})", f"no automatic join: {why_not}",
                    f"registered as {d.get('name')}", [e])

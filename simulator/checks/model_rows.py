@@ -26,10 +26,10 @@ from simulator.checks.model_follow import follow
 from simulator.checks.registry import Promise, passed, prop, verdict
 from simulator.checks.view import RunView
 from simulator.design import STAMP_RESOLUTION_MS, TOMBSTONE_TTL_MS, topic_of_title
-from simulator.events import FORK, PROCESS_START, SAMPLE, STATUS, STEP_DROPPED, data_of, sample_rows, step_of
+from simulator.events import CRASH, FORK, PROCESS_START, SAMPLE, STATUS, STEP_DROPPED, data_of, sample_rows, step_of
 from simulator.scenario.kinds import HOSTS
 
-MODEL_RULES = ("R1", "R2", "R3", "R6", "R7", "R9", "R10", "R12", "R27", "R29", "R30", "R31", "R34", "R35", "R36")
+MODEL_RULES = ("R1", "R2", "R3", "R5", "R6", "R7", "R9", "R10", "R12", "R27", "R29", "R30", "R31", "R34", "R35", "R36")
 MODELED = Promise(modeled, "thatch's seed-000 design (the reference model states no other)")
 
 
@@ -176,7 +176,8 @@ def topics(m: Model) -> None:
 def refreshed(view: RunView, label: str, at: int) -> bool:
     """Did an idle event of `label` follow its title step at `at` in the opencode process the step
     retitled, with no idle event in another process hosting it then (which refreshes the topic from
-    the title it holds) and no later start of a process hosting it (which reads a title of its own)?"""
+    the title it holds), no later start of a process hosting it (which reads a title of its own), and
+    at least one such idle whose refresh no crash could have cut?"""
     if any(e["t"] >= at and label in (data_of(e).get("sessions") or {}) or data_of(e).get("resumed") == label
            for e in view.of(PROCESS_START) if e["t"] >= at):
         return False
@@ -190,8 +191,12 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
         return False
     # Only a change of status is recorded, and a compaction's start or end is recorded as a status
     # event too: an idle event is one whose status was not idle before in that process.
+    # The refresh runs at the idle event's instant: a crash of that process inside a refresh_topic
+    # call then (this session's or another's going idle with it) may have cut it before its commit.
+    cut = {(id(view.inc_of(c)), c["t"]) for c in view.of(CRASH) if data_of(c).get("call") == "refresh_topic"}
     before: dict[int, Optional[str]] = {}
     refreshers: set[int] = set()
+    sure = False
     for e in view.of(STATUS, session=label):
         inc = view.inc_of(e)
         status, prev = data_of(e).get("status"), before.get(id(inc))
@@ -199,7 +204,8 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
         if (e["t"] > at and status == "idle" and prev != "idle" and inc is not None
                 and HOSTS[inc.kind].polls and inc.alive(at)):
             refreshers.add(id(inc))
-    return refreshers == {id(titled)}
+            sure = sure or (inc is titled and (id(inc), e["t"]) not in cut)
+    return refreshers == {id(titled)} and sure
 
 
 __all__ = ["reply_model", "Surprise"]

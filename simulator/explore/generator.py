@@ -520,9 +520,14 @@ class _Draw:
         target = self._target(plan, plan.host[session])
         if target is None:
             return None
-        args = {"session": session, "process": target}
+        args: dict[str, Any] = {"session": session, "process": target}
         if self.rng.random() < 0.3:
             args["how"] = "-c"
+            children = [s for s, parent in plan.parent.items() if parent == session]
+            if children and self.rng.random() < 0.5:
+                # R5: a directory whose listing holds only a sub-agent child: `-c` continues the
+                # newest top-level session, so here none.
+                args["listing"] = [self.rng.choice(children)]
         return {"at": t, "resume": args}
 
     def _restart(self, plan: WorldPlan, t: int) -> Optional[dict[str, Any]]:

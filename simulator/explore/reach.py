@@ -5,7 +5,8 @@ exactly 60 s after a dead host's last beat (R14), a poll exactly 15 minutes
 after a delivery (R18), wakes on both sides of a clock hour (R22), a return
 just before or just after a 7-day TTL (R7, R26), a tool call at the edge of
 a hook's 10-minute pid freshness (R32), the CLI's list of a row just under or
-just over its one-day stale bound (R16). Each draw here returns a short
+just over its one-day stale bound (R16), a hooked session's turn ending with
+mail it has not read (R36). Each draw here returns a short
 script: the steps at the drawn time and follow-ups at the boundary, all
 checked against the world plan by the generator when their time comes. The
 constants are the design's own (simulator/design.py), never the code's.
@@ -26,6 +27,7 @@ from simulator.design import (
 )
 from simulator.explore.plan import WorldPlan
 from simulator.scenario.kinds import HOSTS, STEPS
+from simulator.scenario.model import Agent
 
 Steps = Optional[list[dict[str, Any]]]
 # Off a boundary by nothing or by one stamp's resolution, on either side.
@@ -190,7 +192,39 @@ def cli_bound(d, plan: WorldPlan, t: int) -> Steps:
     return [kill, jump, {"at": at, "cli_list": {}}, {"at": at, "cli_list": {"stale": "all"}}]
 
 
-BOUNDARY_DRAWS = (stale_probe, renudge, hour_burst, ttl_return, pid_freshness, cli_bound)
+def hook_turn(d, plan: WorldPlan, t: int) -> Steps:
+    """R36: a prompt to a session whose host runs a turn-end hook, mail for it a third of the way
+    into that turn and again halfway into the turn that may follow. Claude Code's Stop blocks
+    with a reminder and the reminder's own end meets the second message (`stop_hook_active`);
+    a Cursor turn ends inside a window the user aborts it in (added here when the agent has none
+    there), or completes and is followed up. Uniform draws rarely put unread mail at a turn end
+    of a hooked session at all."""
+    hooked = [s["id"] for p in d.processes if HOSTS[p["kind"]].hooks and plan.runs(p["id"])
+              for s in p["sessions"] if s["id"] in plan.host and s["id"] not in plan.closed]
+    senders = d._usable(plan, t)
+    if not hooked or not senders:
+        return None
+    target = d.rng.choice(hooked)
+    senders = [s for s in senders if s != target]
+    if not senders:
+        return None
+    session = next(s for p in d.processes for s in p["sessions"] if s["id"] == target)
+    agent = session.setdefault("agent", {})
+    turn = agent.get("turn", Agent.model_fields["turn"].default)
+    end = t + turn
+    if HOSTS[plan.host_kind(target)].aborts and d.rng.random() < 0.5:
+        windows = agent.setdefault("aborted", [])
+        if not any(w["from"] <= end < w["until"] for w in windows):
+            windows.append({"from": end - SECOND_MS, "until": end + SECOND_MS})
+    steps: list[dict[str, Any]] = [{"at": t, "prompt": {"session": target}}]
+    for at in (t + max(SECOND_MS, turn // 3 // SECOND_MS * SECOND_MS), end + turn // 2 // SECOND_MS * SECOND_MS):
+        send = {"at": at, "send": {"from": d.rng.choice(senders), "to": target}}
+        d._body(send["send"])
+        steps.append(send)
+    return steps
+
+
+BOUNDARY_DRAWS = (stale_probe, renudge, hour_burst, ttl_return, pid_freshness, cli_bound, hook_turn)
 
 
 def boundary(d, plan: WorldPlan, t: int) -> Steps:

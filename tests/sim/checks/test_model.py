@@ -3,6 +3,9 @@ allow, showing its prediction, and passes every outcome the design leaves open."
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from historykit import ALICE, BOB, CAROL, N_ALICE, N_BOB, N_CAROL, RUN_INFO, H, base_world, make_db, make_spec
@@ -13,6 +16,8 @@ from simulator.design import (
     EMPTY_BODY_REPLY, NOT_REGISTERED_REPLY, ORIGIN_DRAWN, ORIGIN_KEPT, SELF_REPLY, TOO_LONG_REPLY,
     UNREGISTERED_REPLY,
 )
+
+ROOT = Path(__file__).resolve().parents[3]
 
 ACTIVE = "The recipient is active: it is nudged when its session is idle."
 
@@ -45,6 +50,9 @@ def test_p11_is_registered_as_a_property():
     """P11 is a registered property with its rules."""
     title, rules, _fn = REGISTRY["P11"]
     assert title == "reply-model" and {"R9", "R10", "R27"} <= set(rules)
+    # docs/rules.md names the rules P11 stands for in its properties table: the same set.
+    row = next(line for line in (ROOT / "docs" / "rules.md").read_text().splitlines() if line.startswith("| P11 |"))
+    assert set(re.findall(r"\[(R\d+)\]", row)) == set(rules)
 
 
 @pytest.mark.rules("R9", "R10")
@@ -369,6 +377,31 @@ def test_an_automatic_join_of_a_child_or_under_auto_register_off_fails(tmp_path)
         h.phase(600_000, "end")
         v = judge(h, mail_db(tmp_path / str(k)), make_spec(processes=procs, steps=steps))
         assert (v.status == "fail" and "no automatic join" in v.message) == fails, (k, v.message)
+
+
+@pytest.mark.rules("R5", "R1")
+def test_a_startup_registration_the_command_line_does_not_open_fails(tmp_path):
+    """R5: a resumed process registers at startup the session its command line opens: with `-c`
+    in a directory listing only alice's sub-agent child carol, it opens none, so no startup join;
+    R1: with `-c` opening alice, carol's startup join fails and alice's passes."""
+    procs = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}, {"id": "carol", "parent": "alice"}]},
+             {"id": "h9", "start": "never", "sessions": []}]
+    cases = ((None, "carol", "opens no session"), ("alice", "carol", "never a sub-agent child"),
+             ("alice", "alice", None))
+    for k, (opens, who, why) in enumerate(cases):
+        h = H()
+        h.ev(0, "run-start", scenario="t", seed=0, dispatch_mode="serial")
+        h.start(0, "h1", {"alice": ALICE, "bob": BOB, "carol": CAROL})
+        h.registered(1_000, "h1", "bob", BOB, N_BOB, how="explicit")
+        h.exit(60_000, "h1", "kill")
+        h.start(120_000, "h9", {"alice": ALICE}, how="-c", resumed="alice", opens=opens)
+        h.registered(120_000, "h9", who, {"carol": CAROL, "alice": ALICE}[who], "jas-per-00001", how="startup")
+        h.phase(600_000, "end")
+        v = judge(h, mail_db(tmp_path / str(k)), make_spec(processes=procs))
+        if why is None:
+            assert "joined automatically" not in v.message, (k, v.message)
+        else:
+            assert v.status == "fail" and why in v.message, (k, v.message)
 
 
 @pytest.mark.rules("R36")

@@ -116,6 +116,25 @@ def test_a_pid_freshness_script_calls_at_the_ten_minute_edge():
     assert edges == {-SECOND_MS, 0, SECOND_MS}
 
 
+@pytest.mark.rules("R36")
+def test_a_hook_turn_script_leaves_mail_unread_at_a_hooked_sessions_turn_ends():
+    """R36: a prompt to the hooked session, mail inside that turn and inside the turn a Stop
+    reminder or a Cursor follow-up would continue it with; some Cursor turns end aborted."""
+    aborted_ends = 0
+    for seed in range(40):
+        d, plan = _world(seed, mcp=True)
+        turn = 20_000  # the design's default model turn (the agent names none)
+        prompt, first, second = reach.hook_turn(d, plan, 90_000)
+        assert prompt == {"at": 90_000, "prompt": {"session": "carol"}}
+        assert first["send"]["to"] == second["send"]["to"] == "carol"
+        assert first["send"]["from"] in ("alice", "bob") and second["send"]["from"] in ("alice", "bob")
+        assert 90_000 < first["at"] < 90_000 + turn < second["at"] < 90_000 + 2 * turn
+        end = 90_000 + turn
+        aborted = d.processes[2]["sessions"][0]["agent"].get("aborted", [])
+        aborted_ends += any(w["from"] <= end < w["until"] for w in aborted)
+    assert 0 < aborted_ends < 40
+
+
 def test_a_race_aims_several_calls_at_one_recipient_at_one_instant():
     d, plan = _world(5)
     steps = reach.race(d, plan, 10_000)
