@@ -17,7 +17,7 @@ from simulator.design import (
     AUTO_ROW_TTL_MS, BROADCAST_RE, CLI_SECTION_RE, CLI_STALE_DAYS, DAY_MS, HOUR_MS, LIST_SECTION_RE, SECOND_MS,
     SEND_NOTE_ACTIVE, SEND_NOTE_STALE, SENT_RE, STALE_MS, reply_names,
 )
-from simulator.events import CRASH, POLL, SAMPLE, STORE_ERROR, TOOL_CALL, data_of, sample_rows
+from simulator.events import CRASH, POLL, REGISTERED, SAMPLE, STORE_ERROR, TOOL_CALL, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
 from simulator.scenario.durations import format_duration as span
@@ -88,25 +88,31 @@ def _last_before(events: list[dict], i: float) -> Optional[dict]:
 
 
 def _first_event_i(view: RunView, inc: Incarnation, label: str) -> float:
-    """Position of the first event `inc` recorded for `label` (any kind; inf: none), cached."""
+    """Position of the first event `inc` recorded for `label` (any kind but the record of the
+    re-hosting itself, which the restart makes and the session does not; inf: none), cached."""
     cache = view.__dict__.setdefault("_first_event_cache", {})
     key = (id(inc), label)
     if key not in cache:
         cache[key] = next((e["i"] for e in view.history if e.get("session") == label and e.get("proc") == inc.proc
-                           and view.inc_of(e) is inc), float("inf"))
+                           and view.inc_of(e) is inc
+                           and not (e["kind"] == REGISTERED and data_of(e).get("how") == "rehost")),
+                          float("inf"))
     return cache[key]
 
 
-def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict) -> Optional[Incarnation]:
-    """The daemon whose re-hosting of `label` ran out a staleness period (and a poll) before
-    `sample`, when that is all that holds it: every live host is an opencode process that only
-    re-hosted it and saw no event of it at all (R15: silent tabs age out and go stale)."""
+def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict, *,
+              gone_stale: bool) -> Optional[Incarnation]:
+    """The daemon whose re-hosting of `label` ran out a poll before `sample` (and a staleness
+    period more when `gone_stale`), when that is all that holds it: every live host is an
+    opencode process that only re-hosted it and saw no event of it at all (R15: silent tabs
+    age out, are beaten no more and go stale)."""
     for inc in hosts:
         if not HOSTS[inc.kind].restarts or label not in inc.rehosted or _disturbed(view, inc.proc, sample["t"]):
             return None
         if _first_event_i(view, inc, label) < sample["i"]:
             return None
-        if sample["t"] <= view.rehost_deadline(inc, label) + view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
+        margin = (view.stale_ms if gone_stale else 0) + view.poll_ms(inc.proc) + SECOND_MS
+        if sample["t"] <= view.rehost_deadline(inc, label) + margin:
             return None
     return hosts[-1]
 
@@ -318,10 +324,19 @@ def p4_liveness(view: RunView) -> Verdict:
                 continue
             hosts = view.hosts(label, s["t"], s["i"])
             if hosts:
-                aged = _aged_out(view, hosts, label, s)
-                if aged is None:
+                silent = _aged_out(view, hosts, label, s, gone_stale=False)
+                if silent is None:
                     continue  # hosted live by a non-opencode process, or just out of grace: not judged
                 checked += 1
+                seen, deadline = view.vt(row.get("last_seen")), view.rehost_deadline(silent, label)
+                if seen is not None and seen > deadline + SECOND_MS:
+                    return verdict(p4_liveness, "fail", f"{label} was beaten at t={span(seen)}, after its rehost "
+                                   f"deadline t={span(deadline)}: {silent.proc}#{silent.n} only re-hosted it and "
+                                   f"it stayed silent, so its grace ran out (R15)",
+                                   [silent.start_event, sample_row(s, label)])
+                aged = _aged_out(view, hosts, label, s, gone_stale=True)
+                if aged is None:
+                    continue
                 if not row.get("stale"):
                     return verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}: "
                                    f"{aged.proc}#{aged.n} only re-hosted it, and it stayed silent past "

@@ -516,12 +516,16 @@ class _Draw:
         ready = [s for s in self.sessions() if plan.resumable(s, t)]
         if not ready:
             return self._kill(plan, t)  # a killed host is what a later resume needs
+        how_c = self.rng.random() < 0.3
+        parents = [s for s in ready if s in plan.parent.values()]
+        if how_c and parents and self.rng.random() < 0.5:
+            ready = parents  # R5 and R1 meet only where `-c` finds a sub-agent child in the directory
         session = self.rng.choice(ready)
         target = self._target(plan, plan.host[session])
         if target is None:
             return None
         args: dict[str, Any] = {"session": session, "process": target}
-        if self.rng.random() < 0.3:
+        if how_c:
             args["how"] = "-c"
             children = [s for s, parent in plan.parent.items() if parent == session]
             if children and self.rng.random() < 0.5:

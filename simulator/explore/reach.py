@@ -35,6 +35,8 @@ EDGES = (-SECOND_MS, 0, 0, SECOND_MS)
 # How far from a 7-day TTL a jump lands: a minute, an hour or six hours, before or after.
 TTL_SIDES = (MINUTE_MS, HOUR_MS, 6 * HOUR_MS)
 WAKES_ACROSS_AN_HOUR = 8
+# A read storm: its share of the races, its rounds, and their spacing.
+STORM_RATE, STORM_ROUNDS, STORM_SPACING_MS = 0.5, 8, 2 * SECOND_MS
 
 
 def interval(proc: dict[str, Any]) -> int:
@@ -232,10 +234,16 @@ def boundary(d, plan: WorldPlan, t: int) -> Steps:
 
 
 def race(d, plan: WorldPlan, t: int) -> Steps:
-    """A send, a broadcast and a read (and a second send) aimed at one recipient at one instant."""
+    """A send, a broadcast and a read (and a second send) aimed at one recipient at one instant;
+    sometimes a storm of them (`read_storm`). The storm is drawn whatever the dispatch, so that
+    forcing serial dispatch keeps the world; only concurrent dispatch overlaps its calls."""
     who = d._usable(plan, t)
     if len(who) < 2:
         return None
+    if d.rng.random() < STORM_RATE:
+        storm = read_storm(d, plan, t, who)
+        if storm:
+            return storm
     target = d.rng.choice(who)
     senders = [s for s in who if s != target]
     steps: list[dict[str, Any]] = []
@@ -248,6 +256,26 @@ def race(d, plan: WorldPlan, t: int) -> Steps:
             steps.append({"at": t, "broadcast": {"from": d.rng.choice(senders), "body": body}})
         else:
             send = {"at": t, "send": {"from": d.rng.choice(senders), "to": target}}
+            d._body(send["send"])
+            steps.append(send)
+    return steps
+
+
+def read_storm(d, plan: WorldPlan, t: int, who: list[str]) -> Steps:
+    """R10: round after round, a recipient's read at the very instant two or three sessions of
+    other processes send to it. A read stamps exactly the rows its select returned; the window
+    between its select and its stamp is microseconds wide, so one race in a world almost never
+    lands a commit inside it, and a storm of rounds on real parallel processes does."""
+    target = d.rng.choice(who)
+    senders = [s for s in who if plan.host[s] != plan.host[target]]
+    if not senders:
+        return None
+    steps: list[dict[str, Any]] = []
+    for k in range(STORM_ROUNDS):
+        at = t + k * STORM_SPACING_MS
+        steps.append({"at": at, "read": {"session": target}})
+        for sender in d.rng.sample(senders, min(len(senders), d.rng.randint(2, 3))):
+            send = {"at": at, "send": {"from": sender, "to": target}}
             d._body(send["send"])
             steps.append(send)
     return steps

@@ -133,6 +133,20 @@ def test_p4_wants_a_silent_rehosted_tab_stale_once_its_deadline_passed(db):
     assert v.status == "fail" and "rehost deadline" in v.message and v.witness[-1]["i"] == bad["i"], v.message
 
 
+@pytest.mark.rules("R15", "R13")
+def test_p4_fails_a_silent_rehosted_tab_beaten_after_its_deadline(db):
+    """R15, R13: h2 re-hosts bob until 6m (its restart's own record of him is no activity of
+    his); a sample a poll after that deadline may still show him live, but not with a beat
+    newer than the deadline: a silent tab ages out and no host beats it any more."""
+    h = H(); _rehosted_world(h)
+    h.registered(60_000, "h2", "bob", BOB, N_BOB, how="rehost")
+    h.sample(400_000, {"bob": (N_BOB, False, 330_000)})
+    assert judge("P4", h, db, _restart_spec()).status != "fail"
+    bad = h.sample(410_000, {"bob": (N_BOB, False, 390_000)})
+    v = judge("P4", h, db, _restart_spec())
+    assert v.status == "fail" and "beaten at t=6m30s" in v.message and v.witness[-1]["i"] == bad["i"], v.message
+
+
 @pytest.mark.rules("R5", "R7", "R30")
 def test_a_resumed_session_thatch_may_not_join_is_hosted_only_from_its_first_status(db):
     """R5, R7, R30: a `-s` resume hosts bob from the process start, unless auto-registration was

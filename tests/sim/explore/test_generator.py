@@ -88,3 +88,17 @@ def test_forcing_serial_dispatch_keeps_the_rest_of_the_world():
             for key in ("dispatch", "markers", "story"):
                 doc.pop(key, None)
         assert a == b
+
+
+@pytest.mark.rules("R5", "R1")
+def test_some_continue_resumes_find_only_a_sub_agent_child_in_the_directory():
+    """R5, R1: `-c` continues the newest top-level session; some generated `-c` resumes give the
+    directory a listing of one sub-agent child of the resumed session alone, where it opens none."""
+    listed = 0
+    for seed in range(300):
+        doc = generate(seed).doc
+        parent = {s["id"]: s.get("parent") for p in doc["processes"] for s in p["sessions"]}
+        for resume in (s["resume"] for s in doc.get("steps", []) if "listing" in s.get("resume", {})):
+            listed += 1
+            assert resume["how"] == "-c" and [parent[x] for x in resume["listing"]] == [resume["session"]]
+    assert listed

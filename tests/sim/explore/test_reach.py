@@ -143,6 +143,27 @@ def test_a_race_aims_several_calls_at_one_recipient_at_one_instant():
     assert len(targets) == 1
 
 
+@pytest.mark.rules("R10")
+def test_a_read_storm_races_reads_with_sends_from_other_processes_round_after_round():
+    """R10: a race is sometimes a storm: each round, the recipient's read and sends to it from
+    sessions of other processes at one instant (concurrent dispatch overlaps them)."""
+    storms = 0
+    for seed in range(30):
+        d, plan = _world(seed, mcp=True)
+        steps = reach.race(d, plan, 10_000)
+        rounds = sorted({s["at"] for s in steps})
+        if len(rounds) == 1:
+            continue  # a plain race
+        storms += 1
+        assert len(rounds) == reach.STORM_ROUNDS
+        for at in rounds:
+            calls = [s for s in steps if s["at"] == at]
+            (reader,) = [s["read"]["session"] for s in calls if "read" in s]
+            sends = [s["send"] for s in calls if "send" in s]
+            assert sends and all(x["to"] == reader and plan.host[x["from"]] != plan.host[reader] for x in sends)
+    assert 0 < storms < 30
+
+
 def test_every_reach_family_is_drawn_and_every_world_fits_its_plan():
     """Across seeds: boundary scripts, races, statement crashes, 002-era rows, config edits,
     synchronous events, `as` claims and leaves right after mail all appear, each world valid."""
