@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from simulator.checks.view import Call, RunView
+from simulator.design import PID_FRESH_MS, SECOND_MS
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import PolicyOptions
 
@@ -111,6 +112,12 @@ class Model:
     wave_moves: dict[int, set[str]] = field(default_factory=dict)
     # Ids whose 002-era mail may pass the sweep age within the run (swept once they are out).
     sweepable: set[str] = field(default_factory=set)
+    # R32: per Claude Code incarnation, the parent-pid anchor its last prompt hook recorded:
+    # (label, chat id, virtual time). Gone when a later hook, a fork or a leave may have moved it.
+    anchors: dict[int, tuple[str, str, int]] = field(default_factory=dict)
+    # Body -> the chat ids that may have sent it (None among them: any sender), for the sender a
+    # read shows (R32: an anchored Claude Code call acts as its conversation, whatever `as` says).
+    senders: dict[str, set[Optional[str]]] = field(default_factory=dict)
 
     # -- knowledge ----------------------------------------------------------------
 
@@ -124,6 +131,20 @@ class Model:
             self.consumed[key] -= 1
             return
         self.box(sid).msgs.append(Msg(body, certain))
+
+    def anchored(self, c: Call) -> Optional[str]:
+        """R32: the chat id a Claude Code MCP server resolves from its parent-pid anchor for call
+        `c`: the conversation whose session-start or prompt hook last recorded this process's pid,
+        less than 600 s before, while its row is registered. None: no anchor the model is sure of
+        (another conversation's hook, a fork since, a stale or missing anchor)."""
+        inc = self.view.inc_of(c.call or c.result or {})
+        anchor = self.anchors.get(id(inc)) if inc is not None else None
+        if anchor is None or anchor[0] != c.session or c.t - anchor[2] > PID_FRESH_MS - SECOND_MS:
+            return None
+        return anchor[1] if self.reg.get(anchor[1]) is True else None
+
+    def note_sender(self, body: str, sid: Optional[str]) -> None:
+        self.senders.setdefault(body, set()).add(sid)
 
     def pending_bodies(self, c: Optional[Call] = None) -> set[str]:
         """Bodies of sends that may have committed before `c` without their reply recorded yet."""

@@ -35,6 +35,9 @@ PRUNE_REACH_MS = min(AUTO_ROW_TTL_MS, TOMBSTONE_TTL_MS, MAIL_SWEEP_AGE_MS)
 QUIET_LEAVE = "quiet-leave"  # not a history kind: the model's stand-in (quiet_leaves)
 LEAVE_BLUR = "leave-blur"    # nor this: a leave sharing its instant with a step scripted before it
 MUTATING = ("send", "broadcast", "read", "register", "unregister")
+# R31, R32: the Claude Code hooks that ensure-register the conversation and record the host pid
+# anchoring its MCP server's identity: at session start and at every prompt (never the Stop hook).
+ANCHORING_HOOKS = ("SessionStart", "UserPromptSubmit")
 JUDGES = {"send": replies.judge_send, "broadcast": replies.judge_broadcast, "read": replies.judge_read,
           "status": replies.judge_status, "register": replies.judge_register,
           "unregister": replies.judge_unregister}
@@ -235,6 +238,12 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
     """The events besides tool results that move the directory."""
     kind, label, d = e["kind"], e.get("session"), data_of(e)
     if kind == REGISTERED:
+        opened = open_calls.get((e.get("proc"), label))
+        if opened is not None and opened.tool == "register" and d.get("how") in AUTO_JOINS:
+            # A synchronous host event inside the session's own chat_register (its echo ends the
+            # turn, and the idle report sees the row the call just wrote): the observer names
+            # that join after the event; the call's reply is what the model judges.
+            return
         on_registered(m, e)
     elif kind == HOOK:
         on_hook(m, e)
@@ -245,12 +254,14 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
             if kind in (LEAVE, LEAVE_BLUR):
                 m.reg[sid] = None
     elif kind == LEAVE:
+        drop_anchors(m, label)
         for sid in m.view.ids.get(label or "", ()):
             if m.reg.get(sid) is not False:
                 m.know(sid, False)
                 m.tomb[sid] = True
                 m.leaves.append((sid, e))
     elif kind == FORK:
+        drop_anchors(m, label)
         m.blur_label(label)
         m.blur_label(d.get("older_as"))
     elif kind in (STATUS, USER_PROMPT):
@@ -355,6 +366,10 @@ def on_hook(m: Model, e: dict) -> None:
     """An MCP hook's line: the conversation's name and unread count (R31), or the leave line (R7)."""
     label, line, d = e.get("session"), hook_line(e), data_of(e)
     sids = [sid for sid in m.view.ids.get(label or "", ()) if sid.startswith(MCP_ID_PREFIX)]
+    inc = m.view.inc_of(e)
+    anchoring = d.get("hook") in ANCHORING_HOOKS and inc is not None and anchors_identity(inc.kind)
+    if anchoring:
+        m.anchors.pop(id(inc), None)  # re-set below only by a line that shows the anchor is sure
     if d.get("decision") == "crashed":
         m.blur_label(label)
         return
@@ -370,6 +385,8 @@ def on_hook(m: Model, e: dict) -> None:
             m.surprise(f"{label}'s hook line", "the leave line (its tombstone sticks, R7)", line[:120], [e])
         m.know(sid, True, hit.group("name"), label)
         m.tomb[sid] = False
+        if anchoring:
+            m.anchors[id(inc)] = (label, sid, e["t"])
         # In a concurrent wave another process's send, broadcast or read may have landed before
         # the hook or after it (the merge orders the wave by process): its count is not judged.
         racy = any(x.tool in MUTATING for x in m.overlapping_event(e))
@@ -379,6 +396,19 @@ def on_hook(m: Model, e: dict) -> None:
         for sid in sids:
             m.know(sid, False)
             m.tomb[sid] = True
+
+
+def anchors_identity(kind: str) -> bool:
+    """R32: does a host kind's MCP server resolve identity by the parent-pid anchor its hooks
+    record? An MCP host that trusts a claimed `as` (Cursor) does not."""
+    return HOSTS[kind].mcp and not HOSTS[kind].trusts_as
+
+
+def drop_anchors(m: Model, label: Optional[str]) -> None:
+    """A fork (a new conversation id, adopted only at the next hook) or a leave (the anchor then
+    resolves to no row) makes `label`'s anchors unsure."""
+    for key in [k for k, anchor in m.anchors.items() if anchor[0] == label]:
+        del m.anchors[key]
 
 
 def turn_end_mail_check(m: Model, e: dict) -> None:

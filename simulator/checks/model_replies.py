@@ -99,6 +99,28 @@ def pre_body(enabled: set[bool], body: Any, allowed: set[str]) -> bool:
     return True
 
 
+def check_senders(m: Model, c: Call) -> None:
+    """R32: a drained message shows the name of the session that sent it. The model knows the
+    sender only where a Claude Code call acted as its anchored conversation (a claimed `as`
+    changes nothing there); it judges those while the sender's row is registered under one name
+    (the inbox shows the sender's current name, and an id once the row is gone)."""
+    if m.loose or INBOX_BEGIN not in c.text:
+        return
+    inner = c.text.split(INBOX_BEGIN + "\n", 1)[-1].rsplit("\n" + INBOX_END, 1)[0]
+    for head, body in zip(INBOX_LINE_RE.finditer(inner), inbox_bodies(c.text) or []):
+        sids = m.senders.get(body)
+        if not sids or None in sids or body in m.ghosts or any(m.reg.get(sid) is not True for sid in sids):
+            continue
+        names = {m.names[sid].lower() for sid in sids if sid in m.names}
+        if not names or any(m.legacy_twin(n) for n in names):
+            continue
+        m.judged += 1
+        if head.group("name").lower() not in names:
+            m.surprise(f"the sender of {body[:40]!r} in chat_read by {c.session} (step {_step(c)})",
+                       f"from {' or '.join(sorted(names))}: the Claude Code call acted as its anchored "
+                       "conversation, whatever name it claimed (R32)", f"from {head.group('name')}", c.witness())
+
+
 def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[str]:
     """The classes a send by `ident` (registered) to `to` may end in (R9): resolved by name
     (case-insensitively) then id; unknown, oneself, or sent."""
@@ -141,6 +163,7 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     if not racy and len(sure) == 1 and (sure[0][:12] != id12 or to.lower() != m.names.get(sure[0], to).lower()):
         m.surprise(f"chat_send of {c.session} (step {_step(c)})",
                    f"sent to {m.names.get(sure[0])} ({sure[0][:12]})", f"sent to {to} ({id12})", c.witness())
+    m.note_sender(c.body, m.anchored(c))
     targets = [sid for sid in m.by_name(to) if sid[:12] == id12] or [sid for sid in m.reg if sid[:12] == id12]
     if len(targets) == 1 and not m.loose:
         m.deliver(targets[0], c.body, not racy)
@@ -165,6 +188,7 @@ def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     if cls == "other":
         m.ghosts.add(c.body)
         return
+    m.note_sender(c.body, None)
     if judge(m, c, allowed, cls, "chat_broadcast reply") and cls == "broadcast":
         broadcast_reply(m, c, ids, racy)
 
@@ -243,6 +267,7 @@ def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     if not judge(m, c, allowed, cls, "chat_read reply") or cls not in ("empty", "framed"):
         return
     bodies = inbox_bodies(c.text) or []
+    check_senders(m, c)
     for sid in ids:
         if sid:
             m.returned.setdefault(m.view.label_of.get(sid, sid), []).extend(bodies)

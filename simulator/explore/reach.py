@@ -6,7 +6,8 @@ after a delivery (R18), wakes on both sides of a clock hour (R22), a return
 just before or just after a 7-day TTL (R7, R26), a tool call at the edge of
 a hook's 10-minute pid freshness (R32), the CLI's list of a row just under or
 just over its one-day stale bound (R16), a hooked session's turn ending with
-mail it has not read (R36). Each draw here returns a short
+mail it has not read (R36), a claimed name after a Claude Code fork, where only
+the parent-pid anchor still tells the conversation apart (R32, R33). Each draw here returns a short
 script: the steps at the drawn time and follow-ups at the boundary, all
 checked against the world plan by the generator when their time comes. The
 constants are the design's own (simulator/design.py), never the code's.
@@ -226,7 +227,29 @@ def hook_turn(d, plan: WorldPlan, t: int) -> Steps:
     return steps
 
 
-BOUNDARY_DRAWS = (stale_probe, renudge, hour_burst, ttl_return, pid_freshness, cli_bound, hook_turn)
+def fork_spoof(d, plan: WorldPlan, t: int) -> Steps:
+    """R32, R33: a Claude Code conversation forks, its next prompt's hook adopts the new id and
+    re-anchors the host pid, then it sends claiming another session's name, and the recipient
+    reads. The MCP server's own environment still names the id from before the fork, whose row
+    moved: only the anchor keeps the claim from being believed. Without a fork the environment
+    names the same conversation, and a server that skips the anchor acts the same."""
+    forking = [s for s in d._usable(plan, t) if STEPS["fork"].accepts(plan.host_kind(s))
+               and not HOSTS[plan.host_kind(s)].trusts_as]
+    if not forking:
+        return None
+    session = d.rng.choice(forking)
+    others = [s for s in d.sessions() if s != session]
+    readers = [s for s in d._usable(plan, t) if s != session]
+    if not readers:
+        return None
+    to = d.rng.choice(readers)
+    send: dict[str, Any] = {"from": session, "to": to, "as": "{%s}" % d.rng.choice(others)}
+    d._body(send)
+    return [{"at": t, "fork": {"session": session}}, {"at": t + MINUTE_MS, "prompt": {"session": session}},
+            {"at": t + 2 * MINUTE_MS, "send": send}, {"at": t + 3 * MINUTE_MS, "read": {"session": to}}]
+
+
+BOUNDARY_DRAWS = (stale_probe, renudge, hour_burst, ttl_return, pid_freshness, cli_bound, hook_turn, fork_spoof)
 
 
 def boundary(d, plan: WorldPlan, t: int) -> Steps:

@@ -291,6 +291,33 @@ def test_a_hook_line_before_a_fork_names_the_conversation_of_that_time(tmp_path)
     assert v.status == "pass", v.message
 
 
+@pytest.mark.rules("R32")
+def test_an_anchored_claude_code_send_is_from_its_conversation_whatever_it_claims(tmp_path):
+    """R32: carol's prompt hook anchors her Claude Code process at 1m; her send at 2m claims
+    bob's name (`as`). The anchor wins, so alice's inbox must show the mail from carol: from bob
+    fails. Past the anchor's 600 s, or on Cursor (which trusts `as`), the sender is left open."""
+    from simulator.design import mcp_session_id
+    carol = mcp_session_id("host-carol-1")
+    cases = (("claude-code", 120_000, "a-corn-00001", False), ("claude-code", 120_000, N_BOB, True),
+             ("claude-code", 700_000, N_BOB, False), ("cursor", 120_000, N_BOB, False))
+    for k, (kind, at, shown, fails) in enumerate(cases):
+        h = H(); base_world(h)
+        h.start(0, "cc", {"carol": "host-carol-1"}, kind=kind)
+        h.registered(1_000, "cc", "carol", carol, "a-corn-00001")
+        h.ev(60_000, "hook", "cc", "carol", hook="UserPromptSubmit", decision=None,
+             line="[thatch] chat: you are a-corn-00001 (no unread mail for you).")
+        h.call(at, "cc", "carol", "send", {"to": N_ALICE, "as": N_BOB, "body": "who am i"}, True,
+               f"[sent] to {N_ALICE} ({ALICE[:12]})\n\n{ACTIVE}")
+        h.read(at + 60_000, "h1", "alice", [(shown, at, "who am i")])
+        spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]},
+                                    {"id": "cc", "kind": kind, "sessions": [{"id": "carol"}]}])
+        db = mail_db(tmp_path / str(k), ((carol, ALICE, "who am i", at, at + 60_000, 0),),
+                     sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0),
+                               (carol, "a-corn-00001", "mcp", 60_000)))
+        v = judge(h, db, spec)
+        assert (v.status == "fail" and "anchored conversation" in v.message) == fails, (k, v.message)
+
+
 @pytest.mark.rules("R2")
 def test_an_explicit_register_keeps_either_name_of_a_legacy_case_twin(tmp_path):
     """R2, D-store-6: bob's 002-era row `Alone` has a case twin `alone`; the migration renamed one

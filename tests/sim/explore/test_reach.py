@@ -143,6 +143,21 @@ def test_a_race_aims_several_calls_at_one_recipient_at_one_instant():
     assert len(targets) == 1
 
 
+@pytest.mark.rules("R32", "R33")
+def test_a_fork_spoof_forks_prompts_then_claims_another_name_and_the_recipient_reads():
+    """R32, R33: only a Claude Code session forks; its next prompt re-anchors the host pid, then
+    it sends claiming another session's name, and the recipient reads that mail."""
+    d, plan = _world(2, mcp=True)
+    assert reach.fork_spoof(d, plan, 60_000) is None  # Cursor trusts `as` and never forks
+    d.processes.append({"id": "cc4", "kind": "claude-code", "sessions": [{"id": "dora"}]})
+    plan = WorldPlan(d.processes)
+    fork, prompt, send, read = reach.fork_spoof(d, plan, 60_000)
+    assert fork == {"at": 60_000, "fork": {"session": "dora"}}
+    assert prompt == {"at": 120_000, "prompt": {"session": "dora"}}
+    assert send["at"] == 180_000 and send["send"]["from"] == "dora" and send["send"]["as"] != "{dora}"
+    assert read == {"at": 240_000, "read": {"session": send["send"]["to"]}}
+
+
 @pytest.mark.rules("R10")
 def test_a_read_storm_races_reads_with_sends_from_other_processes_round_after_round():
     """R10: a race is sometimes a storm: each round, the recipient's read and sends to it from
