@@ -6,15 +6,18 @@ after a delivery (R18), wakes on both sides of a clock hour (R22), a return
 just before or just after a 7-day TTL (R7, R26), a tool call at the edge of
 a hook's 10-minute pid freshness (R32), the CLI's list of a row just under or
 just over its one-day stale bound (R16), a hooked session's turn ending with
-mail it has not read (R36), a claimed name after a Claude Code fork, where only
-the parent-pid anchor still tells the conversation apart (R32, R33). Each draw here returns a short
-script: the steps at the drawn time and follow-ups at the boundary, all
-checked against the world plan by the generator when their time comes. The
-constants are the design's own (simulator/design.py), never the code's.
+mail it has not read (R36), a claimed name after a Claude Code fork, where
+only the parent-pid anchor still tells the conversation apart (R32, R33).
+Each draw here returns a short script: the steps at the drawn time and
+follow-ups at the boundary, all checked against the world plan by the
+generator when their time comes. The constants are the design's own
+(simulator/design.py), never the code's.
 
 A race is several store calls aimed at one recipient at one instant: a
 send, a broadcast and the recipient's read (concurrent dispatch runs them at
-once; serial dispatch in the seed's order).
+once; serial dispatch in the seed's order). A read storm repeats a read and
+sends to it round after round, for the microseconds between a read's select
+and its stamp (R10).
 """
 
 from __future__ import annotations
