@@ -114,7 +114,10 @@ class _Draw:
         self.jumped = False
         self.min_length = 0                        # a boundary script runs the story at least this long
         self.shifting: set[int] = set()            # sleeps after which the rest of the story moves on
-        self.pending: list[tuple[int, int, dict[str, Any]]] = []   # follow-ups: (at, order, step)
+        # Follow-ups: (at, order, push count, step). Two scripts can give one instant the same
+        # order; the push count breaks that tie (a heap never compares two steps).
+        self.pending: list[tuple[int, int, int, dict[str, Any]]] = []
+        self.pushes = 0
         self.recipients: list[str] = []            # who was last sent mail (unread-leaves)
 
     # -- the document ------------------------------------------------------------
@@ -265,7 +268,8 @@ class _Draw:
             script = self._reach(plan, at) or [self._step(plan, at) or self._send(plan, at)]
             for step in script:
                 if step is not None and step["at"] > at:
-                    heapq.heappush(self.pending, (step["at"], len(self.pending) + len(steps), step))
+                    self.pushes += 1
+                    heapq.heappush(self.pending, (step["at"], len(self.pending) + len(steps), self.pushes, step))
                 elif step is not None:
                     self._take(plan, steps, step)
         self._flush(plan, steps, None)
@@ -284,7 +288,7 @@ class _Draw:
     def _flush(self, plan: WorldPlan, steps: list[dict[str, Any]], until: Optional[int]) -> None:
         """Take the follow-ups due by `until` (all when None), in time order."""
         while self.pending and (until is None or self.pending[0][0] <= until):
-            self._take(plan, steps, heapq.heappop(self.pending)[2])
+            self._take(plan, steps, heapq.heappop(self.pending)[-1])
 
     def _reach(self, plan: WorldPlan, t: int) -> Optional[list[dict[str, Any]]]:
         """A boundary script or a same-instant race (reach.py), when those details are on."""

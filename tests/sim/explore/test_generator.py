@@ -102,3 +102,10 @@ def test_some_continue_resumes_find_only_a_sub_agent_child_in_the_directory():
             listed += 1
             assert resume["how"] == "-c" and [parent[x] for x in resume["listing"]] == [resume["session"]]
     assert listed
+
+
+def test_two_scripts_that_queue_one_instant_with_one_order_still_generate():
+    """Seed 10211 queues two follow-ups at one instant with the same order (a read storm's and
+    another script's); the heap breaks the tie by push count instead of comparing the steps."""
+    doc = generate(10211).doc
+    assert doc["steps"] and [s["at"] for s in doc["steps"]] == sorted(s["at"] for s in doc["steps"])
