@@ -261,12 +261,13 @@ def boundary(d, plan: WorldPlan, t: int) -> Steps:
 
 def race(d, plan: WorldPlan, t: int) -> Steps:
     """A send, a broadcast and a read (and a second send) aimed at one recipient at one instant;
-    sometimes a storm of them (`read_storm`). The storm is drawn whatever the dispatch, so that
-    forcing serial dispatch keeps the world; only concurrent dispatch overlaps its calls."""
+    in a seed that drew concurrent dispatch, sometimes a storm of them (`read_storm`): only
+    overlapping calls can land inside a read. A world forced into serial dispatch keeps its
+    storms (they follow the dispatch the seed drew)."""
     who = d._usable(plan, t)
     if len(who) < 2:
         return None
-    if d.rng.random() < STORM_RATE:
+    if d.swarm.drawn_dispatch == "concurrent" and d.rng.random() < STORM_RATE:
         storm = read_storm(d, plan, t, who)
         if storm:
             return storm

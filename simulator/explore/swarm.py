@@ -54,6 +54,10 @@ class Swarm:
     faults: dict[str, float] = field(default_factory=dict)   # kind -> rate per step
     details: tuple[str, ...] = ()
     dispatch: str = "serial"
+    # The dispatch the seed itself drew. Forcing one (determinism checks, shrinking) replaces
+    # `dispatch` only: what is drawn for overlapping calls (read storms) follows this one, so a
+    # forced world stays the world it was.
+    drawn_dispatch: str = "serial"
 
     def on(self, feature: str) -> bool:
         return (feature in self.hosts or feature in self.agents or feature in self.windows
@@ -89,4 +93,4 @@ def draw_swarm(rng: random.Random, *, dispatch: str | None = None) -> Swarm:
     drawn = "concurrent" if rng.random() < 0.2 else "serial"  # drawn always: forcing keeps the rest of the world
     dispatch = dispatch or drawn
     return Swarm(hosts=hosts, agents=agents, windows=windows, actions=actions, faults=faults,
-                 details=details, dispatch=dispatch)
+                 details=details, dispatch=dispatch, drawn_dispatch=drawn)
