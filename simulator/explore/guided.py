@@ -81,7 +81,7 @@ def swarm_from_json(data: dict[str, Any]) -> Swarm:
             raise ValueError(f"unknown feature family {name!r} (known: {', '.join(known)})")
         values[name] = tuple(value) if isinstance(value, list) else value
     if "dispatch" in values:
-        values.setdefault("drawn_dispatch", values["dispatch"])  # a set naming no drawn one drew its own
+        values.setdefault("drawn_dispatch", values["dispatch"])  # unnamed: it drew the one it runs
     return Swarm(**values)
 
 
