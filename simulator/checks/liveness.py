@@ -100,21 +100,25 @@ def _first_event_i(view: RunView, inc: Incarnation, label: str) -> float:
     return cache[key]
 
 
-def _aged_out(view: RunView, hosts: list[Incarnation], label: str, sample: dict, *,
-              gone_stale: bool) -> Optional[Incarnation]:
-    """The daemon whose re-hosting of `label` ran out a poll before `sample` (and a staleness
-    period more when `gone_stale`), when that is all that holds it: every live host is an
-    opencode process that only re-hosted it and saw no event of it at all (R15: silent tabs
-    age out, are beaten no more and go stale)."""
+def _silent_rehost(view: RunView, hosts: list[Incarnation], label: str,
+                   sample: dict) -> Optional[tuple[Incarnation, int, int]]:
+    """When all that holds `label` at `sample` is re-hosting that ran out more than a poll before
+    it: every live host is an opencode process that only re-hosted it and saw no event of it at
+    all (R15: silent tabs age out, are beaten no more and go stale). Then (the daemon started
+    last, the latest of their rehost deadlines, how long after every deadline and its poll the
+    sample came); else None."""
+    deadline, past = 0, None
     for inc in hosts:
         if not HOSTS[inc.kind].restarts or label not in inc.rehosted or _disturbed(view, inc.proc, sample["t"]):
             return None
         if _first_event_i(view, inc, label) < sample["i"]:
             return None
-        margin = (view.stale_ms if gone_stale else 0) + view.poll_ms(inc.proc) + SECOND_MS
-        if sample["t"] <= view.rehost_deadline(inc, label) + margin:
+        end = view.rehost_deadline(inc, label)
+        late = sample["t"] - end - view.poll_ms(inc.proc) - SECOND_MS
+        if late <= 0:
             return None
-    return hosts[-1]
+        deadline, past = max(deadline, end), late if past is None else min(past, late)
+    return (hosts[-1], deadline, past) if past is not None else None
 
 
 def _beat_unreliable(view: RunView, proc: str, label: str, beat: dict) -> bool:
@@ -324,24 +328,22 @@ def p4_liveness(view: RunView) -> Verdict:
                 continue
             hosts = view.hosts(label, s["t"], s["i"])
             if hosts:
-                silent = _aged_out(view, hosts, label, s, gone_stale=False)
-                if silent is None:
+                found = _silent_rehost(view, hosts, label, s)
+                if found is None:
                     continue  # hosted live by a non-opencode process, or just out of grace: not judged
+                silent, deadline, past = found
                 checked += 1
-                seen, deadline = view.vt(row.get("last_seen")), view.rehost_deadline(silent, label)
+                seen = view.vt(row.get("last_seen"))
                 if seen is not None and seen > deadline + SECOND_MS:
                     return verdict(p4_liveness, "fail", f"{label} was beaten at t={span(seen)}, after its rehost "
                                    f"deadline t={span(deadline)}: {silent.proc}#{silent.n} only re-hosted it and "
                                    f"it stayed silent, so its grace ran out (R15)",
                                    [silent.start_event, sample_row(s, label)])
-                aged = _aged_out(view, hosts, label, s, gone_stale=True)
-                if aged is None:
-                    continue
-                if not row.get("stale"):
+                if past > view.stale_ms and not row.get("stale"):
                     return verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}: "
-                                   f"{aged.proc}#{aged.n} only re-hosted it, and it stayed silent past "
-                                   f"its rehost deadline t={span(view.rehost_deadline(aged, label))} (R15)",
-                                   [aged.start_event, sample_row(s, label)])
+                                   f"{silent.proc}#{silent.n} only re-hosted it, and it stayed silent past "
+                                   f"its rehost deadline t={span(deadline)} (R15)",
+                                   [silent.start_event, sample_row(s, label)])
                 continue
             judged, failure = _judge_orphan(view, label, row, s)
             checked += judged

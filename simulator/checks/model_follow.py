@@ -334,9 +334,7 @@ def startup_mismatch(view: RunView, e: dict) -> Optional[str]:
     if start["opens"] is None:
         return f"its command line ({start.get('how')}) opens no session: no top-level one is listed (R5)"
     label = e.get("session")
-    parent = next((getattr(x, "parent", None) for p in getattr(view.spec, "processes", [])
-                   for x in getattr(p, "sessions", []) if x.id == label), None)
-    if parent and label != start["opens"]:
+    if label in view.children and label != start["opens"]:
         return f"-c continues the newest top-level session ({start['opens']}), never a sub-agent child (R1, R5)"
     return None
 

@@ -99,15 +99,14 @@ def pre_body(enabled: set[bool], body: Any, allowed: set[str]) -> bool:
     return True
 
 
-def check_senders(m: Model, c: Call) -> None:
+def check_senders(m: Model, c: Call, entries: list[tuple[str, str]]) -> None:
     """R32: a drained message shows the name of the session that sent it. The model knows the
     sender only where a Claude Code call acted as its anchored conversation (a claimed `as`
     changes nothing there); it judges those while the sender's row is registered under one name
     (the inbox shows the sender's current name, and an id once the row is gone)."""
-    if m.loose or INBOX_BEGIN not in c.text:
+    if m.loose:
         return
-    inner = c.text.split(INBOX_BEGIN + "\n", 1)[-1].rsplit("\n" + INBOX_END, 1)[0]
-    for head, body in zip(INBOX_LINE_RE.finditer(inner), inbox_bodies(c.text) or []):
+    for shown, body in entries:
         sids = m.senders.get(body)
         if not sids or None in sids or body in m.ghosts or any(m.reg.get(sid) is not True for sid in sids):
             continue
@@ -115,10 +114,10 @@ def check_senders(m: Model, c: Call) -> None:
         if not names or any(m.legacy_twin(n) for n in names):
             continue
         m.judged += 1
-        if head.group("name").lower() not in names:
+        if shown.lower() not in names:
             m.surprise(f"the sender of {body[:40]!r} in chat_read by {c.session} (step {_step(c)})",
                        f"from {' or '.join(sorted(names))}: the Claude Code call acted as its anchored "
-                       "conversation, whatever name it claimed (R32)", f"from {head.group('name')}", c.witness())
+                       "conversation, whatever name it claimed (R32)", f"from {shown}", c.witness())
 
 
 def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[str]:
@@ -227,14 +226,21 @@ def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> 
             m.ghosts.add(c.body)
 
 
-def inbox_bodies(text: str) -> Optional[list[str]]:
-    """The bodies of a framed chat_read reply, in order (None: not framed)."""
+def inbox_entries(text: str) -> Optional[list[tuple[str, str]]]:
+    """(sender name as shown, body) of each message of a framed chat_read reply, in order (None:
+    not framed)."""
     if INBOX_BEGIN not in text or INBOX_END not in text:
         return None
     inner = text.split(INBOX_BEGIN + "\n", 1)[-1].rsplit("\n" + INBOX_END, 1)[0]
     heads = list(INBOX_LINE_RE.finditer(inner))
-    return [inner[h.end():(heads[k + 1].start() - 1 if k + 1 < len(heads) else len(inner))]
+    return [(h.group("name"), inner[h.end():(heads[k + 1].start() - 1 if k + 1 < len(heads) else len(inner))])
             for k, h in enumerate(heads)]
+
+
+def inbox_bodies(text: str) -> Optional[list[str]]:
+    """The bodies of a framed chat_read reply, in order (None: not framed)."""
+    entries = inbox_entries(text)
+    return None if entries is None else [body for _, body in entries]
 
 
 def read_class(text: str) -> str:
@@ -266,8 +272,9 @@ def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         return
     if not judge(m, c, allowed, cls, "chat_read reply") or cls not in ("empty", "framed"):
         return
-    bodies = inbox_bodies(c.text) or []
-    check_senders(m, c)
+    entries = inbox_entries(c.text) or []
+    bodies = [body for _, body in entries]
+    check_senders(m, c, entries)
     for sid in ids:
         if sid:
             m.returned.setdefault(m.view.label_of.get(sid, sid), []).extend(bodies)
