@@ -150,6 +150,10 @@ class RunView:
         self.agents = {s.id: s.agent for p in getattr(spec, "processes", []) for s in p.sessions}
         # Sub-agent children: a polling host never hosts one, even once it joined the directory (R13).
         self.children = {s.id for p in getattr(spec, "processes", []) for s in p.sessions if s.parent}
+        # Asked per event by the judges, so read from the steps once.
+        self.older_labels: dict[str, str] = spec.older_labels() if spec is not None else {}
+        self._rehost_graces: Optional[dict[str, int]] = None
+        self._vt_of: dict[Any, Optional[int]] = {}
         self._obs: Optional[list] = None
         self._by_name: Optional[dict[str, str]] = None
         self.db = load_db(db_path)  # first: the id index reads the final rows
@@ -310,10 +314,13 @@ class RunView:
                 if label in inc.sessions and inc.alive(t, i) and (not kinds or inc.kind in kinds)]
 
     def rehost_grace(self, inc: Incarnation) -> int:
-        for step in self.steps:
-            if step.action == "restart" and step.restart.into == inc.proc and step.restart.grace is not None:
-                return int(step.restart.grace)
-        return DEFAULT_REHOST_GRACE_MS
+        """The re-hosting grace of a process a `restart` step starts (the first such step naming one)."""
+        if self._rehost_graces is None:
+            self._rehost_graces = {}
+            for step in self.steps:
+                if step.action == "restart" and step.restart.grace is not None:
+                    self._rehost_graces.setdefault(step.restart.into, int(step.restart.grace))
+        return self._rehost_graces.get(inc.proc, DEFAULT_REHOST_GRACE_MS)
 
     def hosting(self, inc: Incarnation, label: str, t: int) -> bool:
         """Does `inc` (alive) host `label` at t? (`hosted_from`)"""
@@ -632,8 +639,7 @@ class RunView:
 
     def lineage(self, label: Optional[str]) -> Optional[str]:
         """The session a label continues: a fork's older id (`fork.older_as`) is the forked session's."""
-        older = self.spec.older_labels() if self.spec is not None else {}
-        return older.get(label, label) if label is not None else None
+        return self.older_labels.get(label, label) if label is not None else None
 
     def could_be_pruned(self, label: str, before: dict, after: dict) -> bool:
         """Could the hourly prune (R26) have deleted `label`'s row between two events: was it
@@ -690,8 +696,12 @@ class RunView:
 
     def vt(self, iso: Any) -> Optional[int]:
         """Virtual time of a stored ISO stamp (None when unknown)."""
-        ms = parse_iso_ms(iso)
-        return None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
+        if not isinstance(iso, str):
+            return None
+        if iso not in self._vt_of:  # stamps repeat across samples and rows: parse each once
+            ms = parse_iso_ms(iso)
+            self._vt_of[iso] = None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
+        return self._vt_of[iso]
 
 
 def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:

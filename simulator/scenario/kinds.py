@@ -27,6 +27,7 @@ harness class in simulator/harness/, and its entry in HARNESSES there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, Field, WithJsonSchema, model_serializer, model_validator
@@ -446,7 +447,7 @@ class StepKind:
     family: Optional[str] = None       # an action: the exploration family that draws it (EXPLORE_ACTIONS)
     scripted: bool = True              # False: a harness-internal action no scenario writes
 
-    @property
+    @cached_property
     def attr(self) -> str:
         """The `Step` attribute holding its arguments (a trailing `_` where the key shadows a Python name)."""
         return self.key + "_" if self.key in ("register", "list") else self.key

@@ -18,7 +18,7 @@ import typing
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
-from pydantic import model_validator
+from pydantic import PrivateAttr, model_validator
 
 from simulator.scenario.durations import DURATION_HELP, duration_json_schema, format_duration
 from simulator.scenario.errors import did_you_mean
@@ -218,14 +218,21 @@ class _StepFields(Strict):
             )
         return self
 
+    # The kind found last; `kind` trusts it only while that key is still set (a step holds one).
+    _kind_seen: Optional[StepKind] = PrivateAttr(None)
+
     @property
     def kind(self) -> StepKind:
         """The declared kind of the step's one action or fault key."""
-        # The judges ask this of every step many times per event: look only at the fields the
-        # step was given (an unset key is None), in declaration order as the full scan would.
+        # The judges ask this of every step a million times a campaign: keep the kind found and
+        # rescan only when its key no longer holds a value (a copy with that key replaced).
+        seen = self._kind_seen
+        if seen is not None and getattr(self, seen.attr) is not None:
+            return seen
         found = [_KIND_OF_ATTR[a] for a in self.__pydantic_fields_set__
                  if a in _KIND_OF_ATTR and getattr(self, a) is not None]
-        return next(kind for _, kind in sorted(found))
+        self._kind_seen = seen = next(kind for _, kind in sorted(found))
+        return seen
 
     @property
     def action(self) -> str:
