@@ -58,18 +58,11 @@ class Observer:
         self.log = log
         self._exchange = exchange
         self._host_of = host_of
-        self._guard = guard    # set while a connection is open here (the processes fork only while it is clear)
+        self._guard = guard    # holds the read connection (the processes close it before they fork)
 
     def _read_db(self, query: str, params: tuple = ()) -> list[tuple]:
-        """A short-lived read: opened and closed here, so no connection outlives it into a fork."""
-        self._guard.reading = True
-        conn = sqlite3.connect(str(self.world.db_path), timeout=10, isolation_level=None)
-        try:
-            conn.execute("PRAGMA query_only = 1")
-            return conn.execute(query, params).fetchall()
-        finally:
-            conn.close()
-            self._guard.reading = False
+        """A read through the orchestrator's one connection (closed before every fork)."""
+        return self._guard.read(self.world.db_path, query, params)
 
     def sample(self, t: int) -> None:
         """Record every session's row as it is now (`sample`), stale or not by the design's rule (R14)."""

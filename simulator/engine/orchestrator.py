@@ -158,6 +158,7 @@ class Orchestrator:
             raise
         finally:
             self.processes.kill_all()
+            self.processes.guard.close()
         history = self._finish()
         return Outcome(history, self.faults, self.run_info(), self.clock.now, self.log.dispatch, error)
 

@@ -23,7 +23,6 @@ before the merge. A scenario and seed give one history per engine.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
@@ -35,7 +34,7 @@ from simulator.clock import VirtualClock
 from simulator.engine.agenda import PRIORITY, Agenda, Entry, HarnessFollowUp, Poll, Priority
 from simulator.engine.dispatch import Dispatcher, FaultStatus
 from simulator.engine.dispatch_log import DispatchLog
-from simulator.engine.processes import Live, Processes
+from simulator.engine.processes import ForkGuard, Live, Processes
 from simulator.engine.world import World
 from simulator.history import process_file
 from simulator.protocol import OP_POLL, OP_RUN_WINDOW, Command, send_msg
@@ -140,7 +139,7 @@ class Windows:
             # which a run held in lockstep would otherwise repeat after every entry. Without
             # joiners the prune instant changes nothing: only dead processes' timers pass, dropped.
             return _Safety(frozenset(), _NEVER[0])
-        known, risk = _store_facts(run.world.db_path)
+        known, risk = _store_facts(run.processes.guard, run.world.db_path)
         labels = frozenset(lv.label for lv in candidates if all(
             info.session_id in known or info.parent_id is not None for info in lv.ctx.sessions.values()))
         if len(labels) < alive:
@@ -268,21 +267,17 @@ def _local_agents(lv: Live) -> bool:
                if info.spec is not None)
 
 
-def _store_facts(db_path: Path) -> tuple[set[str], float]:
+def _store_facts(guard: ForkGuard, db_path: Path) -> tuple[set[str], float]:
     """(session ids with a directory row or a leave tombstone, the first virtual instant a
     prune sweep could delete a row or sweep mail: never when nothing is old enough). Unread
     mail is at risk once it is older than the sweep age, whoever it is addressed to: its
     recipient may leave or be pruned before then (R26)."""
-    conn = sqlite3.connect(str(db_path), timeout=10, isolation_level=None)
-    try:
-        conn.execute("PRAGMA query_only = 1")
-        known = {r[0] for r in conn.execute(
-            "SELECT session_id FROM chat_sessions UNION SELECT session_id FROM chat_leave_tombstones")}
-        oldest_auto = conn.execute("SELECT min(last_seen) FROM chat_sessions WHERE auto = 1").fetchone()[0]
-        oldest_leave = conn.execute("SELECT min(left_at) FROM chat_leave_tombstones").fetchone()[0]
-        oldest_unread = conn.execute("SELECT min(created_at) FROM chat_messages WHERE read_at IS NULL").fetchone()[0]
-    finally:
-        conn.close()
+    known = {r[0] for r in guard.read(
+        db_path, "SELECT session_id FROM chat_sessions UNION SELECT session_id FROM chat_leave_tombstones")}
+    (oldest_auto, oldest_leave, oldest_unread), = guard.read(
+        db_path, "SELECT (SELECT min(last_seen) FROM chat_sessions WHERE auto = 1),"
+                 " (SELECT min(left_at) FROM chat_leave_tombstones),"
+                 " (SELECT min(created_at) FROM chat_messages WHERE read_at IS NULL)")
     risks = [vclock.virtual_ms(ms) + ttl for ms, ttl in (
         (vclock.parse_iso_ms(oldest_auto), design.AUTO_ROW_TTL_MS),
         (vclock.parse_iso_ms(oldest_leave), design.TOMBSTONE_TTL_MS),

@@ -9,16 +9,17 @@ from __future__ import annotations
 import sqlite3
 from types import SimpleNamespace
 
+import multiprocess
 import pytest
 from thatch_core.db import open_db
 
 from simulator import clock
 from simulator.checks.view import RunView
 from simulator.engine.dispatch_log import DispatchLog
-from simulator.engine import observer
 from simulator.engine.observer import Observer
-from simulator.engine.processes import ForkGuard
-from simulator.engine.world import World
+from simulator.engine import processes
+from simulator.engine.processes import ForkGuard, Processes
+from simulator.engine.world import DB_NAME, World
 from simulator.history import read_events
 from simulator.scenario.model import Scenario
 
@@ -88,14 +89,30 @@ def test_the_sampler_and_the_judges_date_a_legacy_stamp_alike(tmp_path):
     assert view.vt(rows["garbled"]["last_seen"]) is None
 
 
-def test_the_observer_holds_the_fork_guard_while_its_connection_is_open(tmp_path, monkeypatch):
-    """The guard `Processes.fork` checks is set for exactly as long as a sample's connection lives."""
-    guard, seen = ForkGuard(), []
+def test_the_observer_reads_through_the_guards_one_connection_and_a_fork_closes_it(tmp_path, monkeypatch):
+    """Samples share the guard's one read connection; `Processes` closes it before it forks (a
+    lock holder here, a real fork), so no connection of the orchestrator crosses into a child."""
+    guard, opened = ForkGuard(), []
 
-    def watched(*args, **kwargs):
-        seen.append(guard.reading)
-        return sqlite3.connect(*args, **kwargs)
+    def counted(*args, **kwargs):
+        conn = sqlite3.connect(*args, **kwargs)
+        opened.append(conn)
+        return conn
 
-    monkeypatch.setattr(observer, "sqlite3", SimpleNamespace(connect=watched, Error=sqlite3.Error))
-    sessions = sample(tmp_path, {"fresh": LAST_SEEN["fresh"]}, guard)
-    assert sessions["fresh"]["registered"] and seen == [True] and guard.reading is False
+    monkeypatch.setattr(processes, "sqlite3", SimpleNamespace(connect=counted, Connection=sqlite3.Connection))
+    sessions = sample(tmp_path / "one", {"fresh": LAST_SEEN["fresh"]}, guard)
+    assert sessions["fresh"]["registered"] and len(opened) == 1 and guard.open
+    db_path, = (tmp_path / "one").rglob(DB_NAME)
+    assert guard.read(db_path, "SELECT count(*) FROM chat_sessions") == [(1,)] and len(opened) == 1
+    world = World(Scenario.model_validate({"name": "fork", "duration": "1m",
+                                           "processes": [{"id": "h1", "sessions": [{"id": "a"}]}]}),
+                  tmp_path / "two", 3)
+    world.build()
+    procs = Processes(multiprocess.get_context("fork"), world, DispatchLog(clock.VirtualClock(0)),
+                      clock.VirtualClock(0), make_harness=None, stop_grace_s=5.0)
+    procs.guard = guard
+    procs.hold_lock(step=0, dispatch=1)
+    try:
+        assert not guard.open
+    finally:
+        procs.release_lock(0)
