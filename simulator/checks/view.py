@@ -154,6 +154,7 @@ class RunView:
         self.older_labels: dict[str, str] = spec.older_labels() if spec is not None else {}
         self._rehost_graces: Optional[dict[str, int]] = None
         self._vt_of: dict[Any, Optional[int]] = {}
+        self._touches_of: Optional[dict[str, list[tuple[float, int]]]] = None
         self._obs: Optional[list] = None
         self._by_name: Optional[dict[str, str]] = None
         self.db = load_db(db_path)  # first: the id index reads the final rows
@@ -658,16 +659,21 @@ class RunView:
 
     def _touches(self, label: str) -> list[tuple[float, int]]:
         """(position, virtual time) of each known touch of `label`'s row, in history order."""
-        out = []
-        for e in self.of(POLL, REGISTERED, SAMPLE):
-            if e["kind"] == SAMPLE:
-                row = sample_rows(e).get(label) or {}
-                seen = self.vt(row.get("last_seen")) if row.get("registered") and row.get("last_seen") else None
-                if seen is not None:
-                    out.append((e["i"], seen))
-            elif e.get("session") == label or label in (data_of(e).get("hosted") or ()):
-                out.append((e["i"], e["t"]))
-        return sorted(out)
+        if self._touches_of is None:  # asked per cut of P10: one pass over the history for every label
+            index: dict[str, list[tuple[float, int]]] = {}
+            for e in self.of(POLL, REGISTERED, SAMPLE):
+                if e["kind"] == SAMPLE:
+                    for who, row in sample_rows(e).items():
+                        seen = (self.vt(row.get("last_seen"))
+                                if row and row.get("registered") and row.get("last_seen") else None)
+                        if seen is not None:
+                            index.setdefault(who, []).append((e["i"], seen))
+                else:
+                    touched = {e.get("session"), *(data_of(e).get("hosted") or ())}
+                    for who in touched:
+                        index.setdefault(who, []).append((e["i"], e["t"]))
+            self._touches_of = {who: sorted(out) for who, out in index.items()}
+        return list(self._touches_of.get(label, ()))
 
     def _registered_before(self, label: str, t: int) -> bool:
         """Was the label's last name observation before time t a registered one (or none at all)?"""

@@ -52,7 +52,7 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
     recorder = Recorder.for_process(run_dir, ctx.label, ctx.incarnation)
     points = crash_points()
     points.bind(recorder)
-    move_to = _mover(freeze_time(clock.START_INSTANT, tick=False).start())
+    move_to = _mover(_start_freezer())
     _memoize_fake_time()
     server = _CommandServer(ctx, make_harness, recorder, points)
     window = WindowRunner(server.answer, move_to, recorder)
@@ -141,6 +141,35 @@ def _stop(conn: Connection, reply: Reply, recorder: Recorder, profiler: Optional
         profiler.disable()
         profiler.dump_stats(os.path.join(os.environ["THATCH_SIM_PROFILE"], f"{ctx.label}.{ctx.incarnation}.prof"))
     hygiene.leave(0)
+
+
+def _start_freezer():
+    """Start this process's one freezer at the scenario start, trusting the module scan the parent
+    did before the fork (engine/preload.py).
+
+    freezegun's start checks each loaded module against its cache by hashing `dir(module)`: ~600
+    modules, most of a child's start-up (measured). The fork handed this process the parent's
+    modules and the cache the parent filled for exactly those objects, so a module whose cached
+    entry names this very object (its id) is taken as cached; any other is checked as freezegun
+    would (D-speed-harness-6). Private freezegun API: without it, the plain start.
+    """
+    fz = freezegun_api
+    cache = getattr(fz, "_GLOBAL_MODULES_CACHE", None)
+    checked = getattr(fz, "_get_cached_module_attributes", None)
+    if not isinstance(cache, dict) or checked is None:  # pragma: no cover
+        return freeze_time(clock.START_INSTANT, tick=False).start()
+
+    def inherited(module):
+        entry = cache.get(getattr(module, "__name__", None))
+        if entry is not None and str(entry[0]).startswith(f"{id(module)}-"):
+            return entry[1]
+        return checked(module)
+
+    fz._get_cached_module_attributes = inherited
+    try:
+        return freeze_time(clock.START_INSTANT, tick=False).start()
+    finally:
+        fz._get_cached_module_attributes = checked
 
 
 def _mover(frozen) -> Callable[[int], None]:
