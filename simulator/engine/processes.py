@@ -84,6 +84,7 @@ class ForkGuard:
     def __init__(self) -> None:
         self._conn: Optional[sqlite3.Connection] = None
         self._path: Optional[str] = None
+        self.opened = 0   # connections opened so far: a `PRAGMA data_version` is comparable within one
 
     def read(self, db_path: Any, query: str, params: tuple = ()) -> list[tuple]:
         """The rows of one read-only query (autocommit: no transaction outlives it)."""
@@ -93,6 +94,7 @@ class ForkGuard:
             conn = sqlite3.connect(path, timeout=10, isolation_level=None)
             conn.execute("PRAGMA query_only = 1")
             self._conn, self._path = conn, path
+            self.opened += 1
         return self._conn.execute(query, params).fetchall()
 
     @property
