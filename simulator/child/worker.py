@@ -27,6 +27,7 @@ import sys
 import time
 import traceback
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any, Callable, NoReturn, Optional
 
 from freezegun import api as freezegun_api
@@ -37,6 +38,7 @@ from simulator import clock
 from simulator.child import hygiene
 from simulator.child.crash_points import CrashPoints, crash_points
 from simulator.child.window import WindowRunner
+from simulator.engine import preload
 from simulator.events import READY
 from simulator.history import Recorder
 from simulator.protocol import (
@@ -165,11 +167,15 @@ def _start_freezer():
             return entry[1]
         return checked(module)
 
+    visit, real_sys = preload.modules_for_freezer(), fz.sys
     fz._get_cached_module_attributes = inherited
+    if visit is not None:  # freezegun reads only `sys.modules` through its `sys` while it starts
+        fz.sys = SimpleNamespace(modules=visit)
     try:
         return freeze_time(clock.START_INSTANT, tick=False).start()
     finally:
         fz._get_cached_module_attributes = checked
+        fz.sys = real_sys
 
 
 def _mover(frozen) -> Callable[[int], None]:

@@ -75,3 +75,44 @@ def _warm_freezegun_cache() -> None:
                 warm(module)
             except Exception:  # pragma: no cover - a module that resists dir()
                 pass
+
+
+# What `freezer_modules` found, and the loaded modules it was found for.
+_scanned: dict[str, Any] = {"for": None, "modules": {}}
+
+
+def _loaded_key() -> tuple:
+    """Which modules are loaded, cheaply: their number and the last one imported (an insert-ordered dict)."""
+    return len(sys.modules), next(reversed(sys.modules), None)
+
+
+def freezer_modules() -> dict[str, ModuleType]:
+    """The loaded modules a child's freezer start has to visit, found here before a fork.
+
+    freezegun's start visits every loaded module (~600) for time functions to
+    patch; a child doing so writes to each module's pages it shares with this
+    process, which the kernel then copies (~1,300 page faults a child, measured
+    with getrusage). Most modules hold none: by freezegun's own cache, filled
+    here, only the modules that hold one, or that the cache does not know as
+    they are now, need a visit (D-speed-harness-6). Found again when the loaded
+    modules changed since the last fork.
+    """
+    key = _loaded_key()
+    if _scanned["for"] != key:
+        _warm_freezegun_cache()
+        cache = getattr(freezegun_api, "_GLOBAL_MODULES_CACHE", None)
+        if not isinstance(cache, dict):  # pragma: no cover
+            return dict(sys.modules)
+        _scanned["modules"] = {
+            name: module for name, module in list(sys.modules.items())
+            if module is not None and (name not in cache or cache[name][1]
+                                       or not str(cache[name][0]).startswith(f"{id(module)}-"))}
+        _scanned["for"] = key
+    return _scanned["modules"]
+
+
+def modules_for_freezer() -> Optional[dict[str, ModuleType]]:
+    """In a child: what the parent's `freezer_modules` found, when its modules are still those the
+    parent had at the fork (None: visit them all)."""
+    return _scanned["modules"] if _scanned["for"] == _loaded_key() else None
+

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
 import multiprocess
+import multiprocess.popen_fork  # noqa: F401 - loaded here, not by the first fork after the freezer scan
 from multiprocess.connection import Connection
 from multiprocess.context import ForkContext
 from multiprocess.process import BaseProcess
@@ -29,6 +30,7 @@ from multiprocess.process import BaseProcess
 from simulator.child.lock_holder import LockHolder
 from simulator.child.worker import child_main
 from simulator.clock import VirtualClock
+from simulator.engine import preload
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.world import World
 from simulator.events import PROCESS_EXIT
@@ -154,6 +156,7 @@ class Processes:
         # never walks (and so never copy-on-write-faults) the objects it
         # inherited, which made children of a big parent (pytest, a finished
         # run's history) several times slower per command.
+        preload.freezer_modules()  # the child's freezer visits only what this finds (D-speed-harness-6)
         gc.freeze()
         try:
             proc.start()

@@ -194,3 +194,75 @@ def test_save_coverage_does_not_import_coverage():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+def _patched_by_freezer(conn, fast: bool) -> None:
+    """In a forked child: start one freezer (the child's own shortcut, or freezegun's plain
+    start) and send back which module attributes it patched."""
+    from freezegun import api as freezegun_api, freeze_time
+    from simulator.child import worker
+    from simulator.engine import preload
+
+    scanned = preload.modules_for_freezer() is not None
+    started = []
+    plain_start = freezegun_api._freeze_time.start
+
+    def start(self):
+        started.append(self)
+        return plain_start(self)
+
+    freezegun_api._freeze_time.start = start
+    if fast:
+        worker._start_freezer()
+    else:
+        freeze_time(clock.START_INSTANT, tick=False).start()
+    conn.send((scanned, sorted(f"{module.__name__}.{name}" for module, name, _ in started[-1].undo_changes)))
+    conn.close()
+
+
+def _freezer_changes(fast: bool, scan: bool = True) -> tuple[bool, list[str]]:
+    """(did the child use the parent's scan, what its freezer patched)."""
+    import multiprocess.popen_fork  # noqa: F401 - loaded by the first start, after the scan otherwise
+    from simulator.engine import preload
+
+    ctx = multiprocess.get_context("fork")
+    parent_end, child_end = ctx.Pipe()
+    proc = ctx.Process(target=_patched_by_freezer, args=(child_end, fast))
+    if scan:
+        preload.freezer_modules()  # as `Processes.fork` does just before the fork
+    proc.start()
+    child_end.close()
+    scanned, changes = parent_end.recv()
+    proc.join()
+    return scanned, changes
+
+
+def test_a_childs_freezer_patches_what_freezeguns_full_scan_patches():
+    """The parent's scan before a fork (engine/preload.py) lets the child's freezer visit only the
+    modules holding a time function: the same attributes get patched as by freezegun's own start."""
+    from simulator.engine import preload
+    import simulator.harness.claude_code  # noqa: F401 - what a run has loaded
+    import simulator.harness.opencode  # noqa: F401
+
+    preload.preload({})
+    visit = preload.freezer_modules()
+    assert 0 < len(visit) < len(sys.modules) and preload.modules_for_freezer() is visit
+    _, full = _freezer_changes(fast=False)
+    assert full and any(name.startswith("thatch_core.") for name in full)
+    assert _freezer_changes(fast=True) == (True, full)
+
+
+def test_a_module_loaded_after_the_scan_makes_the_child_visit_them_all(tmp_path, monkeypatch):
+    """A module imported after the parent's scan (a lazy import between two forks) is not known
+    to it: the child then visits every module, as freezegun would."""
+    from simulator.engine import preload
+
+    preload.freezer_modules()
+    (tmp_path / "late_clock_user.py").write_text("from time import time as now\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "late_clock_user", raising=False)
+    import late_clock_user  # noqa: F401
+    assert preload.modules_for_freezer() is None
+    scanned, changes = _freezer_changes(fast=True, scan=False)
+    assert not scanned and "late_clock_user.now" in changes
+    assert "late_clock_user" in preload.freezer_modules()
