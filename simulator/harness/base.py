@@ -149,7 +149,9 @@ class Harness:
             # faker before forking when a run's harnesses may).
             from faker import Faker
 
-            self._faker = Faker()
+            from simulator.engine.preload import take_faker
+
+            self._faker = take_faker() or Faker()
             self._faker.seed_instance(self._faker_seed)
         return self._faker
 

@@ -266,3 +266,34 @@ def test_a_module_loaded_after_the_scan_makes_the_child_visit_them_all(tmp_path,
     scanned, changes = _freezer_changes(fast=True, scan=False)
     assert not scanned and "late_clock_user.now" in changes
     assert "late_clock_user" in preload.freezer_modules()
+
+
+def _sentences_of_the_spare(conn, seed: int) -> None:
+    from simulator.engine import preload
+
+    fake = preload.take_faker()
+    assert fake is not None and preload.take_faker() is None  # one taker per process
+    fake.seed_instance(seed)
+    conn.send([fake.sentence(nb_words=8) for _ in range(5)])
+    conn.close()
+
+
+def test_the_faker_built_before_a_fork_draws_as_a_fresh_one_seeded_alike():
+    """A child's inherited warm-up Faker, seeded by the child, gives the bodies a Faker built and
+    seeded there would: the shortcut changes no history."""
+    from faker import Faker
+
+    from simulator.engine import preload
+
+    preload._warmed.discard("faker")
+    preload.preload({})
+    ctx = multiprocess.get_context("fork")
+    parent_end, child_end = ctx.Pipe()
+    proc = ctx.Process(target=_sentences_of_the_spare, args=(child_end, 1234))
+    proc.start()
+    child_end.close()
+    inherited = parent_end.recv()
+    proc.join()
+    fresh = Faker()
+    fresh.seed_instance(1234)
+    assert proc.exitcode == 0 and inherited == [fresh.sentence(nb_words=8) for _ in range(5)]
