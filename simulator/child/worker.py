@@ -153,7 +153,10 @@ def _start_freezer():
     modules, most of a child's start-up (measured). The fork handed this process the parent's
     modules and the cache the parent filled for exactly those objects, so a module whose cached
     entry names this very object (its id) is taken as cached; any other is checked as freezegun
-    would (D-speed-harness-6). Private freezegun API: without it, the plain start.
+    would. And when the loaded modules are still those the parent scanned, only the modules its
+    scan found holding a time function are visited at all: visiting the others would patch nothing
+    and only dirty the pages this process shares with its parent (D-speed-harness-6). Private
+    freezegun API: without it, the plain start.
     """
     fz = freezegun_api
     cache = getattr(fz, "_GLOBAL_MODULES_CACHE", None)

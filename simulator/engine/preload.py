@@ -130,4 +130,3 @@ def modules_for_freezer() -> Optional[dict[str, ModuleType]]:
     """In a child: what the parent's `freezer_modules` found, when its modules are still those the
     parent had at the fork (None: visit them all)."""
     return _scanned["modules"] if _scanned["for"] == _loaded_key() else None
-

@@ -152,11 +152,11 @@ class Processes:
         proc = self.mp.Process(target=child_main, name=f"thatch-{ctx.label}", daemon=True,
                                args=(child_end, ctx, ctx.overrides.get("harness") or self.make_harness,
                                      str(self.world.run_dir), os.getpid(), others))
+        preload.freezer_modules()  # the child's freezer visits only what this finds (D-speed-harness-6)
         # Freeze the parent's heap across the fork: the child's cyclic GC then
         # never walks (and so never copy-on-write-faults) the objects it
         # inherited, which made children of a big parent (pytest, a finished
         # run's history) several times slower per command.
-        preload.freezer_modules()  # the child's freezer visits only what this finds (D-speed-harness-6)
         gc.freeze()
         try:
             proc.start()

@@ -195,6 +195,21 @@ class ReplyExpectation(Strict):
 _KIND_OF_ATTR = {STEPS[k].attr: (i, STEPS[k]) for i, k in enumerate(SCRIPTED_KEYS)}
 
 
+class _KindMemo:
+    """Where a step keeps the kind it found. pydantic compares private attributes in `==`: every
+    memo equals every other, so whether a step's kind was asked yet never makes two steps unequal."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self) -> None:
+        self.kind: Optional[StepKind] = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _KindMemo)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class _StepFields(Strict):
     """One thing that happens at a virtual time: exactly one action or fault key."""
 
@@ -219,19 +234,20 @@ class _StepFields(Strict):
         return self
 
     # The kind found last; `kind` trusts it only while that key is still set (a step holds one).
-    _kind_seen: Optional[StepKind] = PrivateAttr(None)
+    _kind_seen: _KindMemo = PrivateAttr(default_factory=lambda: _KindMemo())
 
     @property
     def kind(self) -> StepKind:
         """The declared kind of the step's one action or fault key."""
         # The judges ask this of every step a million times a campaign: keep the kind found and
         # rescan only when its key no longer holds a value (a copy with that key replaced).
-        seen = self._kind_seen
+        memo = self._kind_seen
+        seen = memo.kind
         if seen is not None and getattr(self, seen.attr) is not None:
             return seen
         found = [_KIND_OF_ATTR[a] for a in self.__pydantic_fields_set__
                  if a in _KIND_OF_ATTR and getattr(self, a) is not None]
-        self._kind_seen = seen = next(kind for _, kind in sorted(found))
+        memo.kind = seen = next(kind for _, kind in sorted(found))
         return seen
 
     @property
