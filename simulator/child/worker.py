@@ -35,10 +35,9 @@ from freezegun import freeze_time
 from multiprocess.connection import Connection
 
 from simulator import clock
-from simulator.child import hygiene
+from simulator.child import hygiene, preload
 from simulator.child.crash_points import CrashPoints, crash_points
 from simulator.child.window import WindowRunner
-from simulator.engine import preload
 from simulator.events import READY
 from simulator.history import Recorder
 from simulator.protocol import (
@@ -147,7 +146,7 @@ def _stop(conn: Connection, reply: Reply, recorder: Recorder, profiler: Optional
 
 def _start_freezer():
     """Start this process's one freezer at the scenario start, trusting the module scan the parent
-    did before the fork (engine/preload.py).
+    did before the fork (child/preload.py).
 
     freezegun's start checks each loaded module against its cache by hashing `dir(module)`: ~600
     modules, most of a child's start-up (measured). The fork handed this process the parent's
@@ -210,7 +209,7 @@ def _memoize_fake_time() -> None:
     only remembered while the frozen datetime object stays the same; and
     `_uses_real_time`, freezegun's own caller check. Installed on the `time`
     module only, and only over freezegun's own fake (private freezegun API:
-    a change there only costs speed, see engine/preload.py's
+    a change there only costs speed, see child/preload.py's
     _warm_freezegun_cache).
     """
     fz = freezegun_api

@@ -47,7 +47,7 @@ from simulator.engine.agenda import (
 from simulator.engine.dispatch import Dispatcher, SimulationError, SimulationTimeout
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.observer import Observer, observations
-from simulator.engine.preload import preload
+from simulator.child.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import DEFAULT_ENGINE, ENGINES, Windows
 from simulator.engine.world import World

@@ -30,7 +30,7 @@ from multiprocess.process import BaseProcess
 from simulator.child.lock_holder import LockHolder
 from simulator.child.worker import child_main
 from simulator.clock import VirtualClock
-from simulator.engine import preload
+from simulator.child import preload
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.world import World
 from simulator.events import PROCESS_EXIT

@@ -149,7 +149,7 @@ class Harness:
             # faker before forking when a run's harnesses may).
             from faker import Faker
 
-            from simulator.engine.preload import take_faker
+            from simulator.child.preload import take_faker
 
             self._faker = take_faker() or Faker()
             self._faker.seed_instance(self._faker_seed)

@@ -201,7 +201,7 @@ def _patched_by_freezer(conn, fast: bool) -> None:
     start) and send back which module attributes it patched."""
     from freezegun import api as freezegun_api, freeze_time
     from simulator.child import worker
-    from simulator.engine import preload
+    from simulator.child import preload
 
     scanned = preload.modules_for_freezer() is not None
     started = []
@@ -223,7 +223,7 @@ def _patched_by_freezer(conn, fast: bool) -> None:
 def _freezer_changes(fast: bool, scan: bool = True) -> tuple[bool, list[str]]:
     """(did the child use the parent's scan, what its freezer patched)."""
     import multiprocess.popen_fork  # noqa: F401 - loaded by the first start, after the scan otherwise
-    from simulator.engine import preload
+    from simulator.child import preload
 
     ctx = multiprocess.get_context("fork")
     parent_end, child_end = ctx.Pipe()
@@ -238,9 +238,9 @@ def _freezer_changes(fast: bool, scan: bool = True) -> tuple[bool, list[str]]:
 
 
 def test_a_childs_freezer_patches_what_freezeguns_full_scan_patches():
-    """The parent's scan before a fork (engine/preload.py) lets the child's freezer visit only the
+    """The parent's scan before a fork (child/preload.py) lets the child's freezer visit only the
     modules holding a time function: the same attributes get patched as by freezegun's own start."""
-    from simulator.engine import preload
+    from simulator.child import preload
     import simulator.harness.claude_code  # noqa: F401 - what a run has loaded
     import simulator.harness.opencode  # noqa: F401
 
@@ -255,7 +255,7 @@ def test_a_childs_freezer_patches_what_freezeguns_full_scan_patches():
 def test_a_module_loaded_after_the_scan_makes_the_child_visit_them_all(tmp_path, monkeypatch):
     """A module imported after the parent's scan (a lazy import between two forks) is not known
     to it: the child then visits every module, as freezegun would."""
-    from simulator.engine import preload
+    from simulator.child import preload
 
     preload.freezer_modules()
     (tmp_path / "late_clock_user.py").write_text("from time import time as now\n", encoding="utf-8")
@@ -269,7 +269,7 @@ def test_a_module_loaded_after_the_scan_makes_the_child_visit_them_all(tmp_path,
 
 
 def _sentences_of_the_spare(conn, seed: int) -> None:
-    from simulator.engine import preload
+    from simulator.child import preload
 
     fake = preload.take_faker()
     assert fake is not None and preload.take_faker() is None  # one taker per process
@@ -283,7 +283,7 @@ def test_the_faker_built_before_a_fork_draws_as_a_fresh_one_seeded_alike():
     seeded there would: the shortcut changes no history."""
     from faker import Faker
 
-    from simulator.engine import preload
+    from simulator.child import preload
 
     preload._warmed.discard("faker")
     preload.preload({})
