@@ -153,7 +153,6 @@ class RunView:
         # Asked per event by the judges, so read from the steps once.
         self.older_labels: dict[str, str] = spec.older_labels() if spec is not None else {}
         self._rehost_graces: Optional[dict[str, int]] = None
-        self._vt_of: dict[Any, Optional[int]] = {}
         self._touches_of: Optional[dict[str, list[tuple[float, int]]]] = None
         self._obs: Optional[list] = None
         self._by_name: Optional[dict[str, str]] = None
@@ -702,12 +701,8 @@ class RunView:
 
     def vt(self, iso: Any) -> Optional[int]:
         """Virtual time of a stored ISO stamp (None when unknown)."""
-        if not isinstance(iso, str):
-            return None
-        if iso not in self._vt_of:  # stamps repeat across samples and rows: parse each once
-            ms = parse_iso_ms(iso)
-            self._vt_of[iso] = None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
-        return self._vt_of[iso]
+        ms = parse_iso_ms(iso)
+        return None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
 
 
 def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:

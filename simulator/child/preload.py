@@ -28,7 +28,7 @@ def preload(overrides: dict[str, Any]) -> None:
     loaded = {name: _import(name) for name in names}
     if loaded.get("faker") is not None:
         _warm_faker(loaded["faker"])
-    _warm_freezegun_cache()
+    freezer_modules(rescan=True)  # once per run: a run may have changed what a module holds
 
 
 def _import(name: str) -> Optional[ModuleType]:
@@ -101,7 +101,7 @@ def _loaded_key() -> tuple:
     return len(sys.modules), next(reversed(sys.modules), None)
 
 
-def freezer_modules() -> dict[str, ModuleType]:
+def freezer_modules(rescan: bool = False) -> dict[str, ModuleType]:
     """The loaded modules a child's freezer start has to visit, found here before a fork.
 
     freezegun's start visits every loaded module (~600) for time functions to
@@ -110,10 +110,10 @@ def freezer_modules() -> dict[str, ModuleType]:
     with getrusage). Most modules hold none: by freezegun's own cache, filled
     here, only the modules that hold one, or that the cache does not know as
     they are now, need a visit (D-speed-harness-6). Found again when the loaded
-    modules changed since the last fork.
+    modules changed since the last scan, or on `rescan` (each run's `preload`).
     """
     key = _loaded_key()
-    if _scanned["for"] != key:
+    if rescan or _scanned["for"] != key:
         _warm_freezegun_cache()
         cache = getattr(freezegun_api, "_GLOBAL_MODULES_CACHE", None)
         if not isinstance(cache, dict):  # pragma: no cover

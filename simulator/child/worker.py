@@ -145,39 +145,22 @@ def _stop(conn: Connection, reply: Reply, recorder: Recorder, profiler: Optional
 
 
 def _start_freezer():
-    """Start this process's one freezer at the scenario start, trusting the module scan the parent
-    did before the fork (child/preload.py).
+    """Start this process's one freezer at the scenario start, visiting only the modules the
+    parent's scan before the fork found holding a time function (child/preload.py).
 
-    freezegun's start checks each loaded module against its cache by hashing `dir(module)`: ~600
-    modules, most of a child's start-up (measured). The fork handed this process the parent's
-    modules and the cache the parent filled for exactly those objects, so a module whose cached
-    entry names this very object (its id) is taken as cached; any other is checked as freezegun
-    would. And when the loaded modules are still those the parent scanned, only the modules its
-    scan found holding a time function are visited at all: visiting the others would patch nothing
-    and only dirty the pages this process shares with its parent (D-speed-harness-6). Private
-    freezegun API: without it, the plain start.
+    freezegun's start visits every loaded module (~600) for time functions to patch; visiting
+    the ones holding none patches nothing and only dirties the pages this process shares with
+    its parent (D-speed-harness-6). When the loaded modules are no longer those the parent
+    scanned, all are visited, as freezegun would. Private freezegun API: freezegun reads the
+    loaded modules through its module's `sys`, which points at the short list while it starts.
     """
-    fz = freezegun_api
-    cache = getattr(fz, "_GLOBAL_MODULES_CACHE", None)
-    checked = getattr(fz, "_get_cached_module_attributes", None)
-    if not isinstance(cache, dict) or checked is None:  # pragma: no cover
-        return freeze_time(clock.START_INSTANT, tick=False).start()
-
-    def inherited(module):
-        entry = cache.get(getattr(module, "__name__", None))
-        if entry is not None and str(entry[0]).startswith(f"{id(module)}-"):
-            return entry[1]
-        return checked(module)
-
-    visit, real_sys = preload.modules_for_freezer(), fz.sys
-    fz._get_cached_module_attributes = inherited
-    if visit is not None:  # freezegun reads only `sys.modules` through its `sys` while it starts
-        fz.sys = SimpleNamespace(modules=visit)
+    visit, real_sys = preload.modules_for_freezer(), freezegun_api.sys
+    if visit is not None:
+        freezegun_api.sys = SimpleNamespace(modules=visit)
     try:
         return freeze_time(clock.START_INSTANT, tick=False).start()
     finally:
-        fz._get_cached_module_attributes = checked
-        fz.sys = real_sys
+        freezegun_api.sys = real_sys
 
 
 def _mover(frozen) -> Callable[[int], None]:

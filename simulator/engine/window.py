@@ -156,7 +156,7 @@ class Windows:
         on this one (`PRAGMA data_version`): most lockstep entries change nothing the check reads
         about, and none of them ran through this connection (D-speed-harness-5)."""
         (version,), = guard.read(db_path, "PRAGMA data_version")
-        stamp = (guard.opened, str(db_path), version)
+        stamp = (guard.opened, version)  # a new path opens a new connection
         if self._facts_stamp != stamp:
             self._facts_seen = _store_facts(guard, db_path)
             self._facts_stamp = stamp

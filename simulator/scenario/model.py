@@ -234,7 +234,7 @@ class _StepFields(Strict):
         return self
 
     # The kind found last; `kind` trusts it only while that key is still set (a step holds one).
-    _kind_seen: _KindMemo = PrivateAttr(default_factory=lambda: _KindMemo())
+    _kind_seen: _KindMemo = PrivateAttr(default_factory=_KindMemo)
 
     @property
     def kind(self) -> StepKind:
