@@ -13,7 +13,7 @@ import importlib
 import sys
 import warnings
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from freezegun import api as freezegun_api
 
@@ -107,23 +107,57 @@ def freezer_modules(rescan: bool = False) -> dict[str, ModuleType]:
     freezegun's start visits every loaded module (~600) for time functions to
     patch; a child doing so writes to each module's pages it shares with this
     process, which the kernel then copies (~1,300 page faults a child, measured
-    with getrusage). Most modules hold none: by freezegun's own cache, filled
-    here, only the modules that hold one, or that the cache does not know as
-    they are now, need a visit (D-speed-harness-6). Found again when the loaded
-    modules changed since the last scan, or on `rescan` (each run's `preload`).
+    with getrusage). Most modules hold none: only those that do need a visit
+    (D-speed-harness-6). What a module holds comes from freezegun's own cache,
+    filled here, when the cache knows the module as it is now; else (an alias
+    whose `__name__` another module's entry holds) from the module itself.
+    Found again when the loaded modules changed since the last scan, or on
+    `rescan` (each run's `preload`).
     """
-    key = _loaded_key()
-    if rescan or _scanned["for"] != key:
-        _warm_freezegun_cache()
+    if rescan or _scanned["for"] != _loaded_key():
         cache = getattr(freezegun_api, "_GLOBAL_MODULES_CACHE", None)
         if not isinstance(cache, dict):  # pragma: no cover
             return dict(sys.modules)
-        _scanned["modules"] = {
-            name: module for name, module in list(sys.modules.items())
-            if module is not None and (name not in cache or cache[name][1]
-                                       or not str(cache[name][0]).startswith(f"{id(module)}-"))}
-        _scanned["for"] = key
+        for _ in range(3):  # reading a module's attributes may import more (pydantic's lazy names)
+            key = _loaded_key()
+            _warm_freezegun_cache()
+            if _loaded_key() == key:
+                break
+        _scanned["modules"] = {name: module for name, module in list(sys.modules.items())
+                               if module is not None and _holds_time_function(module, cache)}
+        _scanned["for"] = _loaded_key()
     return _scanned["modules"]
+
+
+def _holds_time_function(module: ModuleType, cache: dict) -> bool:
+    entry = cache.get(getattr(module, "__name__", None))
+    if entry is not None and str(entry[0]).startswith(f"{id(module)}-"):
+        return bool(entry[1])
+    real_ids = getattr(freezegun_api, "_real_time_object_ids", None)
+    if real_ids is None:  # pragma: no cover
+        return True
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore")
+        try:
+            return any(id(value) in real_ids for _, value in freezegun_api._get_module_attributes(module))
+        except Exception:  # pragma: no cover - a module that resists dir(): let freezegun decide
+            return True
+
+
+def scanned_hash(visit: dict[str, ModuleType], real_hash: Callable[[ModuleType], str]) -> Callable[[ModuleType], str]:
+    """In a child: freezegun's module attribute hash (its cache check), taken from the parent's scan
+    for the modules `visit` lists instead of a `dir()` of each (~130 page faults a child, measured).
+    The scan ran on these very module objects (same ids) at this run's start or since; a name one of
+    them bound after the scan, and before the fork, would go unseen (D-speed-harness-6)."""
+    cache = freezegun_api._GLOBAL_MODULES_CACHE
+
+    def hash_of(module: ModuleType) -> str:
+        known = cache.get(getattr(module, "__name__", None))
+        if known is not None and visit.get(module.__name__) is module and str(known[0]).startswith(f"{id(module)}-"):
+            return known[0]
+        return real_hash(module)
+
+    return hash_of
 
 
 def modules_for_freezer() -> Optional[dict[str, ModuleType]]:

@@ -150,17 +150,22 @@ def _start_freezer():
 
     freezegun's start visits every loaded module (~600) for time functions to patch; visiting
     the ones holding none patches nothing and only dirties the pages this process shares with
-    its parent (D-speed-harness-6). When the loaded modules are no longer those the parent
-    scanned, all are visited, as freezegun would. Private freezegun API: freezegun reads the
-    loaded modules through its module's `sys`, which points at the short list while it starts.
+    its parent (D-speed-harness-6), and so does the cache check on each module visited (a
+    `dir()`), which the parent's scan already made. When the loaded modules are no longer those
+    the parent scanned, all are visited and checked, as freezegun would. Private freezegun API:
+    freezegun reads the loaded modules through its module's `sys`, which points at the short
+    list while it starts.
     """
-    visit, real_sys = preload.modules_for_freezer(), freezegun_api.sys
+    visit = preload.modules_for_freezer()
+    real_sys, real_hash = freezegun_api.sys, freezegun_api._get_module_attributes_hash
     if visit is not None:
         freezegun_api.sys = SimpleNamespace(modules=visit)
+        freezegun_api._get_module_attributes_hash = preload.scanned_hash(visit, real_hash)
     try:
         return freeze_time(clock.START_INSTANT, tick=False).start()
     finally:
         freezegun_api.sys = real_sys
+        freezegun_api._get_module_attributes_hash = real_hash
 
 
 def _mover(frozen) -> Callable[[int], None]:

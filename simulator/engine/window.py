@@ -130,11 +130,12 @@ class Windows:
         """Read the store once: which processes are settled, and when a prune could reach a shared row."""
         run = self.run
         armed = {f.process for f in run.faults.values() if f.fault == "crash" and not f.fired}
-        candidates = [lv for label, lv in run.processes.live.items()
-                      if lv.alive and self._static_ok(label) and label not in armed and _local_agents(lv)]
-        alive = sum(1 for lv in run.processes.live.values() if lv.alive)
-        tabs = [s for lv in run.processes.live.values() if lv.alive for s in lv.ctx.sessions]
-        if not candidates or len(candidates) < alive or len(tabs) != len(set(tabs)):
+        running = [lv for lv in run.processes.live.values() if lv.alive]
+        alive = len(running)
+        tabs = [s for lv in running for s in lv.ctx.sessions]
+        # Every live process must be a candidate; the cheap tests first, for all of them.
+        if (not running or not all(self._static_ok(lv.label) and lv.label not in armed for lv in running)
+                or not all(_local_agents(lv) for lv in running) or len(tabs) != len(set(tabs))):
             # Some live process cannot join, so no window opens (below), or two live processes
             # hold a tab of one session (a `-c` opened it again) and both beat its row, which no
             # longer commutes with the other's beats: skip the store read,
@@ -142,7 +143,7 @@ class Windows:
             # joiners the prune instant changes nothing: only dead processes' timers pass, dropped.
             return _Safety(frozenset(), _NEVER[0])
         known, risk = self._facts(run.processes.guard, run.world.db_path)
-        labels = frozenset(lv.label for lv in candidates if all(
+        labels = frozenset(lv.label for lv in running if all(
             info.session_id in known or info.parent_id is not None for info in lv.ctx.sessions.values()))
         if len(labels) < alive:
             # A process that cannot join may write into a joiner's inbox (a ping-pong reply, a hook's

@@ -297,3 +297,24 @@ def test_the_faker_built_before_a_fork_draws_as_a_fresh_one_seeded_alike():
     fresh = Faker()
     fresh.seed_instance(1234)
     assert proc.exitcode == 0 and inherited == [fresh.sentence(nb_words=8) for _ in range(5)]
+
+
+def test_a_module_sharing_another_ones_name_is_visited_by_what_it_holds(monkeypatch):
+    """freezegun's cache keeps one entry per module name: a second module object under a name
+    (an alias, a re-import) is judged by its own attributes, so the child's freezer still
+    patches it as freezegun's full start does."""
+    import types
+
+    from freezegun import api as fz
+
+    from simulator.child import preload
+
+    holder, other = types.ModuleType("twin_clock"), types.ModuleType("twin_clock")
+    holder.now = fz.real_time
+    monkeypatch.setitem(sys.modules, "twin_clock_holder", holder)
+    monkeypatch.setitem(sys.modules, "twin_clock", other)  # scanned last: the cache entry is its own
+    visit = preload.freezer_modules(rescan=True)
+    assert visit.get("twin_clock_holder") is holder and "twin_clock" not in visit
+    _, full = _freezer_changes(fast=False)
+    assert "twin_clock.now" in full
+    assert _freezer_changes(fast=True) == (True, full)

@@ -174,3 +174,18 @@ def test_expectations_are_observed_at_their_time(tmp_path):
         (240_000, "alice", {"index": 1, "kind": "registered", "ok": None,
                             "detail": {"registered": True, "name": name, "unread": 0}}),
     ]
+
+
+def test_samples_miss_a_machine_sleep_and_keep_their_phase(tmp_path):
+    """Nothing is sampled while the machine sleeps; the sampling clock keeps its phase, so the
+    first sample after the wake falls on the first beat of the grid at or after it."""
+    spec = scenario(duration="3h", steps=[{"at": "95s", "sleep": {"for": "2h"}}])
+    r = run_scenario(spec, run_dir=tmp_path, overrides=TINY, check=False)
+    assert r.error is None
+    interval = 30_000  # the default: the shortest poll interval
+    times = [e["t"] for e in r.events("sample")]
+    asleep, wake = 95_000, 95_000 + 7_200_000
+    assert times and all(t % interval == 0 for t in times)
+    assert not [t for t in times if asleep < t < wake]
+    assert min(t for t in times if t >= wake) == -(-wake // interval) * interval
+    assert max(t for t in times if t < asleep) == 90_000
