@@ -18,6 +18,7 @@ one fired (the orchestrator's `fired`).
 from __future__ import annotations
 
 import math
+import select
 import time
 from typing import Any, Callable, Mapping, Optional, Protocol
 
@@ -132,6 +133,21 @@ class Dispatcher:
         for fu in reply.followups:
             self.agenda.push(max(int(fu.at), floor), HarnessFollowUp(live.label, live.incarnation, fu))
         return reply
+
+    def wait_any(self, lives: list[Live]) -> Live:
+        """The first of `lives` with a reply (or EOF) waiting, which stays unread; the wall guard holds."""
+        poller = select.poll()
+        by_fd = {}
+        for live in lives:
+            poller.register(live.conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+            by_fd[live.conn.fileno()] = live
+        while True:
+            now = time.monotonic()
+            if now > self.deadline:
+                raise self._timeout()
+            ready = poller.poll(int(min(self.deadline - now, WAIT_SLICE_S) * 1000))
+            if ready:
+                return by_fd[min(fd for fd, _ in ready)]
 
     def _wait(self, live: Live, cmd: Command) -> Optional[Reply]:
         """The reply to `cmd` (stale answers of an aborted wave skipped), or None at EOF (`_died`)."""

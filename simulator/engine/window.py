@@ -22,6 +22,7 @@ before the merge. A scenario and seed give one history per engine.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ DEFAULT_ENGINE = "windowed"
 # Agents whose turns only read their own inbox: a mail turn of any other kind may send.
 LOCAL_AGENTS = frozenset({"reader", "silent"})
 _NEVER = (float("inf"), 0)
+# How many window commands run at once: one per core this process may use.
+WINDOW_PARALLEL = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 _PROVISIONAL = re.compile(r'"dispatch":(-\d+)')
 
 
@@ -224,25 +227,38 @@ class Windows:
         """One OP_RUN_WINDOW per process (all sent, then all collected), then the numbering."""
         run = self.run
         self._window_id += 1
-        sent = []
+        queued = []
         for label in run.world.proc_order():
             share = shares.get(label)
             if share is None:
                 continue
             share.entries.sort(key=lambda e: (e[0], e[1]))  # stable: same-time follow-ups keep their order
-            cmd = Command(-self._window_id, t, OP_RUN_WINDOW, None, {
+            queued.append((share.live, Command(-self._window_id, t, OP_RUN_WINDOW, None, {
                 "entries": share.entries, "until": [until[0], int(until[1])],
-                "followup_priority": int(Priority.FOLLOWUP)})
-            self.dispatcher.last_desc = f"a window of {len(share.entries)} entries to {label} from t={t}"
-            try:
-                send_msg(share.live.conn, cmd)
-            except (OSError, EOFError):
-                pass  # it died; the wait below sees EOF
-            sent.append((share.live, cmd))
+                "followup_priority": int(Priority.FOLLOWUP)})))
+        sent = self._send_bounded(queued)
         ran = []
         for rank, (live, cmd) in enumerate(sent):
             ran += [(e[0], e[1], rank, i, live, e[2], e[3]) for i, e in enumerate(self._collect(live, cmd))]
         self._number(sorted(ran, key=lambda r: r[:4]))
+
+    def _send_bounded(self, queued: list[tuple[Live, Command]]) -> list[tuple[Live, Command]]:
+        """Send every window command, with at most one running per core: more processes than cores
+        running at once only take turns at the store's write lock, and one preempted while holding
+        it leaves the others asleep in SQLite's busy backoff (D-speed-harness-8). Replies stay
+        unread here: `_exchange` collects them in process order, as before."""
+        sent, running = [], []
+        for live, cmd in queued:
+            if len(running) >= WINDOW_PARALLEL:
+                running.remove(self.dispatcher.wait_any(running))
+            self.dispatcher.last_desc = f"a window of {len(cmd.args['entries'])} entries to {live.label} from t={cmd.t}"
+            try:
+                send_msg(live.conn, cmd)
+            except (OSError, EOFError):
+                pass  # it died; the collection sees EOF
+            sent.append((live, cmd))
+            running.append(live)
+        return sent
 
     def _collect(self, live: Live, cmd: Command) -> list:
         reply = self.dispatcher.collect(live, cmd, doing="in a window")

@@ -132,3 +132,40 @@ def test_windowed_is_the_default_and_lockstep_is_asked_for(tmp_path, monkeypatch
     assert run_scenario(spec, run_dir=tmp_path / "env").error is None
     assert run_scenario(spec, run_dir=tmp_path / "arg", engine="lockstep").error is None
     assert not sent
+
+
+def test_at_most_one_window_per_core_runs_and_the_history_is_unchanged(tmp_path, monkeypatch):
+    """A window goes to at most WINDOW_PARALLEL processes at once (the next when one answers); how
+    many run at once changes nothing in the history, byte for byte."""
+    from simulator.engine import window
+    from simulator.engine.dispatch import Dispatcher
+
+    outstanding, most = set(), [0]
+    real_send, real_wait, real_collect = window.send_msg, Dispatcher.wait_any, window.Windows._collect
+
+    def send(conn, cmd):
+        outstanding.add(conn)
+        most[0] = max(most[0], len(outstanding))
+        return real_send(conn, cmd)
+
+    def wait_any(self, lives):
+        live = real_wait(self, lives)
+        outstanding.discard(live.conn)
+        return live
+
+    def collect(self, live, cmd):
+        outstanding.discard(live.conn)
+        return real_collect(self, live, cmd)
+
+    monkeypatch.setattr(window, "send_msg", send)
+    monkeypatch.setattr(Dispatcher, "wait_any", wait_any)
+    monkeypatch.setattr(window.Windows, "_collect", collect)
+    spec = mail_world(procs=3)
+    histories = {}
+    for parallel in (16, 2, 1):
+        monkeypatch.setattr(window, "WINDOW_PARALLEL", parallel)
+        most[0] = 0
+        res = run_scenario(spec, run_dir=tmp_path / str(parallel), engine="windowed", sample_interval_ms=3_600_000)
+        assert res.error is None and most[0] == min(parallel, 3)
+        histories[parallel] = res.history_path.read_bytes()
+    assert histories[1] == histories[2] == histories[16]
