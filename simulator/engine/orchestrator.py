@@ -241,8 +241,8 @@ class Orchestrator:
         """The machine is asleep: timers and samples miss the window, the rest waits for the wake."""
         if isinstance(entry, Sample):  # missed, but the sampling clock keeps its phase
             # Straight to its first beat at or after the wake: every beat before it would be missed
-            # too, one pop each (a night's sleep is ~1,000 of them). One Sample is ever due, and
-            # the agenda orders by (t, priority): the jump changes no order.
+            # too, one pop each (a night's sleep is ~1,000 of them). Only one Sample is ever on the
+            # agenda, which orders by (t, priority, insertion): the jump changes no order.
             beats = -(-(self.sleep_until - t) // self.sample_interval)
             if t + beats * self.sample_interval < self.end_t:
                 self.agenda.push(t + beats * self.sample_interval, entry)

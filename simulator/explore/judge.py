@@ -28,6 +28,8 @@ from simulator.scenario.model import PROPERTY_IDS, Scenario
 
 ERROR = "error"      # the engine stopped (a harness died, the scenario asked the impossible)
 TIMEOUT = "timeout"  # the wall guard fired
+SHARED_MEMORY = "/dev/shm"           # memory-backed scratch for runs nobody keeps (`scratch_root`)
+SCRATCH_ROOM_BYTES = 512 << 20       # the free room it needs to take runs (a run's files are a few MiB)
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,6 @@ def _keep(outcome: Outcome, keep: str) -> Outcome:
         outcome.run_dir = kept
     return outcome
 
-
-SHARED_MEMORY = "/dev/shm"
-SCRATCH_ROOM_BYTES = 512 << 20   # free room /dev/shm needs to take a run (a run's files are a few MiB)
 
 
 def scratch_root() -> Optional[str]:
