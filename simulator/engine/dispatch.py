@@ -18,9 +18,10 @@ one fired (the orchestrator's `fired`).
 from __future__ import annotations
 
 import math
-import select
 import time
 from typing import Any, Callable, Mapping, Optional, Protocol
+
+from multiprocess.connection import wait as connection_wait
 
 from simulator.clock import VirtualClock
 from simulator.engine.agenda import Agenda, HarnessFollowUp
@@ -136,27 +137,23 @@ class Dispatcher:
 
     def wait_any(self, lives: list[Live]) -> Live:
         """The first of `lives` with a reply (or EOF) waiting, which stays unread; the wall guard holds."""
-        poller = select.poll()
-        by_fd = {}
-        for live in lives:
-            poller.register(live.conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
-            by_fd[live.conn.fileno()] = live
         while True:
-            now = time.monotonic()
-            if now > self.deadline:
-                raise self._timeout()
-            ready = poller.poll(int(min(self.deadline - now, WAIT_SLICE_S) * 1000))
+            ready = connection_wait([live.conn for live in lives], self._slice())
             if ready:
-                return by_fd[min(fd for fd, _ in ready)]
+                return next(live for live in lives if live.conn in ready)
+
+    def _slice(self) -> float:
+        """How long the next wait on a pipe may last: up to WAIT_SLICE_S, never past the wall guard."""
+        now = time.monotonic()
+        if now > self.deadline:
+            raise self._timeout()
+        return min(self.deadline - now, WAIT_SLICE_S)
 
     def _wait(self, live: Live, cmd: Command) -> Optional[Reply]:
         """The reply to `cmd` (stale answers of an aborted wave skipped), or None at EOF (`_died`)."""
         started = time.monotonic()
         while True:
-            now = time.monotonic()
-            if now > self.deadline:
-                raise self._timeout()
-            if live.ready(min(self.deadline - now, WAIT_SLICE_S)):
+            if live.ready(self._slice()):
                 try:
                     reply = recv_msg(live.conn)
                 except (EOFError, OSError):

@@ -224,7 +224,8 @@ class Windows:
         self.run.agenda.push(t, Poll(live.label, live.incarnation, live.poll_gen))
 
     def _exchange(self, t: int, shares: dict[str, _Share], until: tuple) -> None:
-        """One OP_RUN_WINDOW per process (all sent, then all collected), then the numbering."""
+        """One OP_RUN_WINDOW per process (sent, at most one per core running at once; then all
+        collected in process order), then the numbering."""
         run = self.run
         self._window_id += 1
         queued = []
@@ -236,18 +237,18 @@ class Windows:
             queued.append((share.live, Command(-self._window_id, t, OP_RUN_WINDOW, None, {
                 "entries": share.entries, "until": [until[0], int(until[1])],
                 "followup_priority": int(Priority.FOLLOWUP)})))
-        sent = self._send_bounded(queued)
+        self._send_bounded(queued)
         ran = []
-        for rank, (live, cmd) in enumerate(sent):
+        for rank, (live, cmd) in enumerate(queued):
             ran += [(e[0], e[1], rank, i, live, e[2], e[3]) for i, e in enumerate(self._collect(live, cmd))]
         self._number(sorted(ran, key=lambda r: r[:4]))
 
-    def _send_bounded(self, queued: list[tuple[Live, Command]]) -> list[tuple[Live, Command]]:
+    def _send_bounded(self, queued: list[tuple[Live, Command]]) -> None:
         """Send every window command, with at most one running per core: more processes than cores
         running at once only take turns at the store's write lock, and one preempted while holding
         it leaves the others asleep in SQLite's busy backoff (D-speed-harness-8). Replies stay
         unread here: `_exchange` collects them in process order, as before."""
-        sent, running = [], []
+        running: list[Live] = []
         for live, cmd in queued:
             if len(running) >= WINDOW_PARALLEL:
                 running.remove(self.dispatcher.wait_any(running))
@@ -256,9 +257,7 @@ class Windows:
                 send_msg(live.conn, cmd)
             except (OSError, EOFError):
                 pass  # it died; the collection sees EOF
-            sent.append((live, cmd))
             running.append(live)
-        return sent
 
     def _collect(self, live: Live, cmd: Command) -> list:
         reply = self.dispatcher.collect(live, cmd, doing="in a window")

@@ -285,7 +285,6 @@ def test_the_faker_built_before_a_fork_draws_as_a_fresh_one_seeded_alike():
 
     from simulator.child import preload
 
-    preload._warmed.discard("faker")
     preload.preload({})
     ctx = multiprocess.get_context("fork")
     parent_end, child_end = ctx.Pipe()
