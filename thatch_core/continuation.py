@@ -22,7 +22,7 @@ the nearest ancestor that is registered or tombstoned, at most
 moves that identity (name, mail in both columns, anchors, tombstone) to the
 new id.
 
-The bounds are the real thatch's (docs/decisions/fidelity.md): a busy
+The bounds are the real thatch's (docs/decisions/real.md): a busy
 projects directory holds many large transcripts, and the scan runs on the
 prompt hook of every turn.
 """

@@ -2,7 +2,7 @@
 
 Each checker is a function decorated with `@prop(pid, title, rules=...)`
 whose docstring states the property in one sentence (the precise definitions
-and their tolerances are in docs/decisions/properties.md). A checker gets a
+and their tolerances are in docs/decisions/props.md). A checker gets a
 `RunView` and returns a `Verdict`: "pass", "fail" (a short message and the few
 events that break it), or "skipped" when the situation never occurred in the
 run, with `judged`: how many things (messages, wakes, samples, names...) it

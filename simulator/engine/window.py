@@ -11,7 +11,7 @@ process that may not join, the end) out of the agenda, hands each process
 its own share in one OP_RUN_WINDOW command (simulator/child/window.py), and
 lets the processes run in parallel. The argument for why this is safe, and
 where a process falls back to lockstep, is D-sim-23 in
-docs/decisions/simulator.md.
+docs/decisions/sim.md.
 
 Numbering: the processes record window events under provisional dispatch
 numbers; the replies say what ran, and the orchestrator numbers every entry

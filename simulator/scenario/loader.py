@@ -8,7 +8,7 @@ the pydantic model; every pydantic error is then turned back into a
     FILE:LINE: <key path>: <problem> — <what to write instead>
 
 A file holds exactly ONE scenario. A leading `---` is fine, a second
-document is an error (D-loader-1 in docs/decisions/authoring.md): one file per
+document is an error (D-loader-1 in docs/decisions/loader.md): one file per
 scenario keeps node ids, reports and `lint` output one-to-one with files.
 
 Blocks with `replicas: N` are written out before the model validates

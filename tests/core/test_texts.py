@@ -3,7 +3,7 @@
 The real tools are `thatch_chat_*` in the opencode plugin and `chat_*` on the
 MCP server; their shared replies and the store's refusals name them `chat_*`
 (`call chat_register first`), the opencode-only texts (the wake nudge, the
-system prompt section) `thatch_chat_*` (docs/decisions/fidelity.md). A counted
+system prompt section) `thatch_chat_*` (docs/decisions/real.md). A counted
 noun agrees with its count. The two rosters share their section headers, stale
 explainer and unknown-checkout mark. The identity hook line is the real one.
 """
@@ -32,7 +32,7 @@ TOOL_NAMES = ("register", "list", "send", "read", "unregister", "broadcast", "st
 # A tool named without the `thatch_` prefix (`chat_register`), anywhere in a text.
 BARE_TOOL = re.compile(r"(?<![A-Za-z0-9_])chat_(?:" + "|".join(TOOL_NAMES) + r")\b")
 # The real `thatch chat list` prints this for an empty directory, bare tool name and all: a terminal
-# text for a person, matched word for word (docs/decisions/fidelity.md, D-real-cli-3).
+# text for a person, matched word for word (docs/decisions/real.md, D-real-cli-3).
 REAL_CLI_TEXTS = (EMPTY_ROSTER,)
 
 
