@@ -27,13 +27,19 @@ Prints, side by side in one run:
 - the scenario suite's wall time on 2 cores (`pytest -n 2 scenarios -q` in a
   subprocess; target <= 20 s); `--no-suite` skips it, `--no-scaling` the scaling rows.
 
-Numbers depend on the machine and its load: run it on a quiet one.
+`--record` adds what it printed, dated, with the command, the core count and
+the load, at the top of bench/RESULTS.md (the figures' history: nothing else
+writes that file). Numbers depend on the machine and its load: run it on a
+quiet one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import gc
+import io
 import os
 import random
 import subprocess
@@ -209,12 +215,62 @@ def suite_wall() -> None:
           f"target <= 20 s {'ok' if wall <= 20 and proc.returncode == 0 else 'MISSED'}")
 
 
+RESULTS = ROOT / "bench" / "RESULTS.md"
+RESULTS_HEAD = """# Benchmark results
+
+Written by `thatch-sim bench --record` (bench/bench.py), newest first: each
+entry is one run's output as it printed it, with its command, machine and
+load. What the rows mean and their targets: the docstring of bench/bench.py.
+"""
+
+
+class _Tee(io.StringIO):
+    """Prints as usual and keeps a copy for --record."""
+
+    def __init__(self, out) -> None:
+        super().__init__()
+        self.out = out
+
+    def write(self, text: str) -> int:
+        self.out.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def record(output: str, argv: list[str], path: Path = RESULTS) -> None:
+    """Put one run's output, dated and described, at the top of `path`'s entries."""
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    command = " ".join(["thatch-sim bench", *argv])
+    entry = (f"## {when}: `{command}`\n\n{os.cpu_count()} cores, load average {load} at the end.\n\n"
+             "```\n" + output.strip("\n") + "\n```\n")
+    old = path.read_text(encoding="utf-8") if path.exists() else RESULTS_HEAD
+    head, _, entries = old.partition("\n## ")
+    path.write_text(head.rstrip("\n") + "\n\n" + entry + ("\n## " + entries if entries else ""), encoding="utf-8")
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--record" not in argv:
+        return measure(argv)
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        status = measure(argv)
+    if status == 0:
+        record(tee.getvalue(), [a for a in argv if a != "--record"])
+        print(f"recorded in {RESULTS.relative_to(ROOT)}")
+    return status
+
+
+def measure(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shrink everything (CI smoke)")
     ap.add_argument("--no-suite", action="store_true", help="skip the scenario suite's wall time")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling rows")
     ap.add_argument("--wall-timeout", type=float, default=900.0)
+    ap.add_argument("--record", action="store_true", help="add the output, dated, to bench/RESULTS.md")
     opts = ap.parse_args(argv)
     ref_procs, ref_ms = (4, HOUR) if opts.quick else (16, 24 * HOUR)
     scale_ms = 10 * 60_000 if opts.quick else 2 * HOUR

@@ -8,7 +8,7 @@ memory this machine has available or the wall-clock budget of one run
 (D-bounds-2); the bounds (`simulator.scenario.bounds`) refuse what no
 machine could run, the estimate warns about what this one may not.
 
-The per-unit figures are measurements, not promises: README "Benchmark"
+The per-unit figures are measurements, not promises: bench/RESULTS.md
 (410-660 us a dispatch in serial dispatch on a 2-core VM) and about 11 MB
 resident per harness process.
 """
