@@ -7,6 +7,7 @@ examples:
   thatch-sim new basic/first-send
   thatch-sim schema --check
   thatch-sim matrix --check -v
+  thatch-sim texts
   thatch-sim bench --quick
   thatch-sim compare scenarios/ratecap/ping-pong-three-hours.yaml --policies thatch,qoder
 
@@ -36,7 +37,7 @@ from typing import Callable, Optional, Union
 from simulator.api import run_scenario
 from simulator.engine.orchestrator import SimulationTimeout
 from simulator.engine.window import ENGINES
-from simulator import compare
+from simulator import compare, design
 from simulator.explore import cli as explore_cli
 from simulator.matrix import build_matrix
 from simulator.report.publish import publish_run
@@ -365,6 +366,23 @@ def _matrix_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=".", metavar="DIR", help="repository root (default .)")
 
 
+def _texts_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("words", nargs="*", metavar="WORD",
+                   help="only the texts whose key, surface, occasion or text holds every WORD (any case)")
+
+
+def cmd_texts(args: argparse.Namespace) -> int:
+    """Print the reference of every text the system shows (simulator.design.SHOWN_TEXTS)."""
+    words = [w.lower() for w in args.words]
+    chosen = [t for t in design.SHOWN_TEXTS
+              if all(w in " ".join((t.key, t.surface, t.when, t.shows)).lower() for w in words)]
+    if not chosen:
+        print(f"no text holds {' '.join(args.words)!r}", file=sys.stderr)
+        return 1
+    print(design.texts_reference(chosen), end="")
+    return 0
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its help line, its examples, its arguments and what it does."""
@@ -393,6 +411,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("matrix", "each design rule with the scenarios and tests that name it",
             ("thatch-sim matrix", "thatch-sim matrix --check", "thatch-sim matrix --check -v"),
             _matrix_arguments, cmd_matrix),
+    Command("texts", "every text the system shows (tool replies, refusals, hook lines, wakes, turn ends, echoes)",
+            ("thatch-sim texts", "thatch-sim texts hook", "thatch-sim texts later page"), _texts_arguments, cmd_texts),
     Command("explore", explore_cli.HELP, explore_cli.EXAMPLES, explore_cli.arguments, explore_cli.run),
     Command("compare", compare.HELP, compare.EXAMPLES, compare.arguments, compare.run),
     Command("bench", "the speed benchmark, bench/bench.py (its arguments follow)",

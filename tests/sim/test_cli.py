@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator import cli
+from simulator import cli, design
 from simulator.result import RunResult, Verdict
 from simulator.scenario.schema import schema_text
 import repo
@@ -357,3 +357,17 @@ def test_wall_budget_stops_a_run_with_one_line_and_keeps_its_directory(long_scen
     assert "exceeded its wall-clock budget of 1s" in line and "(raise the budget with --wall-budget S)" in line
     run_dir = _kept_run_dir(line)
     assert run_dir.is_dir() and (run_dir / "thatch.db").exists()
+
+
+def test_texts_prints_every_shown_text_by_surface(capsys):
+    """R9, R31: `thatch-sim texts` is the reference of simulator.design.SHOWN_TEXTS; words narrow it."""
+    assert cli.main(["texts"]) == 0
+    out = capsys.readouterr().out
+    for text in design.SHOWN_TEXTS:
+        assert f"-- {text.key}: {text.when}\n" in out
+    assert out.index("== tool reply") < out.index("== hook line") < out.index("== later design")
+    assert cli.main(["texts", "HOOK", "leave"]) == 0
+    narrowed = capsys.readouterr().out
+    assert "-- hook.leave:" in narrowed and "-- hook.identity:" not in narrowed and "== wake" not in narrowed
+    assert cli.main(["texts", "no-such-word"]) == 1
+    assert "no text holds 'no-such-word'" in capsys.readouterr().err

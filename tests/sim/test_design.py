@@ -104,8 +104,8 @@ def test_a_chat_id_is_an_opencode_id_or_an_mcp_id_and_anything_else_is_hashed():
 
 def _documented_hook_lines() -> list[str]:
     """The identity lines as the decision record spells them (D-real-text-8), NAME and N as placeholders."""
-    text = (repo.ROOT / "docs" / "decisions" / "fidelity.md").read_text(encoding="utf-8")
-    m = re.search(r"\*\*D-real-text-8:.*?\n\n", text, re.S)
+    text = (repo.ROOT / "docs" / "decisions" / "real.md").read_text(encoding="utf-8")
+    m = re.search(r"^### D-real-text-8\n.*?(?=^#)", text, re.S | re.M)
     assert m, "D-real-text-8 is gone"
     lines = re.findall(r"`(\[thatch\] chat: you are NAME [^`]+|\(N unread message\(s\) for you\)\.)`",
                        " ".join(m.group(0).split()))
