@@ -49,6 +49,12 @@ LATER_MAX_BODY_CHARS = 20_000
 LATER_READ_PAGE_LEN = 2000
 MACHINERY_TITLE = "thatch-extraction"
 FIRST_PART_RE = re.compile(r"^\(message 1 of (?P<count>\d+)\)")
+
+
+def first_part_marker(count: int) -> str:
+    """What the first stored part of a body split into `count` parts starts with."""
+    return f"(message 1 of {count})"
+
 PART_CONTINUED = "(continued in next message)"
 SENT_PARTS_RE = re.compile(r"SENT AS (?P<count>\d+) PARTS")
 DEDUP_REPLY_MARK = "still UNREAD in the recipient's inbox"

@@ -26,7 +26,7 @@ from simulator.checks.view import RunView, brief
 from simulator.checks.window_expectations import Span, bounds_problem
 from simulator.design import roster_section
 from simulator.events import (
-    ECHO, EXPECTATION, HOOK, SAMPLE, STEP_DROPPED, TOOL_RESULT, WAKE, data_of, sample_rows, step_of,
+    ECHO, EXPECTATION, HOOK, SAMPLE, STEP_DROPPED, TOOL_RESULT, TURN_END, WAKE, data_of, sample_rows, step_of,
 )
 from simulator.result import Verdict
 from simulator.scenario.expectation_keys import moments_of, window_of
@@ -137,23 +137,23 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
     return None, wit
 
 
-def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
+def _hook_line(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     # The identity line printed at session start / prompt time, unless `hook:` names another hook (Stop, stop).
-    wanted = (arg["hook"],) if arg.get("hook") else PROMPT_HOOKS
-    hooks = [h for h in _upto(view, at, view.of(HOOK, session=arg["session"]))
+    wanted, at = ((arg["hook"],) if arg.get("hook") else PROMPT_HOOKS), span.at
+    hooks = [h for h in span.pick(view.of(HOOK, session=arg["session"]))
              if data_of(h).get("line") and data_of(h).get("hook") in wanted]
     if any(k in arg for k in ("count", "min", "max")):
         # Counting form: how many printed lines (of the wanted hooks) match.
         hits = [h for h in hooks if _line_matches(view, at, arg, str(data_of(h)["line"]))]
         want = _bounds(arg, len(hits))
-        return (f"{arg['session']} printed {len(hits)} matching hook lines by {at}, want {want}" if want else None,
+        return (f"{arg['session']} printed {len(hits)} matching hook lines {span}, want {want}" if want else None,
                 hits[-4:])
     line = str(data_of(hooks[-1])["line"]) if hooks else None
     wit = hooks[-1:]
     if arg.get("absent"):
         return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
     if line is None:
-        return f"{arg['session']} printed no hook line by {at}", []
+        return f"{arg['session']} printed no hook line {span}", []
     if "equals" in arg and line != view.expand(arg["equals"], at):
         return f"hook line {line!r} != {view.expand(arg['equals'], at)!r}", wit
     if "contains" in arg and view.expand(arg["contains"], at) not in line:
@@ -163,6 +163,63 @@ def _hook_line(view: RunView, at: Any, arg: dict) -> tuple[Optional[str], list]:
     if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
         return f"hook line {line!r} contains {view.expand(arg['not_contains'], at)!r}", wit
     return None, wit
+
+
+def step_index(steps: list[Step], ref: Any) -> Optional[int]:
+    """The index a `step:` key names: an index into `steps:`, or the `name:` of one step."""
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref if 0 <= ref < len(steps) else None
+    return next((i for i, step in enumerate(steps) if step.name == ref), None)
+
+
+def _replies(view: RunView, span: Span, arg: dict, steps: list[Step]) -> tuple[Optional[str], list]:
+    """The tool results a step recorded (`data.step`): a tool or CLI step's reply, or each reply of a
+    `retry` fault's repeated calls; the last one must match, or count | min | max of them."""
+    idx = step_index(steps, arg["step"])
+    if idx is None:
+        return f"no step {arg['step']!r} in this scenario", []
+    results = [e for e in span.pick(view.of(TOOL_RESULT)) if step_of(e) == idx]
+    what = f"step {arg['step']}" if isinstance(arg["step"], str) else f"step {idx}"
+    if any(k in arg for k in ("count", "min", "max")):
+        hits = [e for e in results if _reply_text_problem(view, arg, e) is None]
+        want = _bounds(arg, len(hits))
+        return (f"{what} recorded {len(hits)} matching replies {span}, want {want}" if want else None), hits[-4:]
+    if not results:
+        return f"{what} recorded no reply {span}", []
+    return _reply_text_problem(view, arg, results[-1]), results[-1:]
+
+
+def _reply_text_problem(view: RunView, arg: dict, ev: dict) -> Optional[str]:
+    """A recorded reply against the text keys and `ok` of a `replies` body."""
+    data = data_of(ev)
+    text = str(data.get("text") or "")
+    shown = text if len(text) <= 300 else text[:297] + "..."
+    if "ok" in arg and bool(data.get("ok")) != arg["ok"]:
+        return f"reply ok={bool(data.get('ok'))}, want ok={arg['ok']}: {shown!r}"
+    for key, fails in (("equals", lambda want: text != want), ("contains", lambda want: want not in text),
+                       ("not_contains", lambda want: want in text),
+                       ("matches", lambda want: not re.search(want, text))):
+        if key in arg and fails(_expand_at(view, arg[key], ev["i"])):
+            return f"reply {shown!r} fails {key}: {_expand_at(view, arg[key], ev['i'])!r}"
+    return None
+
+
+def _hooks(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
+    """Hook runs of a session, printed or silent, by hook name, decision and text (Stop blocks, Cursor's
+    follow-ups, crashes): how many match."""
+    runs = span.pick(view.of(HOOK, session=arg["session"]))
+    if "hook" in arg:
+        runs = [h for h in runs if data_of(h).get("hook") == arg["hook"]]
+    if "decision" in arg:
+        runs = [h for h in runs if (data_of(h).get("decision") or "none") == arg["decision"]]
+    for key, negate in (("contains", False), ("not_contains", True)):
+        if key in arg:
+            needle = view.expand(arg[key], span.at)
+            runs = [h for h in runs if (needle in str(data_of(h).get("line") or "")) != negate]
+    want = _bounds(arg, len(runs))
+    said = " ".join(f"{k} {arg[k]}" for k in ("hook", "decision") if k in arg)
+    return (f"{arg['session']} ran {len(runs)} hooks{' (' + said + ')' if said else ''} {span}, want {want}"
+            if want else None), runs[-4:]
 
 
 def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
@@ -245,10 +302,12 @@ def _title(exp: Expectation, arg: Any) -> str:
     if exp.kind == "messages" and isinstance(arg, dict):
         who = "".join(f" {word} {arg[key]}" for key, word in (("from", "from"), ("to", "to")) if key in arg)
     else:
-        who = next((arg[k] for k in ("session", "process", "base") if isinstance(arg, dict) and k in arg), None)
+        who = next((arg[k] for k in ("session", "process", "base", "step") if isinstance(arg, dict) and k in arg),
+                   None)
         who = f" of {who}" if who is not None else ("" if isinstance(arg, dict) else f" of {arg}")
     window = (window_of(arg)
-              if isinstance(arg, dict) and exp.kind in ("wakes", "echoes", "roster", "unread", "store_errors")
+              if isinstance(arg, dict) and exp.kind in ("wakes", "echoes", "roster", "unread", "store_errors",
+                                                        "hook_line", "hooks", "turn_ends")
               else None)
     if window is not None:
         return f"{exp.kind}{who} {Span(window[1], window)}"
@@ -273,7 +332,15 @@ def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Opti
     if kind == "unread":
         return _unread(view, at, arg, index) if window is None else windowed.unread_throughout(view, arg, window)
     if kind == "hook_line":
-        return _hook_line(view, at, arg)
+        return _hook_line(view, span, arg)
+    if kind == "replies":
+        return _replies(view, span, arg, view.steps)
+    if kind == "hooks":
+        return _hooks(view, span, arg)
+    if kind == "turn_ends":
+        turns = span.pick(view.of(TURN_END, session=arg["session"]))
+        want = _bounds(arg, len(turns))
+        return (f"{arg['session']} ended {len(turns)} turns {span}, want {want}" if want else None), turns[-4:]
     if kind == "registered":
         return _registered(view, at, arg, index)
     if kind == "same_name":

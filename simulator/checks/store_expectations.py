@@ -84,11 +84,11 @@ def tombstones(view: RunView, at: Any, arg: dict, index: int) -> Judgement:
 
 def messages(view: RunView, at: Any, arg: dict, index: int) -> Judgement:
     """Stored message rows matching every given filter (R11, R12: `via_broadcast`)."""
-    return _counted(view, at, arg, index, "messages", lambda n: f"{n} {_rows_described(arg)}")
+    return _counted(view, at, arg, index, "messages", lambda n: _rows_described(arg, n))
 
 
-def _rows_described(arg: dict) -> str:
-    words = ["message rows"]
+def _rows_described(arg: dict, n: int) -> str:
+    words = [f"{n} message {'row' if n == 1 else 'rows'}"]
     if "from" in arg:
         words.append(f"from {arg['from']}")
     if "to" in arg:
@@ -97,6 +97,11 @@ def _rows_described(arg: dict) -> str:
         words.append("stored by a broadcast" if arg["via_broadcast"] else "sent directly")
     if "read" in arg:
         words.append("read" if arg["read"] else "unread")
+    if "parts" in arg:
+        words.append(f"that start a body split into {arg['parts']} parts")
+    for key, said in (("body", "with the body"), ("contains", "whose body contains")):
+        if key in arg:
+            words.append(f"{said} {arg[key][:60]!r}")
     return " ".join(words)
 
 

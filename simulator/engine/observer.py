@@ -132,6 +132,12 @@ class Observer:
             params.append(1 if arg["via_broadcast"] else 0)
         if "read" in arg:
             where.append("read_at IS NOT NULL" if arg["read"] else "read_at IS NULL")
+        for key, test, value in (("body", "body = ?", arg.get("body")), ("contains", "instr(body, ?) > 0", arg.get(
+                "contains")), ("parts", "substr(body, 1, ?) = ?", arg.get("parts"))):
+            if key in arg:
+                where.append(test)
+                marker = design.first_part_marker(value) if key == "parts" else None
+                params += [len(marker), marker] if marker else [value]
         rows = self._read_db(f"SELECT COUNT(*) FROM chat_messages WHERE {' AND '.join(where)}", tuple(params))
         return {"messages": rows[0][0]}
 

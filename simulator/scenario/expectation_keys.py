@@ -31,23 +31,31 @@ EXPECTATION_KEYS: dict[str, dict[str, str]] = {
     "echoes": {"session": "label", **_BOUNDS, **_TEXT, **_WINDOW},
     "roster": {"session": "label", **_TEXT, "active": "labels", "stale": "labels", **_WINDOW},
     "hook_line": {"session": "label", "hook": "text", **_TEXT, "equals": "text", "matches": "text", "absent": "bool",
-                  **_BOUNDS},
+                  **_BOUNDS, **_WINDOW},
     "registered": {"session": "label", "is": "bool", "name_kept": "bool", "row": "row"},
     "unread": {"session": "label", **_BOUNDS, **_WINDOW},
     "same_name": {"session": "label", "at": "moments", "is": "bool"},
     "counter": {"session": "label", "base": "text", **_BOUNDS},
     "tombstones": {"session": "label", **_BOUNDS},
-    "messages": {"from": "label", "to": "label", "via_broadcast": "bool", "read": "bool", **_BOUNDS},
+    "messages": {"from": "label", "to": "label", "via_broadcast": "bool", "read": "bool", **_BOUNDS,
+                 "body": "text", "contains": "text", "parts": "count"},
     "store_errors": {"process": "process", **_BOUNDS, **_WINDOW},
+    "replies": {"step": "step", "ok": "bool", **_TEXT, "equals": "text", "matches": "text", **_BOUNDS},
+    "hooks": {"session": "label", "hook": "text", "decision": "decision", **_TEXT, **_BOUNDS, **_WINDOW},
+    "turn_ends": {"session": "label", **_BOUNDS, **_WINDOW},
 }
 EXPECTATION_KINDS = tuple(EXPECTATION_KEYS)
 
 # Keys a kind cannot do without (counter: `session` or `base`, checked on its own).
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
-    kind: ("session",) for kind in ("wakes", "echoes", "roster", "hook_line", "registered", "unread", "tombstones")
-} | {"same_name": ("session", "at")}
+    kind: ("session",) for kind in ("wakes", "echoes", "roster", "hook_line", "registered", "unread", "tombstones",
+                                    "hooks", "turn_ends")
+} | {"same_name": ("session", "at"), "replies": ("step",)}
 # Kinds that only count: without count / min / max they would judge nothing.
-COUNTING_KINDS = ("counter", "tombstones", "messages", "store_errors")
+COUNTING_KINDS = ("counter", "tombstones", "messages", "store_errors", "hooks", "turn_ends")
+# What a Claude Code / Cursor hook run decided (`hook` events): a Stop that blocked, a Cursor stop that
+# followed up, a hook that crashed, or `none` (it let the turn end, or printed context only).
+HOOK_DECISIONS = ("block", "followup", "crashed", "none")
 # Kinds judged over the database state the observer reads at the expectation's time.
 STORE_KINDS = ("counter", "tombstones", "messages")
 ROW_WORDS = ("first", "latest")
@@ -66,6 +74,8 @@ KEY_SCHEMA: dict[str, dict[str, Any]] = {
     "per_hour": {"type": "object", "additionalProperties": False, "minProperties": 1,
                  "properties": {k: _BOUNDS_SCHEMA for k in _BOUNDS}},
     "row": {"anyOf": [{"enum": list(ROW_WORDS)}, {"type": "integer", "minimum": 1}]},
+    "step": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": LABEL_PATTERN}]},
+    "decision": {"enum": list(HOOK_DECISIONS)},
 }
 
 TYPE_HINT = {
@@ -75,6 +85,8 @@ TYPE_HINT = {
     "moments": "[earlier, later]: two times to compare, e.g. [1h, 3h] (`end` for the end of the run)",
     "per_hour": "{count | min | max}: how many in every rolling hour, e.g. {min: 5, max: 6}",
     "row": "`first` (the session's original id), `latest` (its newest id, after forks) or N (its Nth id)",
+    "step": "a step's index in `steps:` (0 is the first) or its `name:`",
+    "decision": f"one of {', '.join(HOOK_DECISIONS)}",
 }
 
 Problem = tuple[tuple, str, str]  # (key path inside the body, problem, what to write instead)
@@ -126,7 +138,8 @@ def _value_problems(key: str, want: str, value: Any, units_required: bool) -> li
     ok = {"label": isinstance(value, str), "process": isinstance(value, str), "text": isinstance(value, str),
           "bool": isinstance(value, bool), "count": _is_count(value),
           "labels": isinstance(value, list) and all(isinstance(v, str) for v in value),
-          "row": value in ROW_WORDS or (_is_count(value) and value >= 1)}[want]
+          "row": value in ROW_WORDS or (_is_count(value) and value >= 1),
+          "step": _is_count(value) or isinstance(value, str), "decision": value in HOOK_DECISIONS}[want]
     return [] if ok else [((key,), f"{value!r} is not allowed here", f"write {TYPE_HINT[want]}")]
 
 
@@ -243,7 +256,8 @@ KIND_DESCRIPTIONS: dict[str, str] = {
     "hook_line": ("The last hook line a Claude Code/Cursor session printed: {session, hook: the host's hook name, "
                   "exactly (claude-code: SessionStart, UserPromptSubmit, Stop; cursor: SessionStart, UserPromptSubmit, "
                   "stop; default: the identity hooks), contains | not_contains | equals | matches | absent: true}; "
-                  "with count | min | max it counts the printed lines that match instead."),
+                  "with count | min | max it counts the printed lines that match instead; with `between: [from, "
+                  "until]` only lines printed in that window."),
     "registered": ("Directory state: {session, is: true|false, name_kept: true (same name as first minted) | false (a "
                    "fresh name), row: first | latest | N (the session id it is registered under: its original one, its "
                    "newest after forks, its Nth)}."),
@@ -254,14 +268,22 @@ KIND_DESCRIPTIONS: dict[str, str] = {
     "counter": ("A name base's counter in the directory: "
                 "{session (the base of its name by then) | base, count | min | max}."),
     "tombstones": "Leave tombstones held against a session's ids: {session, count | min | max}.",
-    "messages": ("Stored messages: {from, to, via_broadcast: true|false, read: true|false, count | min | max}; "
-                 "each given key filters the rows."),
+    "messages": ("Stored messages: {from, to, via_broadcast: true|false, read: true|false, body: the whole stored "
+                 "body, contains: text in the stored body, parts: N (the first part of a body split into N), "
+                 "count | min | max}; each given key filters the rows (a split body is one row per part)."),
     "store_errors": ("Store calls that failed (store-error events) by then: {process, count | min | max}; "
                      f"{_WINDOWED}."),
+    "replies": ("The replies a step recorded by then, a fault's too (a `retry` records each repeated call's reply): "
+                "{step: index or name, ok, contains | not_contains | equals | matches}: the last reply; with "
+                "count | min | max, how many of its replies match."),
+    "hooks": ("The hook runs of a Claude Code/Cursor session, printed or silent: {session, hook, decision: block | "
+              "followup | crashed | none, contains | not_contains (the printed line or reason), count | min | max}. "
+              f"{_WINDOWED}."),
+    "turn_ends": f"The turns of a session that ended: {{session, count | min | max}}. {_WINDOWED}.",
 }
 
 __all__ = [
-    "COUNTING_KINDS", "EXPECTATION_KEYS", "EXPECTATION_KINDS", "HOST_HOOKS", "KEY_SCHEMA",
+    "COUNTING_KINDS", "EXPECTATION_KEYS", "EXPECTATION_KINDS", "HOOK_DECISIONS", "HOST_HOOKS", "KEY_SCHEMA",
     "KIND_DESCRIPTIONS", "REQUIRED_KEYS", "STORE_KINDS", "body_schema", "expectation_body_problems",
     "hook_line_host_problems", "moments_of", "window_of",
 ]

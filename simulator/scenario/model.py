@@ -303,6 +303,9 @@ class Expectation(Strict):
     tombstones: _body_type("tombstones") = Field(None, description=KIND_DESCRIPTIONS["tombstones"])
     messages: _body_type("messages") = Field(None, description=KIND_DESCRIPTIONS["messages"])
     store_errors: _body_type("store_errors") = Field(None, description=KIND_DESCRIPTIONS["store_errors"])
+    replies: _body_type("replies") = Field(None, description=KIND_DESCRIPTIONS["replies"])
+    hooks: _body_type("hooks") = Field(None, description=KIND_DESCRIPTIONS["hooks"])
+    turn_ends: _body_type("turn_ends") = Field(None, description=KIND_DESCRIPTIONS["turn_ends"])
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "Expectation":

@@ -304,6 +304,11 @@ class _Checker:
                        f"`registered: {{session: ...}}`), or prompt a {_kinds_text('hooks')} session")
             return
         what = f"a `{action}` fault" if step.is_fault else f"a `{action}` step"
+        if action == "retry":
+            self.error(base + ("expect",), "`expect:` on a `retry` fault, which repeats a call of another step",
+                       "check the repeated calls' replies with a point expectation under the top-level `expect:`: "
+                       "`- replies: {step: <this step's index or name>, contains: ...}`")
+            return
         self.error(base + ("expect",), f"`expect:` on {what}, which produces no reply to check",
                    "use a point expectation under the top-level `expect:` instead (e.g. `- at: 2m` with "
                    f"`registered: {{session: ...}}`); only {', '.join(REPLY_ACTIONS)} steps and prompts "
@@ -364,14 +369,39 @@ class _Checker:
                 self.session_ref(path + (key,), body[key])
         if isinstance(body.get("process"), str):
             self.process_ref(path + ("process",), body["process"])
-        if kind == "hook_line" and isinstance(body.get("session"), str):
+        if kind in ("hook_line", "hooks") and isinstance(body.get("session"), str):
             self.hook_line_host(path, body)
+        if kind == "replies" and "step" in body:
+            self.replied_step(path + ("step",), body["step"])
         for key in ("active", "stale"):
             labels = body.get(key)
             for j, label in enumerate(labels if isinstance(labels, list) else []):
                 self.session_ref(path + (key, j), label)
         for key in REPLY_TEXT_KEYS:
             self.placeholders(path + (key,), body.get(key))
+
+    def replied_step(self, path: KeyPath, ref: Any) -> None:
+        """A `replies` expectation names a step that records replies: a tool or CLI step, or a `retry`
+        fault (each repeated call's reply carries the fault's index)."""
+        steps = self.spec.steps
+        if isinstance(ref, str):
+            index = next((i for i, step in enumerate(steps) if step.name == ref), None)
+            if index is None:
+                named = [step.name for step in steps if step.name]
+                self.error(path, f"no step is named `{ref}`", self._suggest(ref, named, "step names")
+                           if named else "give the step `name: " + ref + "`, or write its index (0 is the first)")
+                return
+        else:
+            index = ref if isinstance(ref, int) and 0 <= ref < len(steps) else None
+            if index is None:
+                self.error(path, f"there is no step {ref!r} (the scenario has {len(steps)} steps)",
+                           f"write an index from 0 to {len(steps) - 1}, or a step's `name:`")
+                return
+        step = steps[index]
+        if step.action not in REPLY_ACTIONS and step.action != "retry":
+            what = f"a `{step.action}` fault" if step.is_fault else f"a `{step.action}` step"
+            self.error(path, f"step {index} is {what}, which records no reply",
+                       f"name a tool or CLI step ({', '.join(REPLY_ACTIONS)}) or a `retry` fault")
 
     def expectation_times(self, path: KeyPath, exp: Expectation, body: dict) -> None:
         """`at` against the body's own times (`between`, `same_name.at`), `before_catch_up`

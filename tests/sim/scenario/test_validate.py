@@ -259,6 +259,7 @@ def test_expectation_bodies_take_only_the_keys_they_read():
         "w.yaml:17: expect[2].roster.active: 'bob' is not allowed here — write a list of session labels",
         "w.yaml:18: expect[3].hook_line.color: unknown key `color` in a `hook_line` expectation "
         "— a `hook_line` expectation "
-        "takes: session, hook, contains, not_contains, equals, matches, absent, count, min, max",
+        "takes: session, hook, contains, not_contains, equals, matches, absent, count, min, max, "
+        "between",
         "w.yaml:19: expect[4].registered.is: 'true' is not allowed here — write true or false",
     ]
