@@ -65,6 +65,24 @@ PART_SEPARATOR = "\n\n"
 PAGE_HEAD_RE = re.compile(r"^\[thatch\] chat message #(?P<id>\d+) from ", re.M)
 
 
+def utf16_len(text: str) -> int:
+    """A text's length as the later design counts it (the real code's JavaScript strings): UTF-16 units, a
+    character outside the Basic Multilingual Plane counting two."""
+    return sum(2 if ord(ch) > 0xFFFF else 1 for ch in text)
+
+
+def index_at_units(text: str, units: int) -> int:
+    """The index in `text` of a UTF-16 offset (a page's `offset`); an offset inside a surrogate pair backs off
+    to the pair's start."""
+    seen = 0
+    for n, ch in enumerate(text):
+        width = 2 if ord(ch) > 0xFFFF else 1
+        if seen + width > units:
+            return n
+        seen += width
+    return len(text)
+
+
 def joined_parts(bodies: list[str]) -> str:
     """The body the stored parts of one split send join back to: the first part's `(message 1 of N)` and
     every part's `(continued in next message)` taken off with their blank lines (the chunks join exactly)."""
@@ -159,6 +177,8 @@ INBOX_BEGIN = "===[ begin chat inbox ]==="
 INBOX_END = "===[ end chat inbox ]==="
 # One message line: `[from NAME, Sep 11 14:32Z] body`; a departed sender is `unknown (<id[:12]>, departed)`.
 # Under the later design's paged reads the line carries its message id: `[#12 from NAME, ...] body`.
+# A drain line's body follows its head's closing bracket and one space.
+INBOX_BODY_OPEN = "] "
 INBOX_LINE_RE = re.compile(r"^\[(?:#(?P<id>\d+) )?from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)\] ",
                            re.M)
 # R20: the opencode wake prompt names the senders and the count, never a body.

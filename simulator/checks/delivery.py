@@ -12,7 +12,7 @@ from typing import Optional
 
 from simulator.checks.deliverable import Gate, Stretch
 from simulator.checks.faults import crash_lost_a_stamp
-from simulator.checks.messages import acting_identity
+from simulator.checks.mail import acting_identity
 from simulator.checks.registry import Promise, passed, promised_procs, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import rolling_excess, wakes_by_incarnation

@@ -28,8 +28,9 @@ from __future__ import annotations
 from typing import Optional
 
 from simulator.checks.registry import Promise, passed, prop, sample_row, skipped, verdict
+from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, whole_messages
 from simulator.checks.view import Call, RunView
-from simulator.design import FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS
+from simulator.design import DEDUP_REPLY_MARK, FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS
 from simulator.events import REGISTERED, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS
@@ -117,6 +118,49 @@ def p12_retry_lands_once(view: RunView) -> Verdict:
     return passed(p12_retry_lands_once, f"{judged} retried call(s) landed at most once each", judged)
 
 
+def _read_before(view: RunView, r: dict, call: Call, spans: dict[int, list[Shown]]) -> bool:
+    """Row `r` was surely read before `call`: stamped a second or more earlier, or shown by a read
+    answered before the call was made (a stamp in the call's own second with no such read may be after)."""
+    read_at = view.vt(r["read_at"]) if r["read_at"] else None
+    if read_at is None:
+        return False
+    before = call.call["i"] if call.call is not None else call.i
+    return read_at < call.t - STAMP_RESOLUTION_MS or any(s.call.i < before for s in spans.get(r["id"], []))
+
+
+def _copies(view: RunView, call: Call) -> list[list[dict]]:
+    """Every stored copy (a split one as its rows) of a send's body from its sender to its recipient,
+    made before the call, within the sending process's retry window."""
+    to = str(call.args.get("to", ""))
+    recipient, sender = view.label_for_name(to) or view.label_of.get(to), acting_identity(view, call)
+    by_id = {r["id"]: r for r in view.db["messages"]}
+    parts, window = _part_numbers(view), _window_ms(view, call.proc)
+    out = []
+    for r, body in whole_messages(view):
+        created = view.vt(r["created_at"])
+        if (body != call.body or created is None or view.label_of.get(r["from_session"]) != sender
+                or view.label_of.get(r["to_session"]) != recipient
+                or not call.t - window - STAMP_RESOLUTION_MS <= created <= call.t):
+            continue
+        n = parts.get(r["id"], (1, 1))[1]
+        out.append([by_id[r["id"] + k] for k in range(n) if r["id"] + k in by_id])
+    return out
+
+
+def suppressed_unseen(view: RunView) -> Optional[tuple[Call, list[dict]]]:
+    """The first send the chat answered as a suppressed duplicate while no unread copy of it stood in its
+    recipient's inbox (the later design suppresses a retry only while its copy is unread), with the copies
+    already read; None when every suppression had its unread copy."""
+    spans = shown_spans(view)
+    for c in view.calls_of("send", ok=True):
+        if DEDUP_REPLY_MARK not in c.text:
+            continue
+        copies = _copies(view, c)
+        if not any(not _read_before(view, r, c, spans) for rows in copies for r in rows):
+            return c, [r for rows in copies for r in rows]
+    return None
+
+
 # -- P13 ----------------------------------------------------------------------------------------
 
 
@@ -140,68 +184,53 @@ def _batch_problem(view: RunView) -> Optional[tuple[str, list[dict]]]:
     return None
 
 
-def _free_at(text: str, piece: str, used: list[tuple[int, int]]) -> Optional[int]:
-    """Where `piece` occurs in `text` overlapping no span already accounted for, or None."""
-    at = text.find(piece)
-    while at >= 0:
-        if all(at + len(piece) <= a or b <= at for a, b in used):
-            return at
-        at = text.find(piece, at + 1)
-    return None
+def _part_numbers(view: RunView) -> dict[int, tuple[int, int]]:
+    """Row id -> (k, N) for the k-th part of a split batch of N."""
+    by_id = {r["id"]: r for r in view.db["messages"]}
+    out: dict[int, tuple[int, int]] = {}
+    for r in by_id.values():
+        m = FIRST_PART_RE.match(str(r["body"] or ""))
+        if m is not None:
+            n = int(m.group("count"))
+            out.update({r["id"] + k: (k + 1, n) for k in range(n) if r["id"] + k in by_id})
+    return out
 
 
-def _covered(body: str, seen: list[str]) -> int:
-    """How much of `body`, from its start, the texts `seen` show: greedy, the longest next piece some text holds
-    where that text's characters have not shown an earlier piece (one shown character stands for one body
-    character, so a repeated body is not covered by one clipped output)."""
-    used: list[list[tuple[int, int]]] = [[] for _ in seen]
-    pos = 0
-    while pos < len(body):
-        best: Optional[tuple[int, int, int]] = None  # (length, text index, where)
-        for n, text in enumerate(seen):
-            lo, hi, where = 0, len(body) - pos, None
-            while lo < hi:  # the longest free piece body[pos:pos+k] of this text
-                mid = (lo + hi + 1) // 2
-                at = _free_at(text, body[pos:pos + mid], used[n])
-                if at is not None:
-                    lo, where = mid, at
-                else:
-                    hi = mid - 1
-            if lo and where is not None and (best is None or lo > best[0]):
-                best = (lo, n, where)
-        if best is None:
-            return pos
-        length, n, where = best
-        used[n].append((where, where + length))
-        pos += length
-    return pos
+def _died_reading(view: RunView, label: str) -> bool:
+    """A read of `label`'s inbox never returned: what it stamped reached nobody, and P5 judges that."""
+    return any(c.result is None and label in may_act_as(view, c) for c in view.calls if c.tool == "read")
+
+
+def _unseen_story(view: RunView, r: dict, label: str, mine: list[Shown], part: Optional[tuple[int, int]]) -> str:
+    body = str(r["body"] or "")
+    got = covered(mine)
+    what = f"part {part[0]} of {part[1]} (message #{r['id']}" if part else f"message #{r['id']} ("
+    clipped = [s for s in mine if s.host_clipped]
+    how = (f" (its host clipped {len(clipped)} of those outputs, to {max(len(s.call.text) for s in clipped)} "
+           "characters)" if clipped else "")
+    return (f"{label} read {what}{', ' if part else ''}{len(body)} characters) but the outputs it was shown held "
+            f"only characters 0-{got} of it{how}: {body[got:got + 30]!r}... never reached it")
 
 
 @prop("P13", "whole-message", promise=SPLIT_BODIES)
 def p13_whole_message(view: RunView) -> Verdict:
-    """A split batch is stored all or nothing, and every character of every message its reader read reached the
-    reader through the tool outputs it saw, none longer than its host's clip (the later design's split bodies and
-    paged reads)."""
+    """A split batch is stored all or nothing, and every character of every message (every part) its reader read
+    reached the reader through the tool outputs its host showed it, clip included (the later design's split
+    bodies and paged reads)."""
     problem = _batch_problem(view)
     if problem is not None:
         return verdict(p13_whole_message, "fail", problem[0], problem[1])
+    spans, parts = shown_spans(view), _part_numbers(view)
     judged = 0
-    for r in view.db["messages"]:
+    for r in sorted(view.db["messages"], key=lambda r: r["id"]):
         label = view.label_of.get(r["to_session"])
-        if not r["read_at"] or label is None:
+        mine = spans.get(r["id"], [])
+        if not r["read_at"] or label is None or (not mine and _died_reading(view, label)):
             continue
-        created = view.vt(r["created_at"]) or 0
-        reads = [c for c in view.calls_of("read", label) if c.result is not None and c.t >= created - 1000]
-        seen = [c.text for c in reads]
-        body = str(r["body"] or "").strip()
         judged += 1
-        got = _covered(body, seen)
-        if got < len(body):
-            clipped = [data_of(c.result).get("clipped_from") for c in reads if data_of(c.result).get("clipped_from")]
-            how = f" (its host clipped {len(clipped)} of those outputs)" if clipped else ""
-            return verdict(p13_whole_message, "fail",
-                           f"{label} read message {r['id']} ({len(body)} characters) but its tool outputs showed only "
-                           f"the first {got}{how}: {body[got:got + 30]!r}... never reached it",
+        if covered(mine) < len(str(r["body"] or "")):
+            reads = [s.call for s in mine] or view.calls_of("read", label)
+            return verdict(p13_whole_message, "fail", _unseen_story(view, r, label, mine, parts.get(r["id"])),
                            [w for c in reads[:3] for w in c.witness()])
     if not judged:
         return skipped(p13_whole_message, "no message was read")

@@ -6,24 +6,23 @@ import re
 from typing import Optional
 
 from simulator.checks.faults import crash_cut_short
+from simulator.checks.later import suppressed_unseen
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
+from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, whole_messages
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     BROADCAST_RE,
     DEDUP_REPLY_MARK,
-    FIRST_PART_RE,
     HELD_REPLY_RE,
     MAIL_SWEEP_AGE_MS,
-    PAGE_HEAD_RE,
     SENT_RE,
     STAMP_RESOLUTION_MS,
     inbox_needle,
-    joined_parts,
     reply_names,
 )
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
-from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_HOST, DEFAULT_ROW_KIND, HOSTS
+from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
 from simulator.scenario.durations import format_duration as span
 
 
@@ -59,28 +58,6 @@ def _read_crashes(view: RunView) -> list[dict]:
     return [c for c in view.of(CRASH) if data_of(c).get("point") == "read-stamp"]
 
 
-def acting_identity(view: RunView, call: Call) -> Optional[str]:
-    """The label a tool call acts as: the caller, except on Cursor, whose server
-    trusts the claimed `as` (R32): a send claiming another session is stored as
-    that session's mail, and a read claiming it drains that session's inbox."""
-    claim = call.args.get("as") if isinstance(call.args, dict) else None
-    if claim and HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
-        return view.label_for_name(str(claim)) or view.label_of.get(str(claim)) or call.session
-    return call.session
-
-
-def may_act_as(view: RunView, call: Call) -> set[Optional[str]]:
-    """Every label a tool call may have acted as: its acting identity, and on a host whose server
-    does not trust `as` outright, the claimed session too, since R32 falls through to the claim
-    when the anchors before it fail (no parent pid mapped within 600 s, the session env naming
-    no row) (D-props-14)."""
-    out = {acting_identity(view, call)}
-    claim = call.args.get("as") if isinstance(call.args, dict) else None
-    if claim and not HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
-        out.add(view.label_for_name(str(claim)) or view.label_of.get(str(claim)))
-    return out
-
-
 def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     """Ok chat_send calls by (sender label, recipient, trimmed body)."""
     results: dict[tuple, list[Call]] = {}
@@ -101,31 +78,11 @@ def _stored_sends(view: RunView) -> dict[tuple, list[dict]]:
     """Direct (not broadcast) db rows by (sender label, recipient, body)."""
     names = view.id_names()
     rows: dict[tuple, list[dict]] = {}
-    for r, body in _whole_messages(view):
+    for r, body in whole_messages(view):
         if not r["via_broadcast"]:
             to = view.label_of.get(r["to_session"]) or str(names.get(r["to_session"], r["to_session"])).lower()
             rows.setdefault((view.label_of.get(r["from_session"]), to, body), []).append(r)
     return rows
-
-
-def _whole_messages(view: RunView) -> list[tuple[dict, str]]:
-    """(row, body) per stored message; a split batch (the later design: `(message 1 of N)` and the N-1 rows
-    after it, same sender and recipient) is one message, its first row with the body its parts join to."""
-    rows = sorted(view.db["messages"], key=lambda r: r["id"])
-    by_id = {r["id"]: r for r in rows}
-    out, inside = [], set()
-    for r in rows:
-        if r["id"] in inside:
-            continue
-        m = FIRST_PART_RE.match(str(r["body"] or ""))
-        batch = [by_id.get(r["id"] + k) for k in range(int(m.group("count")))] if m else []
-        if m and all(b is not None and (b["from_session"], b["to_session"]) == (r["from_session"], r["to_session"])
-                     for b in batch):
-            inside.update(b["id"] for b in batch)
-            out.append((r, joined_parts([b["body"] for b in batch])))
-        else:
-            out.append((r, r["body"]))
-    return out
 
 
 def _stored_as_claimed(view: RunView, calls: list[Call], key: tuple, rows: dict[tuple, list[dict]]) -> int:
@@ -191,28 +148,53 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
 
 
 def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
-    """A stamp nobody saw is mail lost in chat_read (stamped, never returned). Not judged
-    across a read-stamp crash or a read call of the recipient that never returned (it
-    died mid-call)."""
+    """A stamp nobody saw is mail lost in chat_read (stamped, never returned), and so is one whose only
+    outputs the host clipped short of its end (the model never saw the rest). Not judged across a
+    read-stamp crash or a read call of the recipient that never returned (it died mid-call)."""
+    spans = shown_spans(view)
     for r in view.db["messages"]:
         label = view.label_of.get(r["to_session"])
         if not r["read_at"] or label is None or crashes:
             continue
         if any(c.result is None for c in view.calls if c.tool == "read" and label in may_act_as(view, c)):
             continue
-        needle = inbox_needle(r["created_at"], r["body"])
-        paged = {f"#{r['id']}"}  # the later design's paged read of this one message shows it too
-        if not any(label in may_act_as(view, c) and (needle in c.text or paged & _pages_in(c.text))
-                   for c in reads):
-            got = [c for c in reads if label in may_act_as(view, c)]
-            return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
-                           "but no chat_read of its recipient returned it",
-                           [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])
+        mine = spans.get(r["id"], [])
+        if mine and not _clipped_short(mine, len(str(r["body"] or ""))):
+            continue
+        got = [c for c in reads if label in may_act_as(view, c)]
+        if mine:
+            return verdict(p5_no_loss, "fail", _clipped_story(view, r, label, mine),
+                           [w for s in mine[:2] for w in s.call.witness()])
+        return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} is stamped read at {r['read_at']} "
+                       "but no chat_read of its recipient returned it",
+                       [{"db_row": r}] + [w for c in got[-2:] for w in c.witness()])
     return None
 
 
-def _pages_in(text: str) -> set[str]:
-    return {f"#{m.group('id')}" for m in PAGE_HEAD_RE.finditer(text)}
+def _clipped_short(mine: list[Shown], length: int) -> bool:
+    """Every output that showed the row was cut by its host, and together they stop short of its end
+    (a cut by the design's own page is no loss: its marker says how to read on)."""
+    return all(s.host_clipped for s in mine) and covered(mine) < length
+
+
+def _clipped_story(view: RunView, r: dict, label: str, mine: list[Shown]) -> str:
+    clip = max(len(s.call.text) for s in mine)
+    return (f"message #{r['id']} to {label} is stamped read at {r['read_at']} but its host clipped every "
+            f"chat_read output that returned it to {clip} characters: the model saw characters "
+            f"0-{covered(mine)} of its {len(str(r['body'] or ''))}, the rest was marked read unseen")
+
+
+def _suppressed_unseen(view: RunView) -> Optional[Verdict]:
+    """A send answered as a suppressed duplicate is stored only as its unread copy: with none unread, it is lost."""
+    found = suppressed_unseen(view)
+    if found is None:
+        return None
+    c, copies = found
+    to = c.args.get("to")
+    seen = ", ".join(f"#{r['id']} read at {r['read_at']}" for r in copies) or "none stored"
+    return verdict(p5_no_loss, "fail",
+                   f"{c.session}'s send to {to} at t={span(c.t)} was answered as a suppressed duplicate, but no unread "
+                   f"copy of it was in {to}'s inbox (copies: {seen}): the message reached nobody", c.witness())
 
 
 def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optional[Verdict]:
@@ -237,7 +219,7 @@ def p5_no_loss(view: RunView) -> Verdict:
     results = _accepted_sends(view)
     reads = view.calls_of("read", ok=True)
     crashes = _read_crashes(view)
-    failure = (_stored_once(view, results, pruned) or _read_once(view, reads, crashes)
+    failure = (_stored_once(view, results, pruned) or _suppressed_unseen(view) or _read_once(view, reads, crashes)
                or _stamped_rows_returned(view, reads, crashes) or _read_rows_kept(view, reads, pruned))
     if failure is not None:
         return failure
@@ -292,7 +274,7 @@ def p8_broadcast(view: RunView) -> Verdict:
         if _is_retry(c):
             continue  # judged with the call it repeats: one more copy the design may or may not store (P12)
         copies = 1 + _retries_of(c, bcasts)
-        mine = [r for r, body in _whole_messages(view)  # a split batch counts once (the later design)
+        mine = [r for r, body in whole_messages(view)  # a split batch counts once (the later design)
                 if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and body == c.body]
         if c.result is None or not c.ok:
             crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of(CRASH))

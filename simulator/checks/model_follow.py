@@ -308,31 +308,40 @@ def no_auto_join(view: RunView, e: dict) -> Optional[str]:
                    for k, st in enumerate(view.steps))
     if getattr(session, "parent", None) and not reloaded and not getattr(session, "machinery", False):
         return "a child (sub-agent) session never auto-registers (R1)"
-    values = {spec.config.auto_register}
-    for k, st in enumerate(view.steps):  # the setting is read per event: the latest edit before it counts
-        new = getattr(st.args, "auto_register", None) if st.action == "config" and st.args.process == proc else None
-        at = view.landed(k, st.at) if new is not None else None
-        if at is not None and at < e["t"]:
-            values = {new}
-        elif at is not None and at == e["t"]:
-            values |= {new}  # an edit at the join's own instant may land on either side of it
-    if values == {False}:
+    if not auto_register_may_be_on(view, spec, e["t"]):
         return f"{proc} runs with chat.autoRegister false (R30)"
     return None
+
+
+def auto_register_may_be_on(view: RunView, spec, t: int) -> bool:
+    """Whether process `spec`'s `chat.autoRegister` may be true at virtual time `t` (R30: re-read per event,
+    so the latest `config` edit before `t` counts, and one landing at `t` itself may count or not)."""
+    values = {spec.config.auto_register}
+    for k, st in enumerate(view.steps):
+        new = getattr(st.args, "auto_register", None) if st.action == "config" and st.args.process == spec.id else None
+        at = view.landed(k, st.at) if new is not None else None
+        if at is not None and at < t:
+            values = {new}
+        elif at is not None and at == t:
+            values |= {new}
+    return values != {False}
 
 
 def startup_mismatch(view: RunView, e: dict) -> Optional[str]:
     """Why the design forbids the startup registration `e` (None: it may happen). A resumed process
     registers at startup the session its command line opens (R5: `-s ID` that one, `-c` the newest
     top-level session of the directory, by the simulator's own reading of the command line): none
-    when it opens none, and never a sub-agent child (R1). Which of two top-level sessions listed at
-    the same instant is the newest is left open."""
+    when it opens none or while its `chat.autoRegister` is false (R30), and never a sub-agent child
+    (R1). Which of two top-level sessions listed at the same instant is the newest is left open."""
     inc = view.inc_of(e)
     start = data_of(inc.start_event) if inc is not None and inc.start_event is not None else {}
     if "opens" not in start:
         return None
     if start["opens"] is None:
         return f"its command line ({start.get('how')}) opens no session: no top-level one is listed (R5)"
+    spec = next((p for p in getattr(view.spec, "processes", []) if p.id == e.get("proc")), None)
+    if spec is not None and not auto_register_may_be_on(view, spec, e["t"]):
+        return f"{spec.id} runs with chat.autoRegister false: its startup path registers nothing (R5, R30)"
     label = e.get("session")
     if label in view.children and label != start["opens"]:
         return f"-c continues the newest top-level session ({start['opens']}), never a sub-agent child (R1, R5)"

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 from simulator.events import data_of
 from simulator.history import encode_event, event_place
 from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
-from simulator.report.outcomes import DECLINED, EXPIRED, HELD, PARKED, REFUSED
+from simulator.report.outcomes import DECLINED, EXPIRED, HELD, PARKED, REFUSED, SUPPRESSED
 from simulator.report.svg import (C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS,
                                   render_timeline, swatch)
 from simulator.result import RunResult
@@ -71,7 +71,7 @@ svg .brk{fill:#fbf7ec}svg .brkl{stroke:#d4a72c;stroke-dasharray:2 3}svg .brkt{fi
 svg g.ev:hover .lb{text-decoration:underline}
 svg .o-held{fill:#b35c00;font-weight:bold}svg .o-parked{fill:#57606a;font-weight:bold}\
 svg .o-refused{fill:#a40e26;font-weight:bold}svg .o-declined{fill:#8250df;font-weight:bold}\
-svg .o-expired{fill:#bc4c00;font-weight:bold}
+svg .o-expired{fill:#bc4c00;font-weight:bold}svg .o-suppressed{fill:#57606a;font-weight:bold}
 pre.slice{font-family:"DejaVu Sans Mono",monospace;font-size:11.5px;background:#f6f8fa;\
 padding:8px;overflow:auto;max-width:1350px}
 pre.slice b{color:#cf222e}
@@ -168,6 +168,7 @@ OUTCOME_WORDS = {
     HELD: "held for approval (a prompt with a deadline)",
     PARKED: "parked for a later review (no deadline)",
     REFUSED: "refused (never stored)",
+    SUPPRESSED: "suppressed duplicate (its unread copy stands; nothing stored)",
     EXPIRED: "held message expired → notice to its sender",
     DECLINED: "held message declined → notice to its sender",
 }

@@ -19,23 +19,34 @@ from typing import Any, Optional
 
 from simulator.clock import parse_iso_ms
 from simulator.design import (
-    CAP_REFUSAL_RE, EXITED_REFUSAL_RE, HELD_DEADLINE_RE, HELD_REPLY_RE, INBOUND_REFUSAL_RE, NOTICE_RE, REVIEW_REPLY_RE,
+    CAP_REFUSAL_RE, DEDUP_REPLY_MARK, EXITED_REFUSAL_RE, HELD_DEADLINE_RE, HELD_REPLY_RE, INBOUND_REFUSAL_RE, NOTICE_RE,
+    REVIEW_REPLY_RE, SENT_PARTS_RE,
 )
 
-# The marks a send can get, in the legend's order (delivered is the plain arrow).
-DELIVERED, HELD, PARKED, REFUSED = "delivered", "held", "parked", "refused"
+# The marks a send can get, in the legend's order (delivered is the plain arrow). A suppressed send (the later
+# design's retry de-duplication) stored nothing: its unread copy stands for it.
+DELIVERED, HELD, PARKED, REFUSED, SUPPRESSED = "delivered", "held", "parked", "refused", "suppressed"
 APPROVED, DECLINED, EXPIRED = "approved", "declined", "expired"
 # The report's own row kind for a notice read from the database (never a history event).
 NOTICE = "notice"
 
 
 def send_outcome(ok: Any, text: str) -> str:
-    """delivered, held (a prompt with a deadline), parked (waits for a review) or refused."""
+    """delivered, held (a prompt with a deadline), parked (waits for a review), suppressed (a duplicate of an
+    unread copy) or refused."""
     if not ok:
         return REFUSED
+    if DEDUP_REPLY_MARK in text:
+        return SUPPRESSED
     if HELD_REPLY_RE.match(text):
         return HELD if HELD_DEADLINE_RE.search(text) else PARKED
     return DELIVERED
+
+
+def sent_parts(text: str) -> int:
+    """How many parts a send's reply says its body was stored as (1: not split)."""
+    m = SENT_PARTS_RE.search(text)
+    return int(m["count"]) if m else 1
 
 
 def refusal_reason(text: str) -> str:

@@ -17,7 +17,9 @@ it whole.
 
 A message's arrow says what became of it: delivered (solid), held behind an
 approval prompt, parked for a later review, refused (it stops short with a
-cross); a held message that expired or was declined sends its sender a
+cross), suppressed as a duplicate of an unread copy (it stops short with a
+ring: nothing was stored); a message stored in N parts is one arrow, labelled
+with its part count; a held message that expired or was declined sends its sender a
 notice, drawn from the reviewer's lane back to the sender.
 """
 
@@ -35,19 +37,20 @@ from simulator.events import (
 from simulator.history import event_place
 from simulator.report.lanes import (CLI, LEFT, ORCH, ROW_H, Layout, Room, build_layout, fmt_data, fmt_span, fmt_t,
                                     lane_key_of, place_lanes, sample_state)
-from simulator.report.outcomes import (APPROVED, DECLINED, EXPIRED, HELD, NOTICE, PARKED, REFUSED, refusal_reason,
-                                       review_outcome)
+from simulator.report.outcomes import (APPROVED, DECLINED, EXPIRED, HELD, NOTICE, PARKED, REFUSED, SUPPRESSED,
+                                       refusal_reason, review_outcome, sent_parts)
 from simulator.report.textwidth import text_width
 
 C_MSG, C_WAKE, C_FAULT, C_BAD = "#1f6fd1", "#8a3ffc", "#9a6700", "#8b1a1a"
 C_FRESH, C_STALE, C_UNREG, C_BUSY = "#2ea043", "#f0a000", "#d0d7de", "#c9b6f2"
 C_HELD, C_PARKED, C_REFUSED, C_DECLINED, C_EXPIRED = "#b35c00", "#6e7781", "#a40e26", "#8250df", "#bc4c00"
+C_SUPPRESSED = "#57606a"
 C_WITNESS = "#e5000b"
 FREE_TEXT_CHARS = 28   # a prompt's or body's excerpt (the hover title has it whole)
 # Font sizes and weights are the page CSS's (`html.CSS`) for each text class.
 FONT_PX = {"sm": 9.5, "ln": 12.0, "gn": 12.0, "wb": 10.0, "tm": 10.5}
 BOLD_CLASSES = {"ln", "gn", "wb", "bad", "stale", "msg", "o-held", "o-parked", "o-refused", "o-declined",
-                "o-expired"}
+                "o-expired", "o-suppressed"}
 DEFAULT_FONT_PX = 10.5
 RIGHT_PAD = 12
 LABEL_GAP = 9          # from a lane to the start of its row labels
@@ -58,7 +61,10 @@ SEND_STYLE = {
     HELD: (C_HELD, "5 3", "ah-held", "pause"),
     PARKED: (C_PARKED, "2 3", "ah-parked", "park"),
     REFUSED: (C_REFUSED, "", "", "x"),
+    SUPPRESSED: (C_SUPPRESSED, "1 3", "", "ring"),
 }
+# Outcomes that never reached the recipient's inbox: the arrow stops halfway, at its glyph.
+STOPS_SHORT = (REFUSED, SUPPRESSED)
 
 
 def _x(s: Any) -> str:
@@ -362,7 +368,7 @@ def _send_arrow(row: _Row, tx: float, ya: float, outcome: str, bcast: bool) -> N
         row.add(_arrow(x, tx, ya, C_MSG, "ah-msg", "6 3" if bcast else "", 1.8))
         return
     color, dash, marker, glyph = SEND_STYLE[outcome]
-    if outcome == REFUSED:  # it never reached the recipient: the arrow stops halfway, crossed out
+    if outcome in STOPS_SHORT:  # it never reached the recipient's inbox: the arrow stops halfway, at its glyph
         mid = (x + tx) / 2
         d = f' stroke-dasharray="{dash}"' if dash else ""
         row.add(f'<line x1="{x:.0f}" y1="{ya:.0f}" x2="{mid:.0f}" y2="{ya:.0f}" stroke="{color}" '
@@ -387,6 +393,11 @@ def _draw_message(row: _Row, tool: str, targets: list[tuple[str, Optional[str]]]
     what = "broadcast" if bcast else "msg" if outcome == "delivered" else outcome
     if outcome == REFUSED:
         what += f" ({refusal_reason(str(row.d.get('text', '')))})"
+    elif outcome == SUPPRESSED:
+        what += " (its copy unread)"
+    parts = sent_parts(str(row.d.get("text", "")))
+    if parts > 1:
+        what += f" in {parts} parts"
     color = SEND_STYLE.get(outcome, (C_MSG,))[0]
     row.add(_glyph("dot", x, ya, color))
     if not xs:  # no lane to point at: a mark with the whole label, on the sender's lane
@@ -718,6 +729,6 @@ def swatch(outcome: str) -> str:
         return f'<svg width="42" height="14">{_glyph(glyph, 6, 7, color)}{line}</svg>'
     color, dash, _, glyph = SEND_STYLE[outcome]
     d = f' stroke-dasharray="{dash}"' if dash else ""
-    end = 20 if outcome == REFUSED else 30
+    end = 20 if outcome in STOPS_SHORT else 30
     return (f'<svg width="42" height="14"><line x1="2" y1="7" x2="{end}" y2="7" stroke="{color}" '
-            f'stroke-width="1.8"{d}/>{_glyph(glyph, end + (0 if outcome == REFUSED else 6), 7, color)}</svg>')
+            f'stroke-width="1.8"{d}/>{_glyph(glyph, end + (0 if outcome in STOPS_SHORT else 6), 7, color)}</svg>')

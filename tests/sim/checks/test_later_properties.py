@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from historykit import ALICE, BOB, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
-from simulator.checks.later import _covered
+from simulator.design import index_at_units
 
 INCLUDE = {"include": ["P12", "P13", "P14"]}
 BODY = "the release branch is green, tag it"
@@ -65,16 +65,17 @@ def test_p12_is_judged_by_default_under_the_later_design(tmp_path):
     assert verdicts(make_spec(policy="thatch-later"), h, db)["P12"].status == "fail"
 
 
-def read_of(h: H, t: int, text: str, clipped_from: int | None = None) -> None:
+def read_of(h: H, t: int, text: str, clipped_from: int | None = None, **args) -> None:
+    """bob's chat_read: a drain, or with `message`/`offset` a page of one message."""
     extra = {"clipped_from": clipped_from} if clipped_from else {}
-    h.ev(t, "tool-call", "h1", "bob", tool="thatch_chat_read", args={})
+    h.ev(t, "tool-call", "h1", "bob", tool="thatch_chat_read", args=args)
     h.ev(t, "tool-result", "h1", "bob", tool="thatch_chat_read", ok=True, text=text, **extra)
 
 
 def test_p13_a_read_message_its_clipped_output_cut_short_fails(tmp_path):
     body = "row " * 1000
     h = H(); base_world(h)
-    read_of(h, 120_000, ("[thatch] chat inbox: " + body)[:2000], clipped_from=4100)
+    read_of(h, 120_000, ("[thatch] chat inbox:\n[from ba-sil-00001, Jan 5 09:01Z] " + body)[:2000], clipped_from=4100)
     db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, body, 60_000, 120_000, 0),))
     v = verdicts(make_spec(properties=INCLUDE), h, db)["P13"]
     assert v.status == "fail" and "clipped 1 of those outputs" in v.message
@@ -83,8 +84,9 @@ def test_p13_a_read_message_its_clipped_output_cut_short_fails(tmp_path):
 def test_p13_pages_that_show_every_character_pass(tmp_path):
     body = "".join(f"line {n:04d}. " for n in range(300))
     h = H(); base_world(h)
+    read_of(h, 120_000, "[from ba-sil-00001, Jan 5 09:01Z] " + body[:2000] + "\n[clipped ...]")
     for k, off in enumerate(range(0, len(body), 1500)):
-        read_of(h, 120_000 + k * 1000, "[page] " + body[off:off + 1600])
+        read_of(h, 130_000 + k * 1000, "[page] " + body[off:off + 1600], message=1, offset=off)
     db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, body, 60_000, 120_000, 0),))
     assert verdicts(make_spec(properties=INCLUDE), h, db)["P13"].status == "pass"
 
@@ -99,11 +101,25 @@ def test_p13_a_split_batch_stored_in_part_fails(tmp_path):
     assert v.status == "fail" and "batch of 3 parts but 2 were stored" in v.message
 
 
-def test_covering_counts_each_shown_character_once():
-    """A repeated body is not covered by one output showing part of it, however often the pattern repeats."""
-    body = "abc" * 10
-    assert _covered(body, ["abc" * 4]) == 12
-    assert _covered(body, ["abc" * 4, "abc" * 6]) == 30
+def test_p13_a_part_is_judged_by_its_own_pages_not_by_a_twin_elsewhere(tmp_path):
+    """Two parts with one repeated text: part 1 is paged whole, part 2 only once and clipped by the host. The
+    characters part 2 lacks are on part 1's pages, and still never reached the reader as part 2's."""
+    body = "abc " * 750
+    h = H(); base_world(h)
+    read_of(h, 120_000, "[from ba-sil-00001, Jan 5 09:01Z] " + body[:2000] + "\n[from ba-sil-00001, Jan 5 09:01Z] "
+            + body[:2000])
+    read_of(h, 130_000, "[page] " + body[2000:], message=1, offset=2000)
+    read_of(h, 140_000, ("[page] " + body)[:1500], clipped_from=2450, message=2, offset=0)
+    twins = ((ALICE, BOB, body, 60_000, 120_000, 0), (ALICE, BOB, body, 60_000, 120_000, 0))
+    v = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / "t.db", messages=twins))["P13"]
+    assert v.status == "fail" and "message #2" in v.message and "characters 0-2000" in v.message, v.message
+
+
+def test_offsets_count_utf16_units():
+    """The design's offsets count UTF-16 units: a character outside the BMP is two."""
+    assert index_at_units("ab\U0001F600cd", 2) == 2
+    assert index_at_units("ab\U0001F600cd", 3) == 2  # inside the pair: back to its start
+    assert index_at_units("ab\U0001F600cd", 4) == 3
 
 
 MACHINERY_WORLD = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"},

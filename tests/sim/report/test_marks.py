@@ -72,8 +72,9 @@ def test_without_the_database_the_sends_still_get_their_marks(tmp_path):
 def test_the_legend_names_every_outcome(tmp_path):
     html = render_html(policy_example(tmp_path / "run"))
     legend = set(re.findall(r'data-outcome="([a-z]+)"', html))
-    assert legend == {"held", "parked", "refused", "expired", "declined"}
-    for words in ("held for approval", "parked for a later review", "refused", "expired", "declined"):
+    assert legend == {"held", "parked", "refused", "suppressed", "expired", "declined"}
+    for words in ("held for approval", "parked for a later review", "refused", "suppressed duplicate", "expired",
+                  "declined"):
         assert words in html
 
 

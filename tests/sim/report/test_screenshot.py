@@ -29,6 +29,7 @@ from simulator.report.svg import label_width, render_timeline
 from simulator.scenario.loader import load_file
 
 HOLD_QUEUE = repo.ROOT / "scenarios" / "policies" / "hold-queue-expires.yaml"
+INCIDENTS = repo.ROOT / "scenarios" / "incidents"
 TOLERANCE = 0.5  # px: rounding between the layout's integers and the browser's boxes
 ALONG = {"al", "brkt"}  # labels that run along an arrow or across a break band, not in one lane
 
@@ -115,7 +116,8 @@ def test_a_held_and_expired_qoder_run_renders_with_its_marks_and_legend(tmp_path
     """hold-queue-expires: a message held behind a prompt that expires, one parked and approved."""
     result = run_scenario(load_file(HOLD_QUEUE).spec, run_dir=tmp_path / "run")
     html = _render_and_check(tmp_path, result, "hold")
-    assert set(re.findall(r'data-outcome="([a-z]+)"', html)) == {"held", "parked", "refused", "expired", "declined"}
+    assert set(re.findall(r'data-outcome="([a-z]+)"', html)) == {"held", "parked", "refused", "suppressed", "expired",
+                                                                "declined"}
     assert "url(#ah-held)" in html and "url(#ah-parked)" in html and "url(#ah-notice)" in html
     assert "held #1 expired → notice" in html and "approved held #2" in html
 
@@ -126,3 +128,28 @@ def test_long_labels_fit_their_lanes_as_rendered(tmp_path):
     html = _render_and_check(tmp_path, result, "long")
     assert "registered sorrel-meadow-basil00001" in html and "integration-reviewer-alice" in html
     assert "…" not in re.search(r'<svg class="lanes".*?</svg>', render_html(result), re.S).group(0)
+
+
+def _arrow_markers(html: str) -> list[str]:
+    diagram = re.search(r'<svg class="tl".*?</svg>', html, re.S).group(0)
+    return re.findall(r'marker-end="url\(#([a-z-]+)\)"', diagram)
+
+
+@pytest.mark.slow
+def test_a_suppressed_retry_stops_short_of_the_inbox(tmp_path):
+    """retry-duplicate-later: the host's retry of a committed send is suppressed by the later design; it is
+    drawn stopping short with its mark, not as a second message arrow (one stored row, one arrow)."""
+    result = run_scenario(load_file(INCIDENTS / "retry-duplicate-later.yaml").spec, run_dir=tmp_path / "run")
+    html = _render_and_check(tmp_path, result, "retry")
+    assert _arrow_markers(html).count("ah-msg") == 1
+    assert "suppressed (its copy unread)" in html and 'data-outcome="suppressed"' in html
+
+
+@pytest.mark.slow
+def test_a_split_send_is_one_message_in_parts(tmp_path):
+    """clipped-read-later: the 4,800-character handoff is stored as 3 parts; the report draws one message
+    arrow labelled with its part count."""
+    result = run_scenario(load_file(INCIDENTS / "clipped-read-later.yaml").spec, run_dir=tmp_path / "run")
+    html = _render_and_check(tmp_path, result, "split")
+    assert _arrow_markers(html).count("ah-msg") == 1
+    assert "msg in 3 parts" in html

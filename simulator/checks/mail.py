@@ -1,0 +1,177 @@
+"""The run's mail: who a call acts as, the stored messages whole, what the reads showed of each (P5, P12, P13).
+
+A read's output is what its host handed the model (`text` of the tool-result:
+on a clipping host its first `clip` characters, `clipped_from` the full
+length). A message reached its reader only through those outputs, so the
+judges ask, per stored row, which characters of its body some output showed:
+
+- a drain (chat_read with no `message`) shows the rows it stamped read, in id
+  order, each as one line whose body (after the line head's closing `] `) may
+  be cut by the later design's page or by the host; the rows are found in the
+  output one after another, so a repeated body never lends one row's text to
+  another;
+- a page (the later design's `message`/`offset`) shows one row from `offset`
+  (counted in UTF-16 units) for as long as its output holds the body.
+
+A piece counts only when it runs to the body's end, to the output's end (the
+host's cut) or for a whole page (the design's cut), never a chance overlap.
+Nothing else here reads a header or a marker: the spans come from the stored
+bodies and the call's own arguments, so a change of the design's page header
+or clip marker text cannot move them.
+
+Who a call acts as (the caller, or the session its `as` claims where the host
+trusts or falls through to the claim, R32) is stated here too, since what a
+read showed belongs to the inbox it drained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from simulator.checks.view import Call, RunView
+from simulator.design import (
+    FIRST_PART_RE, INBOX_BODY_OPEN, LATER_READ_PAGE_LEN, STAMP_RESOLUTION_MS, index_at_units, joined_parts, utf16_len,
+)
+from simulator.events import data_of
+from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
+
+
+def acting_identity(view: RunView, call: Call) -> Optional[str]:
+    """The label a tool call acts as: the caller, except on Cursor, whose server
+    trusts the claimed `as` (R32): a send claiming another session is stored as
+    that session's mail, and a read claiming it drains that session's inbox."""
+    claim = call.args.get("as") if isinstance(call.args, dict) else None
+    if claim and HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
+        return view.label_for_name(str(claim)) or view.label_of.get(str(claim)) or call.session
+    return call.session
+
+
+def may_act_as(view: RunView, call: Call) -> set[Optional[str]]:
+    """Every label a tool call may have acted as: its acting identity, and on a host whose server
+    does not trust `as` outright, the claimed session too, since R32 falls through to the claim
+    when the anchors before it fail (no parent pid mapped within 600 s, the session env naming
+    no row) (D-props-14)."""
+    out = {acting_identity(view, call)}
+    claim = call.args.get("as") if isinstance(call.args, dict) else None
+    if claim and not HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
+        out.add(view.label_for_name(str(claim)) or view.label_of.get(str(claim)))
+    return out
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Characters [start, end) of one stored row's body, shown by one read call."""
+
+    row_id: int
+    call: Call
+    start: int
+    end: int
+
+    @property
+    def host_clipped(self) -> bool:
+        """The host cut this call's output (so the model saw less than the chat returned)."""
+        return bool(data_of(self.call.result or {}).get("clipped_from"))
+
+
+def _longest_from(body: str, start: int, text: str, after: int = 0) -> tuple[int, int]:
+    """(length, where) of the longest piece body[start:start+k] that `text` holds at or after `after`."""
+    lo, hi, where = 0, len(body) - start, after
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        at = text.find(body[start:start + mid], after)
+        if at >= 0:
+            lo, where = mid, at
+        else:
+            hi = mid - 1
+    return lo, where
+
+
+def _drained_by(view: RunView, call: Call) -> list[dict]:
+    """The rows a drain stamped read: addressed to a label it may act as, stamped within the stamp
+    resolution of its answer."""
+    labels = may_act_as(view, call)
+    out = []
+    for r in view.db["messages"]:
+        read_at = view.vt(r["read_at"]) if r["read_at"] else None
+        if read_at is not None and abs(read_at - call.t) <= STAMP_RESOLUTION_MS \
+                and view.label_of.get(r["to_session"]) in labels:
+            out.append(r)
+    return sorted(out, key=lambda r: r["id"])
+
+
+def _whole_piece(body: str, start: int, k: int, text: str, where: int) -> bool:
+    """A match is a piece the read showed (not a chance overlap of a few characters) when it runs to the body's
+    end, to the end of the output (the host cut it there), or for one whole page of the design (its own cut)."""
+    whole_page = utf16_len(body[start:start + k]) >= LATER_READ_PAGE_LEN - 1  # a pair at the cut backs off by one
+    return start + k == len(body) or where + k == len(text) or whole_page
+
+
+def _drain_spans(view: RunView, call: Call) -> list[Shown]:
+    """A drained row's line: its body follows the line head's closing `] `, the rows one after another."""
+    out, cursor = [], 0
+    for r in _drained_by(view, call):
+        body = str(r["body"] or "")
+        k, where = _longest_from(INBOX_BODY_OPEN + body, 0, call.text, cursor)
+        k -= len(INBOX_BODY_OPEN)
+        where += len(INBOX_BODY_OPEN)
+        if k > 0 and _whole_piece(body, 0, k, call.text, where):
+            out.append(Shown(r["id"], call, 0, k))
+            cursor = where + k
+    return out
+
+
+def _page_spans(view: RunView, call: Call) -> list[Shown]:
+    try:
+        row_id, offset = int(call.args.get("message")), int(call.args.get("offset") or 0)
+    except (TypeError, ValueError):
+        return []
+    labels = may_act_as(view, call)
+    row = next((r for r in view.db["messages"] if r["id"] == row_id
+                and view.label_of.get(r["to_session"]) in labels), None)
+    if row is None:
+        return []
+    body = str(row["body"] or "")
+    start = index_at_units(body, max(offset, 0))
+    k, where = _longest_from(body, start, call.text)
+    return [Shown(row_id, call, start, start + k)] if k and _whole_piece(body, start, k, call.text, where) else []
+
+
+def shown_spans(view: RunView) -> dict[int, list[Shown]]:
+    """Row id -> the spans of its body the ok reads' outputs showed, in call order."""
+    out: dict[int, list[Shown]] = {}
+    for call in view.calls_of("read", ok=True):
+        paged = isinstance(call.args, dict) and call.args.get("message") is not None
+        for s in (_page_spans(view, call) if paged else _drain_spans(view, call)):
+            out.setdefault(s.row_id, []).append(s)
+    return out
+
+
+def covered(spans: list[Shown]) -> int:
+    """How far from the body's start the spans reach without a gap."""
+    reach = 0
+    for s in sorted(spans, key=lambda s: s.start):
+        if s.start > reach:
+            break
+        reach = max(reach, s.end)
+    return reach
+
+
+def whole_messages(view: RunView) -> list[tuple[dict, str]]:
+    """(row, body) per stored message; a split batch (the later design: `(message 1 of N)` and the N-1 rows
+    after it, same sender and recipient) is one message, its first row with the body its parts join to."""
+    rows = sorted(view.db["messages"], key=lambda r: r["id"])
+    by_id = {r["id"]: r for r in rows}
+    out, inside = [], set()
+    for r in rows:
+        if r["id"] in inside:
+            continue
+        m = FIRST_PART_RE.match(str(r["body"] or ""))
+        batch = [by_id.get(r["id"] + k) for k in range(int(m.group("count")))] if m else []
+        if m and all(b is not None and (b["from_session"], b["to_session"]) == (r["from_session"], r["to_session"])
+                     for b in batch):
+            inside.update(b["id"] for b in batch)
+            out.append((r, joined_parts([b["body"] for b in batch])))
+        else:
+            out.append((r, r["body"]))
+    return out
