@@ -133,6 +133,7 @@ STREAM_EVENT = "stream-event"
 STORE_ERROR = "store-error"
 FORK = "fork"
 REGISTERED = "registered"
+PRUNE = "prune"
 
 
 class ReadyData(TypedDict):
@@ -213,6 +214,12 @@ class StoreErrorData(TypedDict):
     error: str
 
 
+class PruneData(TypedDict):
+    pruned: list[str]               # the session ids whose auto rows the pass deleted
+    expired_tombstones: list[str]   # the session ids whose leave tombstones expired
+    swept: int                      # unread messages to absent recipients it deleted
+
+
 class ForkData(TypedDict):
     old_host_id: str
     new_host_id: str
@@ -237,6 +244,7 @@ HARNESS_EVENTS: dict[str, type] = {
     TURN_START: TurnStartData, TURN_END: TurnEndData, WAKE: WakeData, ECHO: EchoData,
     TOOL_CALL: ToolCallData, TOOL_RESULT: ToolResultData, HOOK: HookData, CRASH: CrashData,
     STREAM_EVENT: StreamEventData, STORE_ERROR: StoreErrorData, FORK: ForkData, REGISTERED: RegisteredData,
+    PRUNE: PruneData,
 }
 EVENT_KINDS: dict[str, type] = {**ORCHESTRATOR_EVENTS, **HARNESS_EVENTS}
 

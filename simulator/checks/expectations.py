@@ -26,7 +26,8 @@ from simulator.checks.view import RunView, brief
 from simulator.checks.window_expectations import Span, bounds_problem
 from simulator.design import roster_section
 from simulator.events import (
-    ECHO, EXPECTATION, HOOK, SAMPLE, STEP_DROPPED, TOOL_RESULT, TURN_END, WAKE, data_of, sample_rows, step_of,
+    ECHO, EXPECTATION, HOOK, PRUNE, SAMPLE, STEP_DROPPED, TOOL_RESULT, TURN_END, WAKE, data_of, sample_rows,
+    step_of,
 )
 from simulator.result import Verdict
 from simulator.scenario.expectation_keys import moments_of, window_of
@@ -222,6 +223,25 @@ def _hooks(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
             if want else None), runs[-4:]
 
 
+def _prunes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
+    """The prune passes that removed something, narrowed to those that pruned a session's row or
+    expired its tombstone; how many, and how much unread mail they swept together (R26)."""
+    passes = span.pick(view.of(PRUNE))
+    for key, field in (("pruned", "pruned"), ("tombstone", "expired_tombstones")):
+        if key in arg:
+            ids = set(view.ids.get(arg[key], ()))
+            passes = [p for p in passes if ids & set(data_of(p).get(field) or ())]
+    said = "".join(f" that {'pruned' if k == 'pruned' else 'expired the tombstone of'} {arg[k]}"
+                   for k in ("pruned", "tombstone") if k in arg)
+    want = _bounds(arg, len(passes))
+    if want:
+        return f"{len(passes)} prune passes{said} {span}, want {want}", passes[-4:]
+    swept = sum(int(data_of(p).get("swept") or 0) for p in passes)
+    if "swept" in arg and swept != arg["swept"]:
+        return f"the prune passes{said} {span} swept {swept} messages, want {arg['swept']}", passes[-4:]
+    return None, passes[-4:]
+
+
 def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
     """A hook line against the text keys of a hook_line expectation (all optional)."""
     if "equals" in arg and line != view.expand(arg["equals"], at):
@@ -307,7 +327,7 @@ def _title(exp: Expectation, arg: Any) -> str:
         who = f" of {who}" if who is not None else ("" if isinstance(arg, dict) else f" of {arg}")
     window = (window_of(arg)
               if isinstance(arg, dict) and exp.kind in ("wakes", "echoes", "roster", "unread", "store_errors",
-                                                        "hook_line", "hooks", "turn_ends")
+                                                        "hook_line", "hooks", "turn_ends", "prunes")
               else None)
     if window is not None:
         return f"{exp.kind}{who} {Span(window[1], window)}"
@@ -337,6 +357,8 @@ def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Opti
         return _replies(view, span, arg, view.steps)
     if kind == "hooks":
         return _hooks(view, span, arg)
+    if kind == "prunes":
+        return _prunes(view, span, arg)
     if kind == "turn_ends":
         turns = span.pick(view.of(TURN_END, session=arg["session"]))
         want = _bounds(arg, len(turns))

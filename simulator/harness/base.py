@@ -39,7 +39,7 @@ from thatch_core.db import StoreError
 from thatch_core.mcp import mcp_session_id
 
 from simulator.design import CHAT_ID_PREFIXES, MAX_CONTINUATION_HOPS, TRANSCRIPT_SUFFIX, continued_in_target
-from simulator.events import READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
+from simulator.events import PRUNE, READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
 from simulator.harness.agents import Agent, TurnState, make_agent
 from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
 from simulator.scenario.fields import expand_body
@@ -554,6 +554,24 @@ class Harness:
         """Open this process's own connection and store (a host that serves the chat in-process)."""
         self.conn = open_connection(self.ctx)
         self.store = make_store(self.ctx, self.conn, self.store_rng)
+        self._record_prunes()
+
+    def _record_prunes(self) -> None:
+        """Each prune pass that removed something becomes a `prune` event with what it removed (R26):
+        the poller calls `store.prune` inside thatch_core, where no other event shows it."""
+        prune = getattr(self.store, "prune", None)
+        if prune is None:
+            return
+
+        def recorded():
+            result = prune()
+            pruned, expired = getattr(result, "pruned", ()), getattr(result, "expired_tombstones", ())
+            swept = getattr(result, "swept_messages", 0)
+            if pruned or expired or swept:
+                self.emit(PRUNE, None, pruned=list(pruned), expired_tombstones=list(expired), swept=int(swept))
+            return result
+
+        self.store.prune = recorded
 
     def close(self) -> None:
         """The end of the process (idempotent): what the kind holds, then its own connection."""

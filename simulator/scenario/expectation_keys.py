@@ -43,6 +43,7 @@ EXPECTATION_KEYS: dict[str, dict[str, str]] = {
     "replies": {"step": "step", "ok": "bool", **_TEXT, "equals": "text", "matches": "text", **_BOUNDS},
     "hooks": {"session": "label", "hook": "text", "decision": "decision", **_TEXT, **_BOUNDS, **_WINDOW},
     "turn_ends": {"session": "label", **_BOUNDS, **_WINDOW},
+    "prunes": {"pruned": "label", "tombstone": "label", "swept": "count", **_BOUNDS, **_WINDOW},
 }
 EXPECTATION_KINDS = tuple(EXPECTATION_KEYS)
 
@@ -52,7 +53,7 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
                                     "hooks", "turn_ends")
 } | {"same_name": ("session", "at"), "replies": ("step",)}
 # Kinds that only count: without count / min / max they would judge nothing.
-COUNTING_KINDS = ("counter", "tombstones", "messages", "store_errors", "hooks", "turn_ends")
+COUNTING_KINDS = ("counter", "tombstones", "messages", "store_errors", "hooks", "turn_ends", "prunes")
 # What a Claude Code / Cursor hook run decided (`hook` events): a Stop that blocked, a Cursor stop that
 # followed up, a hook that crashed, or `none` (it let the turn end, or printed context only).
 HOOK_DECISIONS = ("block", "followup", "crashed", "none")
@@ -280,6 +281,9 @@ KIND_DESCRIPTIONS: dict[str, str] = {
               "followup | crashed | none, contains | not_contains (the printed line or reason), count | min | max}. "
               f"{_WINDOWED}."),
     "turn_ends": f"The turns of a session that ended: {{session, count | min | max}}. {_WINDOWED}.",
+    "prunes": ("Hourly prune passes that removed something (`prune` events): {pruned: a session whose row the pass "
+               "deleted, tombstone: a session whose leave tombstone expired, swept: N (the unread messages the "
+               f"matching passes swept, together), count | min | max (how many passes)}}. {_WINDOWED}."),
 }
 
 __all__ = [

@@ -306,6 +306,7 @@ class Expectation(Strict):
     replies: _body_type("replies") = Field(None, description=KIND_DESCRIPTIONS["replies"])
     hooks: _body_type("hooks") = Field(None, description=KIND_DESCRIPTIONS["hooks"])
     turn_ends: _body_type("turn_ends") = Field(None, description=KIND_DESCRIPTIONS["turn_ends"])
+    prunes: _body_type("prunes") = Field(None, description=KIND_DESCRIPTIONS["prunes"])
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "Expectation":

@@ -364,7 +364,7 @@ class _Checker:
 
     def expectation_refs(self, path: KeyPath, kind: str, body: dict) -> None:
         """The labels and `{label}` texts a body names."""
-        for key in ("session", "from", "to"):
+        for key in ("session", "from", "to", "pruned", "tombstone"):
             if key in body:
                 self.session_ref(path + (key,), body[key])
         if isinstance(body.get("process"), str):
