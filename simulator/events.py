@@ -134,6 +134,7 @@ STORE_ERROR = "store-error"
 FORK = "fork"
 REGISTERED = "registered"
 PRUNE = "prune"
+MCP_SERVER = "mcp-server"
 
 
 class ReadyData(TypedDict):
@@ -220,6 +221,10 @@ class PruneData(TypedDict):
     swept: int                      # unread messages to absent recipients it deleted
 
 
+class McpServerData(TypedDict):
+    env: dict[str, str]   # what the host put in the server's environment: CLAUDE_CODE_SESSION_ID
+
+
 class ForkData(TypedDict):
     old_host_id: str
     new_host_id: str
@@ -244,7 +249,7 @@ HARNESS_EVENTS: dict[str, type] = {
     TURN_START: TurnStartData, TURN_END: TurnEndData, WAKE: WakeData, ECHO: EchoData,
     TOOL_CALL: ToolCallData, TOOL_RESULT: ToolResultData, HOOK: HookData, CRASH: CrashData,
     STREAM_EVENT: StreamEventData, STORE_ERROR: StoreErrorData, FORK: ForkData, REGISTERED: RegisteredData,
-    PRUNE: PruneData,
+    PRUNE: PruneData, MCP_SERVER: McpServerData,
 }
 EVENT_KINDS: dict[str, type] = {**ORCHESTRATOR_EVENTS, **HARNESS_EVENTS}
 

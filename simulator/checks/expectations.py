@@ -26,8 +26,8 @@ from simulator.checks.view import RunView, brief
 from simulator.checks.window_expectations import Span, bounds_problem
 from simulator.design import roster_section
 from simulator.events import (
-    ECHO, EXPECTATION, HOOK, PRUNE, SAMPLE, STEP_DROPPED, TOOL_RESULT, TURN_END, WAKE, data_of, sample_rows,
-    step_of,
+    ECHO, EXPECTATION, FORK, HOOK, MCP_SERVER, PROCESS_START, PRUNE, SAMPLE, STEP_DROPPED, TOOL_RESULT, TURN_END,
+    WAKE, data_of, sample_rows, step_of,
 )
 from simulator.result import Verdict
 from simulator.scenario.expectation_keys import moments_of, window_of
@@ -242,6 +242,28 @@ def _prunes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     return None, passes[-4:]
 
 
+def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
+    """The host session id a session goes by (its process start's, then each fork's new one, or the old
+    one a fork's `older_as` keeps) and the CLAUDE_CODE_SESSION_ID its MCP server started with (R31, R33)."""
+    label, ids, wit = arg["session"], [], []
+    for e in span.pick(view.of(PROCESS_START, FORK)):
+        d = data_of(e)
+        if e["kind"] == PROCESS_START and label in (d.get("sessions") or {}):
+            ids, wit = ids + [d["sessions"][label]], [e]
+        elif e["kind"] == FORK and (e.get("session") == label or d.get("older_as") == label):
+            ids, wit = ids + [d["new_host_id"] if e.get("session") == label else d["old_host_id"]], [e]
+    if "is" in arg and (ids[-1:] or [None])[0] != arg["is"]:
+        return (f"{label} goes by host id {ids[-1]!r} {span}, want {arg['is']!r}" if ids
+                else f"{label} has no host id {span}"), wit
+    servers = span.pick(view.of(MCP_SERVER, session=label))
+    if "server" in arg:
+        got = str(data_of(servers[-1])["env"].get("CLAUDE_CODE_SESSION_ID")) if servers else None
+        if got != arg["server"]:
+            return (f"{label}'s MCP server has CLAUDE_CODE_SESSION_ID={got!r} {span}, want {arg['server']!r}"
+                    if servers else f"{label} started no MCP server {span}"), servers[-1:]
+    return None, wit + servers[-1:]
+
+
 def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
     """A hook line against the text keys of a hook_line expectation (all optional)."""
     if "equals" in arg and line != view.expand(arg["equals"], at):
@@ -359,6 +381,8 @@ def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Opti
         return _hooks(view, span, arg)
     if kind == "prunes":
         return _prunes(view, span, arg)
+    if kind == "host_id":
+        return _host_id(view, span, arg)
     if kind == "turn_ends":
         turns = span.pick(view.of(TURN_END, session=arg["session"]))
         want = _bounds(arg, len(turns))

@@ -202,7 +202,7 @@ def _fork(engine: FaultEngine, t: int, idx: int, d: int, args: ForkArgs) -> None
     if live is None:
         return
     old_id = engine.world.session_id(args.session)
-    new_id = engine.world.new_host_id(args.session)
+    new_id = engine.world.new_host_id(args.session, args.host_id)
     op_args = {"session": args.session, "new_host_id": new_id, "step": idx}
     if args.older_as:
         op_args["older_as"] = args.older_as

@@ -83,7 +83,8 @@ class World:
                 self.sessions[sess.id] = sess
                 self.session_proc[sess.id] = proc.id
                 gen = host_session_id if HOSTS[proc.kind].mcp else opencode_session_id
-                self.session_ids[sess.id] = [gen(self.rng)]
+                drawn = gen(self.rng)  # drawn even when given, so a host_id changes no other session's id
+                self.session_ids[sess.id] = [sess.host_id if sess.host_id and HOSTS[proc.kind].mcp else drawn]
         # A fork's older id that keeps running (`fork.older_as`): a session of the forked one's process,
         # with its settings, whose id is known only once the fork happens (keep_older).
         for older, forked in self.spec.older_labels().items():
@@ -131,9 +132,11 @@ class World:
     def names_by_label(self) -> dict[str, str]:
         return {label: ids[-1] for label, ids in self.session_ids.items()}
 
-    def new_host_id(self, label: str) -> str:
-        """A Claude Code session-id fork: a fresh host id from the run's generator."""
-        new = host_session_id(self.rng)
+    def new_host_id(self, label: str, given: Optional[str] = None) -> str:
+        """A Claude Code session-id fork: `given` (the fork's `host_id`), else a fresh host id from the
+        run's generator (drawn either way, so the ids of later forks do not depend on it)."""
+        drawn = host_session_id(self.rng)
+        new = given or drawn
         self.session_ids[label].append(new)
         return new
 

@@ -42,7 +42,7 @@ from thatch_core.doors import JsonRpcHandler, handle_line, run_hook
 from thatch_core.mcp import McpChatServer, mcp_session_id
 
 from simulator.design import HOOK_LINE_RE, TRANSCRIPT_SUFFIX, continued_in_record
-from simulator.events import FORK, HOOK, REGISTERED, TURN_END, USER_PROMPT
+from simulator.events import FORK, HOOK, MCP_SERVER, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.agents import TurnState, make_agent
 from simulator.harness.base import Harness
 from simulator.harness.hostio import (
@@ -69,6 +69,11 @@ class _Reply:
 HOOK_COMMANDS = {CLAUDE_SESSION_START: "SessionStart", CLAUDE_PROMPT: "UserPromptSubmit", CLAUDE_STOP: "Stop"}
 
 
+def server_env(host_id: str) -> dict[str, str]:
+    """The environment Claude Code gives a session's MCP server: the conversation's id at its start."""
+    return {"CLAUDE_CODE_SESSION_ID": host_id}
+
+
 def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
     """Runs in the MCP child after the fork: open the db, build the server and its JSON-RPC handler.
     The child answers each request line through the stdio framing (D-harness-19)."""
@@ -78,7 +83,7 @@ def _mcp_server_setup(ctx, host_id: str, store_seed: int, mint_seed: int):
         store = make_store(ctx, conn, random.Random(store_seed))
         server = McpChatServer(
             store, ConfigSource(ctx.config_path), host="claude-code", ppid=os.getppid(),
-            env={"CLAUDE_CODE_SESSION_ID": host_id}, rng=random.Random(mint_seed),
+            env=server_env(host_id), rng=random.Random(mint_seed),
             project=ctx.project, directory=str(ctx.directory),
         )
         handler = JsonRpcHandler(server)
@@ -116,7 +121,7 @@ class ClaudeCodeHarness(Harness):
         for label in self.sessions:
             # Seeds drawn in label order: deterministic for the process seed.
             store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
-            self.serve(label, _mcp_server_setup(self.ctx, self.host_ids[label], store_seed, mint_seed))
+            self.serve(label, self.host_ids[label], store_seed, mint_seed)
             if label == getattr(self.ctx, "resumed", None):
                 # A resumed conversation announces itself at once: SessionStart
                 # (source resume) prints the name and the mail that waited.
@@ -148,9 +153,12 @@ class ClaudeCodeHarness(Harness):
 
         return run_in_child(body, recorder=self.recorder, session=label)
 
-    def serve(self, label: str, setup) -> None:
-        """Start the session's MCP server child and open the host's JSON-RPC session with it."""
-        server = ServerChild(setup, recorder=self.recorder, t=self.t, session=label)
+    def serve(self, label: str, host_id: str, store_seed: int, mint_seed: int) -> None:
+        """Start the session's MCP server child (recorded with its environment) and open the host's
+        JSON-RPC session with it."""
+        self.emit(MCP_SERVER, label, env=server_env(host_id))
+        server = ServerChild(_mcp_server_setup(self.ctx, host_id, store_seed, mint_seed), recorder=self.recorder,
+                             t=self.t, session=label)
         self.servers[label] = server
         client = McpClient("claude-code", lambda line: server.request(self.t, ("line", line)),
                            session_key=lambda: server.starts if server.alive else None)
@@ -299,7 +307,7 @@ class ClaudeCodeHarness(Harness):
         if label in self.names:
             self.names[older] = self.names[label]
         store_seed, mint_seed = self.store_rng.getrandbits(63), self.mint_rng.getrandbits(63)
-        self.serve(older, _mcp_server_setup(self.ctx, old_id, store_seed, mint_seed))
+        self.serve(older, old_id, store_seed, mint_seed)
 
     # -- lifecycle -------------------------------------------------------------------
 

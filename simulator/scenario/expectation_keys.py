@@ -44,13 +44,14 @@ EXPECTATION_KEYS: dict[str, dict[str, str]] = {
     "hooks": {"session": "label", "hook": "text", "decision": "decision", **_TEXT, **_BOUNDS, **_WINDOW},
     "turn_ends": {"session": "label", **_BOUNDS, **_WINDOW},
     "prunes": {"pruned": "label", "tombstone": "label", "swept": "count", **_BOUNDS, **_WINDOW},
+    "host_id": {"session": "label", "is": "text", "server": "text"},
 }
 EXPECTATION_KINDS = tuple(EXPECTATION_KEYS)
 
 # Keys a kind cannot do without (counter: `session` or `base`, checked on its own).
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     kind: ("session",) for kind in ("wakes", "echoes", "roster", "hook_line", "registered", "unread", "tombstones",
-                                    "hooks", "turn_ends")
+                                    "hooks", "turn_ends", "host_id")
 } | {"same_name": ("session", "at"), "replies": ("step",)}
 # Kinds that only count: without count / min / max they would judge nothing.
 COUNTING_KINDS = ("counter", "tombstones", "messages", "store_errors", "hooks", "turn_ends", "prunes")
@@ -281,6 +282,9 @@ KIND_DESCRIPTIONS: dict[str, str] = {
               "followup | crashed | none, contains | not_contains (the printed line or reason), count | min | max}. "
               f"{_WINDOWED}."),
     "turn_ends": f"The turns of a session that ended: {{session, count | min | max}}. {_WINDOWED}.",
+    "host_id": ("A Claude Code/Cursor session's host session id by then: {session, is: the id it goes by (after "
+                "forks, the newest), server: the CLAUDE_CODE_SESSION_ID its MCP server was started with}; exact, "
+                "case included."),
     "prunes": ("Hourly prune passes that removed something (`prune` events): {pruned: a session whose row the pass "
                "deleted, tombstone: a session whose leave tombstone expired, swept: N (the unread messages the "
                f"matching passes swept, together), count | min | max (how many passes)}}. {_WINDOWED}."),

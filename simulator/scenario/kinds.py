@@ -332,6 +332,10 @@ class ForkArgs(Strict):
     session: str = Field(
         ..., description="Label of the Claude Code session whose session id forks "
                          "(a continued-in record lands in the old transcript).")
+    host_id: Optional[str] = Field(
+        None, min_length=1, max_length=200,
+        description="The new host session id (default: a fresh uuid from the run's generator); the old id in "
+                    "another case (`ABC-123` -> `abc-123`) is the same chat identity.")
     older_as: Optional[str] = Field(
         None, pattern=LABEL_PATTERN,
         description="A new session label for the OLDER id, which keeps running in the same host after the fork "

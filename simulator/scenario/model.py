@@ -107,6 +107,12 @@ class Session(Strict):
                                     "the first idle event only, an explicit chat_register step, or never.")
     start: DurationMs = Field(0, description=f"Virtual time of the session's first user message ({DURATION_HELP}).")
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description=REPLICAS_DESC)
+    host_id: Optional[str] = Field(
+        None, min_length=1, max_length=200,
+        description="claude-code / cursor only: the host's own session id (Claude Code's session_id and "
+                    "CLAUDE_CODE_SESSION_ID, Cursor's conversation_id), as written; the chat derives `mcp_` + "
+                    "sha256 of it lower-cased, so `ABC-123` and `abc-123` are one chat identity. Default: a fresh "
+                    "uuid from the run's generator.")
 
     @model_validator(mode="before")
     @classmethod
@@ -307,6 +313,7 @@ class Expectation(Strict):
     hooks: _body_type("hooks") = Field(None, description=KIND_DESCRIPTIONS["hooks"])
     turn_ends: _body_type("turn_ends") = Field(None, description=KIND_DESCRIPTIONS["turn_ends"])
     prunes: _body_type("prunes") = Field(None, description=KIND_DESCRIPTIONS["prunes"])
+    host_id: _body_type("host_id") = Field(None, description=KIND_DESCRIPTIONS["host_id"])
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "Expectation":

@@ -452,6 +452,26 @@ class _Checker:
                     self.error(("expect_outcome", "fails", design, j), f"{pid} is expected to fail under {design} "
                                "but the scenario does not check it", f"check it: properties: {{include: [{pid}]}}")
         self.machinery()
+        self.host_ids()
+
+    def host_ids(self) -> None:
+        """A `host_id` is a Claude Code / Cursor host's own session id, one per session: an opencode
+        session's id is the chat's own (`ses_...`), and two sessions with one host id are one conversation."""
+        seen: dict[str, str] = {}
+        for i, proc in enumerate(self.spec.processes):
+            for j, sess in enumerate(proc.sessions):
+                if sess.host_id is None:
+                    continue
+                where = ("processes", i, "sessions", j, "host_id")
+                if not HOSTS[proc.kind].mcp:
+                    self.error(where, f"`host_id` on {sess.id}, a session of an {proc.kind} process",
+                               f"{_kinds_text('mcp')} hosts have host session ids; drop it here, or move the session "
+                               "to such a process")
+                elif sess.host_id in seen:
+                    self.error(where, f"{sess.id} has the host id {sess.host_id!r} of {seen[sess.host_id]}",
+                               "give each session its own host id (one conversation is one session; a fork's "
+                               "`host_id` changes a session's id later)", BadValueError)
+                seen.setdefault(sess.host_id, sess.id)
 
     def machinery(self) -> None:
         """A machinery child is the plugin's own child of a parent session, on an opencode host (its plugin)."""
