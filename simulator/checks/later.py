@@ -31,7 +31,7 @@ from simulator.checks.registry import Promise, passed, prop, sample_row, skipped
 from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, whole_messages
 from simulator.checks.view import Call, RunView
 from simulator.design import DEDUP_REPLY_MARK, FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS
-from simulator.events import REGISTERED, SAMPLE, data_of, sample_rows
+from simulator.events import REGISTERED, SAMPLE, STATUS, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS
 from simulator.scenario.policies import options_by_process
@@ -248,17 +248,40 @@ def _joined_explicitly(view: RunView, label: str, i: int) -> bool:
     return any(e["i"] <= i for e in view.explicit_registers(label))
 
 
+def _inherited_until(view: RunView, label: str) -> float:
+    """Up to which history position a child's row inherited from before the run (a `legacy:` row of its own, a
+    corpse an older version left) may stand: its first status event in a process with machinery markers, whose
+    idle path deletes a marked session's row; for ever when no such event comes (nothing of the design touched
+    it); -1 for a child with no inherited row."""
+    if not any(getattr(r, "session", None) == label for r in getattr(view.spec, "legacy", None) or []):
+        return -1
+    options = options_by_process(view.spec)
+    return next((e["i"] for e in view.of(STATUS, session=label)
+                 if getattr(options.get(e.get("proc")), "machinery_markers", False)), float("inf"))
+
+
 def _child_in_directory(view: RunView) -> Optional[Verdict]:
     machinery = _machinery(view)
     for e in view.of(REGISTERED, SAMPLE):
         rows = sample_rows(e) if e["kind"] == SAMPLE else {e.get("session"): {"registered": True}}
         for label, row in rows.items():
+            if e["kind"] == SAMPLE and e["i"] <= _inherited_until(view, label):
+                continue
             if label in view.children and row.get("registered") and not _joined_explicitly(view, label, e["i"]):
                 what = "the plugin's machinery child" if label in machinery else "the sub-agent child"
                 wit = sample_row(e, label) if e["kind"] == SAMPLE else e
                 return verdict(p14_no_machinery_rows, "fail",
                                f"{what} {label} is in the directory (it never registered explicitly)", [wit])
     return None
+
+
+def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: dict) -> bool:
+    """Some process hosted `label` when its row was beaten: at the beat's stamp (second resolution), not at the
+    sample that saw it, since a host may die after its beat (a kill at a poll's own instant)."""
+    if beat is None:
+        return any(view.hosting(inc, label, sample["t"]) for inc in view.hosts(label, sample["t"], sample["i"]))
+    return any(label in inc.sessions and inc.start_t <= beat + STAMP_RESOLUTION_MS
+               and (inc.end_t is None or inc.end_t >= beat) and view.hosting(inc, label, beat) for inc in view.incs)
 
 
 def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
@@ -274,7 +297,7 @@ def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
             if before is None or not row.get("last_seen") or row.get("last_seen") == before[1].get("last_seen"):
                 continue
             judged += 1
-            if not any(view.hosting(inc, label, e["t"]) for inc in view.hosts(label, e["t"], e["i"])):
+            if not _hosted_at_beat(view, label, view.vt(row.get("last_seen")), e):
                 return verdict(p14_no_machinery_rows, "fail",
                                f"{label}'s row was beaten (last_seen {before[1].get('last_seen')} -> "
                                f"{row.get('last_seen')}) while no live process hosted it",

@@ -161,3 +161,23 @@ def test_p11_fails_when_a_resume_registers_with_auto_register_off(tmp_path):
                              runtime=StartupIgnoresConfigRuntime)
     assert not [e for e in good.events("registered", session="bob") if e["data"].get("how") == "startup"]
     assert [e for e in bad.events("registered", session="bob") if e["data"].get("how") == "startup"]
+
+
+# ---------------------------------------------------------------------------
+# P14: a corpse row inherited from an older version goes at the child's first idle
+# ---------------------------------------------------------------------------
+
+class CorpseKeepingStore(ChatStore):
+    """The idle path's cleanup deletes nothing: a marked session's corpse row stays (breaks the later design's
+    machinery sessions)."""
+
+    def drop_machinery_row(self, session_id):
+        return False
+
+
+@pytest.mark.rules("R1")
+def test_p14_fails_when_a_corpse_row_outlives_the_childs_idle(tmp_path):
+    """P14 no-machinery-rows (R1): scenarios/later/machinery-corpse-row-cleared.yaml. The inherited row stands
+    until the child's first idle under markers; a store that keeps it there fails P14 by name."""
+    assert_break("P14", _library("later/machinery-corpse-row-cleared.yaml"), tmp_path,
+                 "machinery child extractor is in the directory", store=CorpseKeepingStore)
