@@ -34,6 +34,8 @@ EXPECTATION = "expectation"
 RUN_END = "run-end"
 STEP_DROPPED = "step-dropped"
 LOCK_RELEASED = "lock-released"
+INTERLEAVE_RUN = "interleave-run"
+DEADLOCK = "deadlock"
 
 
 class RunStartData(TypedDict):
@@ -115,6 +117,19 @@ class LockReleasedData(TypedDict):
     step: int
 
 
+class InterleaveRunData(TypedDict):
+    step: int                      # the interleave step whose paused call waits meanwhile
+    action: str                    # a step action, or "poll"
+    target: Optional[str]          # the process it runs in
+    skipped: NotRequired[str]      # why it could not run (its session has no running host, or the paused one)
+
+
+class DeadlockData(TypedDict):
+    step: int
+    paused: str                    # the paused call: "<process> <call> statement N (when)"
+    blocked: str                   # the call that needs the lock it holds: "<process> <action>: <sql>"
+
+
 # -- harness events (proc: the process label) --------------------------------------
 
 READY = "ready"
@@ -135,6 +150,10 @@ FORK = "fork"
 REGISTERED = "registered"
 PRUNE = "prune"
 MCP_SERVER = "mcp-server"
+PAUSED = "paused"
+RESUMED = "resumed"
+BLOCKED = "blocked"
+PAUSE_MISSED = "pause-missed"
 
 
 class ReadyData(TypedDict):
@@ -237,12 +256,39 @@ class RegisteredData(TypedDict):
     how: str
 
 
+class PausedData(TypedDict):
+    call: str                      # the store method
+    statement: int
+    when: str
+    step: Optional[int]            # the interleave step
+    sql: str
+    holds_lock: bool               # its connection holds the write lock while it waits
+
+
+class ResumedData(TypedDict):
+    call: str
+    step: Optional[int]
+
+
+class BlockedData(TypedDict):
+    sql: str                       # the statement that needs the write lock
+    by: str                        # the paused call holding it
+
+
+class PauseMissedData(TypedDict):
+    call: str
+    statement: int
+    step: Optional[int]
+    calls: int                     # calls of the method this process made while the pause was armed
+    longest: int                   # the most statements one of them ran
+
+
 ORCHESTRATOR_EVENTS: dict[str, type] = {
     RUN_START: RunStartData, PROCESS_START: ProcessStartData, PROCESS_EXIT: ProcessExitData,
     FAULT: FaultData, FAULT_FIRED: FaultFiredData, FAULT_NOT_FIRED: FaultNotFiredData,
     SLEEP_START: SleepStartData, SLEEP_END: SleepEndData, PHASE: PhaseData, SAMPLE: SampleData,
     EXPECTATION: ExpectationData, RUN_END: RunEndData, STEP_DROPPED: StepDroppedData,
-    LOCK_RELEASED: LockReleasedData,
+    LOCK_RELEASED: LockReleasedData, INTERLEAVE_RUN: InterleaveRunData, DEADLOCK: DeadlockData,
 }
 HARNESS_EVENTS: dict[str, type] = {
     READY: ReadyData, POLL: PollData, STATUS: StatusData, USER_PROMPT: UserPromptData,
@@ -250,6 +296,7 @@ HARNESS_EVENTS: dict[str, type] = {
     TOOL_CALL: ToolCallData, TOOL_RESULT: ToolResultData, HOOK: HookData, CRASH: CrashData,
     STREAM_EVENT: StreamEventData, STORE_ERROR: StoreErrorData, FORK: ForkData, REGISTERED: RegisteredData,
     PRUNE: PruneData, MCP_SERVER: McpServerData,
+    PAUSED: PausedData, RESUMED: ResumedData, BLOCKED: BlockedData, PAUSE_MISSED: PauseMissedData,
 }
 EVENT_KINDS: dict[str, type] = {**ORCHESTRATOR_EVENTS, **HARNESS_EVENTS}
 

@@ -36,7 +36,14 @@ OP_ACT = "act"              # an action: args = act_args(kind, its arguments mod
 OP_TURN_END = "turn-end"    # an agent turn scheduled earlier ends: args = {"cause": ...}
 OP_WINDOW = "window"        # a busy/compacting window opens or closes: args = {"what": "busy"|"compacting", "on": bool}
 OP_ARM_CRASH = "arm-crash"  # args = {"point": name|None, "sql": substring|None, "nth": int, "step": index,
-                            #         "when": "before"|"after", "call": store call|None, "statement": int|None}
+                            #         "when": "before"|"after", "call": store call|None, "statement": int|None,
+                            #         "pause": bool (an interleaving's pause, not a crash), "actor": session id|None}
+# worker-only: a process that sent `Held` (stopped inside a store call) goes on; no reply of its own, its
+# events from now on carry this command's dispatch number and the reply to the held command follows
+OP_RESUME = "resume"
+# An arg any command may carry (the worker takes it off): a paused call in another process holds the
+# write lock while this command runs (who, for the `blocked` event)
+LOCK_HELD_BY = "lock_held_by"
 OP_FORK = "fork"            # Claude Code session-id fork: args = {"session": label, "new_host_id": str, "step": index}
 OP_RETRY = "retry"          # the host retries a committed tool call: args = {"session", "tool"|None, "times", "step"}
 OP_RELOAD = "reload"        # the plugin reloads in the same process (a fresh runtime): args = {"step": index}
@@ -91,6 +98,17 @@ class Reply:
     # this command by a child of the harness (a hook or MCP server child hit
     # a crash point) while the harness itself lives on.
     crashes: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Held:
+    """Sent instead of a reply, before it: the process stopped inside a store call while serving
+    command `dispatch` (`kind` "paused": an interleaving's pause; "blocked": its statement needs the
+    write lock a paused call holds) and waits for OP_RESUME (simulator/child/crash_points.py)."""
+
+    dispatch: int
+    kind: str
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
 """Fault verdicts: one per fault step, "pass" when it took effect, "not-reached" when it never did.
 
+An `interleave` step whose run call needed the lock its paused call held is
+"fail": a deadlock, naming both calls (`deadlock`); one whose call never
+reached its statement names how many statements the call ran (`pause-missed`).
+
 Judged from the history alone (the orchestrator records `fault-fired` when a
 fault takes effect and `fault-not-fired` at the end for one that never did),
 so a run without the other checks still reports its faults.
@@ -10,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.checks.view import brief
-from simulator.events import FAULT_FIRED, FAULT_NOT_FIRED, data_of, step_of
+from simulator.events import DEADLOCK, FAULT_FIRED, FAULT_NOT_FIRED, PAUSE_MISSED, data_of, step_of
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario, format_duration
 
@@ -34,6 +38,8 @@ def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdic
     """One verdict `fault#<index>` per fault step of `spec`, from the run's history."""
     fired = {step_of(e): e for e in history if e.get("kind") == FAULT_FIRED}
     not_fired = {step_of(e): e for e in history if e.get("kind") == FAULT_NOT_FIRED}
+    deadlocks = {step_of(e): e for e in history if e.get("kind") == DEADLOCK}
+    missed = {step_of(e): e for e in history if e.get("kind") == PAUSE_MISSED}
     out = []
     for idx, step in enumerate(spec.steps):
         if not step.is_fault:
@@ -44,6 +50,19 @@ def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdic
             out.append(Verdict(f"fault#{idx}", title, "pass",
                                f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
                                (), [brief(fired[idx])]))
+        elif idx in deadlocks:
+            d = data_of(deadlocks[idx])
+            out.append(Verdict(f"fault#{idx}", title, "fail",
+                               f"{where} deadlocked: the paused call ({d.get('paused')}) holds the write lock "
+                               f"that a run call needs ({d.get('blocked')}); pause it outside its transaction, "
+                               "or run calls that only read", (), [brief(deadlocks[idx])]))
+        elif idx in missed:
+            m = data_of(missed[idx])
+            ran = (f"the longest of its {m.get('calls')} {m.get('call')} call(s) ran {m.get('longest')} "
+                   "statement(s)" if m.get("calls") else f"no {m.get('call')} call ran while it was armed")
+            out.append(Verdict(f"fault#{idx}", title, "not-reached",
+                               f"{where} NOT REACHED: statement {m.get('statement')} of {m.get('call')} never "
+                               f"ran: {ran}", (), [brief(missed[idx])]))
         else:
             reason = step.kind.not_reached  # why a fault of its kind can fail to take effect
             wit = [brief(not_fired[idx])] if idx in not_fired else []

@@ -43,6 +43,27 @@ same way (write it without `?` placeholders).
 The `crash` event is `{point, sql, step}` for a statement and
 `{point, step}` (with the session) for a host step, plus `when: "after"`
 for a crash after its step (docs/history.md).
+
+Pauses (an `interleave` step, D-interleave-1). The same statement boundaries of a
+store call can hold a pause instead of a crash: the process records `paused`
+(with whether its connection holds the write lock there), tells the
+orchestrator through the channel the worker binds (`hold`), and waits there,
+inside the call, until the orchestrator has run the step's other calls and
+resumes it (`resumed`). A process told that a paused call elsewhere holds
+the write lock (`lock_held_by`) stops before its own first statement that
+needs that lock (`blocked`) and waits the same way instead of spending its
+busy timeout: the orchestrator calls that a deadlock. A pause never reached
+is recorded at the end of the process (`pause-missed`, with the most
+statements one call of that method ran) so its verdict can name it.
+
+The seam: every decision at a statement boundary of a store call, crash or
+pause, is `CrashPoints.boundary(call, statement, sql, when, in_transaction)`.
+thatch_core's calls reach it from the trace callback (the statement counted
+in its call from the stack; `after` through a one-shot profile hook when an
+arm needs it); a system under test in another runtime (a sidecar that
+wraps its SQLite statements) reports each statement before and after it
+runs, numbered within its call, and calls the same method: it may kill the
+process, or block in a pause until the orchestrator resumes it.
 """
 
 from __future__ import annotations
@@ -53,11 +74,11 @@ import re
 import signal
 import sqlite3
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from simulator.child.hygiene import save_coverage
-from simulator.events import CRASH
+from simulator.events import BLOCKED, CRASH, PAUSE_MISSED, PAUSED, RESUMED
 
 # name -> (regex over normalized SQL, default nth)
 NAMED_POINTS: dict[str, tuple[str, int]] = {
@@ -93,6 +114,8 @@ _STORE_MODULE = "thatch_core."
 _WS = re.compile(r"\s+")
 _COMMIT = re.compile(r"^(?:commit|end)\b")
 _ROLLBACK = re.compile(r"^rollback\b(?! to)")
+# a statement that takes (or needs) the write lock: an immediate or exclusive BEGIN, or a write
+_TAKES_LOCK = re.compile(r"^(?:begin (?:immediate|exclusive)|insert|update|delete|replace)\b")
 _THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 
 
@@ -111,21 +134,36 @@ class _Armed:
     # `after` a statement: the connection whose transaction holds the match, until it commits
     open_tx: Optional[sqlite3.Connection] = None
     matched_sql: str = ""
-    # a statement of a store call: the method, the statement's number in it, the call being counted
+    # a statement of a store call: the method, the statement's number in it
     call: Optional[str] = None
     statement: int = 0
-    frame: Any = None
-    count: int = 0
-    began: bool = False
+    # `after` a statement of a call, inside its transaction: fire at the boundary where it committed
+    awaiting_commit: bool = False
     fired_point: Optional[str] = None
     fired_when: Optional[str] = None
+    # an interleaving's pause instead of a crash: only in a call naming `actor` (a session id) if set
+    pause: bool = False
+    actor: Optional[str] = None
+    done: bool = False
 
     def handed_on(self) -> "_Armed":
         """A copy for another process: its own counts, no transaction of ours."""
         twin = copy.copy(self)
-        twin.open_tx = None
-        twin.frame, twin.count, twin.began = None, 0, False
+        twin.open_tx, twin.awaiting_commit = None, False
         return twin
+
+
+@dataclass
+class _Call:
+    """The call of one store method being counted: its frame (thatch_core), its statements so far."""
+
+    frame: Any = None
+    texts: list = field(default_factory=list)   # normalized, in order
+    actors: frozenset = frozenset()
+    began: bool = False
+    durable: bool = False     # the call committed a transaction before the current statement
+    calls: int = 0            # calls of the method seen since the first arm
+    longest: int = 0          # the most statements one of them ran
 
 
 class CrashPoints:
@@ -135,25 +173,32 @@ class CrashPoints:
         self._armed: list[_Armed] = []
         # sqlite3.Connection takes no weak references: a plain list, pruned when a closed one shows up.
         self._conns: list[sqlite3.Connection] = []
+        self._calls: dict[str, _Call] = {}
         self.recorder: Any = None
+        self._hold: Optional[Callable[[str, dict], None]] = None
+        # a paused call in another process holds the write lock (who, for the `blocked` event), or None
+        self.lock_held_by: Optional[str] = None
         self._kill = lambda: os.kill(os.getpid(), signal.SIGKILL)
 
-    def bind(self, recorder: Any) -> None:
+    def bind(self, recorder: Any, hold: Optional[Callable[[str, dict], None]] = None) -> None:
+        """The recorder for this process's events; `hold(kind, detail)` tells the orchestrator that this
+        process stopped inside a store call and returns once it is told to go on (the worker's pipe)."""
         self.recorder = recorder
+        self._hold = hold
 
     def install(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         """Watch `conn`. The trace callback is only set while a point is armed (it costs per statement)."""
         self._conns.append(conn)
-        if self._armed:
+        if self._armed or self.lock_held_by:
             conn.set_trace_callback(self._tracer(conn))
         return conn
 
     def arm(self, point: Optional[str] = None, sql: Optional[str] = None, nth: Optional[int] = None,
             step: Optional[int] = None, when: Optional[str] = None, call: Optional[str] = None,
-            statement: Optional[int] = None) -> None:
-        if [point, sql, call].count(None) != 2:
+            statement: Optional[int] = None, pause: bool = False, actor: Optional[str] = None) -> None:
+        if [point, sql, call].count(None) != 2 or (pause and call is None):
             raise ValueError("arm a crash with exactly one of point= (a named step), sql= (a statement substring) "
-                             "or call= (a store call, with statement=)")
+                             "or call= (a store call, with statement=); a pause with call=")
         when = when or "before"
         if when not in WHENS:
             raise ValueError(f"a crash comes before or after its step, not {when!r}")
@@ -161,7 +206,8 @@ class CrashPoints:
             if not call.isidentifier() or statement is None or statement < 1:
                 raise ValueError(f"a statement crash names a store method and a statement from 1, "
                                  f"not {call!r} / {statement!r}")
-            self._armed.append(_Armed(None, None, nth or 1, step, when=when, call=call, statement=statement))
+            self._armed.append(_Armed(None, None, nth or 1, step, when=when, call=call, statement=statement,
+                                      pause=pause, actor=actor))
             self._set_all(True)
             return
         pattern: Optional[re.Pattern]
@@ -180,18 +226,25 @@ class CrashPoints:
 
     def disarm(self) -> None:
         self._armed.clear()
-        self._set_all(False)
+        self._set_all(bool(self.lock_held_by))
 
     def snapshot(self) -> list:
-        """The armed points as they stand (live objects, in arming order), for
-        handing to a child process this one forks or serves (D-harness-6)."""
-        return list(self._armed)
+        """The armed crash points as they stand (live objects, in arming order), for handing to a child
+        process this one forks or serves (D-harness-6). Pauses stay: only this process talks to the
+        orchestrator."""
+        return [a for a in self._armed if not a.pause]
 
     def adopt(self, arms: list) -> None:
         """Make `arms` this process's armed set (a forked hook/MCP child takes
         its host's points; the trace callback follows whether any are armed)."""
         self._armed[:] = list(arms)
         self._set_all(bool(self._armed))
+
+    def lock_held(self, by: Optional[str]) -> None:
+        """While the next command runs, `by` (a paused call elsewhere) holds the write lock, or no
+        longer (None): a statement that needs the lock stops as `blocked` instead of waiting."""
+        self.lock_held_by = by
+        self._set_all(bool(self._armed or by))
 
     def _set_all(self, on: bool) -> None:
         live = []
@@ -206,6 +259,15 @@ class CrashPoints:
     @property
     def armed(self) -> bool:
         return bool(self._armed)
+
+    def missed_pauses(self) -> None:
+        """At the end of the process: record each pause it never reached (`pause-missed`), with the
+        calls of its method this process made and the most statements one of them ran."""
+        for armed in self._armed:
+            if armed.pause and not armed.done and self.recorder is not None:
+                seen = self._calls.get(armed.call or "", _Call())
+                self.recorder.emit(PAUSE_MISSED, None, call=armed.call, statement=armed.statement,
+                                   step=armed.step, calls=seen.calls, longest=seen.longest)
 
     # -- host steps --------------------------------------------------------------
 
@@ -224,12 +286,16 @@ class CrashPoints:
 
     def _trace(self, conn: sqlite3.Connection, sql: str) -> None:
         text = normalize_sql(sql)
+        if self.lock_held_by and not text.startswith("--"):
+            self._wait_for_lock(text)
+        counted: set[str] = set()
         for armed in self._armed:
             if armed.open_tx is conn:
                 self._transaction_moves(armed, conn, text)
             elif armed.call is not None:
-                if self._counts(armed, conn, text):
-                    self._statement_reached(armed, conn, sql)
+                if armed.call not in counted:
+                    counted.add(armed.call)
+                    self._trace_call(armed.call, conn, sql)
             elif armed.pattern is not None and self._matches(armed, text):
                 armed.seen += 1
                 if armed.seen < armed.nth:
@@ -241,36 +307,97 @@ class CrashPoints:
                 else:
                     self._fire_once_returned(armed, conn, sql, committing=False)  # it commits as it finishes
 
-    @staticmethod
-    def _counts(armed: _Armed, conn: sqlite3.Connection, text: str) -> bool:
-        """Count `text` in the call it runs in; True when it is the armed statement of the call.
-        `durable` notes whether the call had committed a transaction before this statement."""
-        if text.startswith("--"):
-            return False  # a trigger's sub-statement: part of the statement that fired it
-        frame = _outermost_call(armed.call)
+    def _trace_call(self, call: str, conn: sqlite3.Connection, sql: str) -> None:
+        """Number `sql` within the call of store method `call` it runs in (found on the stack), and
+        report its boundary before it runs and, when an arm waits for it, after it returned."""
+        if sql.lstrip().startswith("--"):
+            return  # a trigger's sub-statement: part of the statement that fired it
+        frame = _outermost_call(call)
         if frame is None:
-            return False
-        if frame is not armed.frame:  # a new call of the method
-            armed.frame, armed.count, armed.began = frame, 0, False
-        armed.count += 1
-        durable = armed.began and not conn.in_transaction and not _BEGIN.match(text)
-        armed.began = armed.began or bool(_BEGIN.match(text))
-        if armed.count != armed.statement:
-            return False
-        named = STORE_CALL_POINTS.get(armed.call)
-        armed.fired_point = named or "sql"
-        armed.fired_when = "after" if durable or armed.when == "after" else "before"
-        armed.seen += 1
-        return armed.seen >= armed.nth
+            return
+        state = self._calls.setdefault(call, _Call())
+        if frame is not state.frame:  # a new call of the method
+            state.frame, state.texts = frame, []
+            state.actors = _actors(frame) if any(a.actor for a in self._armed if a.call == call) else frozenset()
+        statement = len(state.texts) + 1
+        actors = state.actors
+        self._arms_at(call, statement, sql, "before", conn.in_transaction, actors)
+        if any(a.call == call and not a.done and (a.awaiting_commit or (a.statement == statement and a.when == "after"))
+               for a in self._armed):
+            self._once_returned(lambda: self._arms_at(call, statement, sql, "after", conn.in_transaction, actors))
 
-    def _statement_reached(self, armed: _Armed, conn: sqlite3.Connection, sql: str) -> None:
-        """The armed statement of the nth call: die before it, or once its transaction commits."""
-        if armed.when == "before":
-            self._fire(armed, sql=sql)
-        elif conn.in_transaction:
-            armed.open_tx, armed.matched_sql = conn, sql
-        else:
-            self._fire_once_returned(armed, conn, sql, committing=False)
+    def boundary(self, call: str, statement: int, sql: str, when: str, in_transaction: bool, *,
+                 actors: frozenset = frozenset()) -> None:
+        """Statement `statement` (from 1 within one call, BEGIN and COMMIT included) of a call of store
+        method `call` is about to run (`when="before"`) or has returned (`"after"`), its connection now
+        `in_transaction` or not; `actors` are the session ids among the call's arguments. Any armed
+        crash there kills this process; a pause there blocks until the orchestrator resumes it; a
+        statement that needs the write lock a paused call elsewhere holds blocks as a deadlock."""
+        if when == "before" and self.lock_held_by:
+            self._wait_for_lock(normalize_sql(sql))
+        self._arms_at(call, statement, sql, when, in_transaction, actors)
+
+    def _arms_at(self, call: str, statement: int, sql: str, when: str, in_transaction: bool,
+                 actors: frozenset) -> None:
+        """The decision at one boundary, for every arm on `call` (the body of `boundary`)."""
+        state = self._calls.setdefault(call, _Call())
+        text = normalize_sql(sql)
+        if when == "before":
+            if statement == 1:
+                state.texts, state.began = [], False
+                state.calls += 1
+            state.durable = state.began and not in_transaction and not _BEGIN.match(text)
+            state.began = state.began or bool(_BEGIN.match(text))
+            state.texts.append(text)
+            state.longest = max(state.longest, statement)
+        for armed in [a for a in self._armed if a.call == call and not a.done]:
+            if armed.awaiting_commit:
+                if when == "after" and not in_transaction:
+                    if _ROLLBACK.match(text):
+                        armed.awaiting_commit = False  # undone: the point waits for the next one
+                    else:
+                        self._fire(armed, sql=armed.matched_sql)
+                continue
+            if armed.statement != statement or armed.when != when or (armed.actor and armed.actor not in actors):
+                continue
+            armed.seen += 1
+            if armed.seen < armed.nth:
+                continue
+            if armed.pause:
+                self._pause(armed, sql, state, in_transaction)
+                continue
+            armed.fired_point = STORE_CALL_POINTS.get(call) or "sql"
+            armed.fired_when = "after" if state.durable or when == "after" else "before"
+            if when == "after" and in_transaction:
+                armed.awaiting_commit, armed.matched_sql = True, sql
+            else:
+                self._fire(armed, sql=sql)
+
+    def _pause(self, armed: _Armed, sql: str, state: _Call, in_transaction: bool) -> None:
+        """Stop here until the orchestrator has run the interleaving's other calls (`paused`, `resumed`)."""
+        armed.done = True
+        ran = state.texts if armed.when == "after" else state.texts[:-1]
+        holds = in_transaction and holds_write_lock(ran)
+        detail = {"call": armed.call, "statement": armed.statement, "when": armed.when, "step": armed.step,
+                  "sql": normalize_sql(sql)[:200], "holds_lock": holds}
+        if self.recorder is not None:
+            self.recorder.emit(PAUSED, None, **detail)
+        if self._hold is not None:
+            self._hold("paused", detail)
+        if self.recorder is not None:
+            self.recorder.emit(RESUMED, None, call=armed.call, step=armed.step)
+
+    def _wait_for_lock(self, text: str) -> None:
+        """A statement that needs the write lock while a paused call elsewhere holds it: stop (`blocked`)
+        until the orchestrator lets the paused call finish, instead of spending the busy timeout."""
+        if not _TAKES_LOCK.match(text):
+            return
+        by, self.lock_held_by = self.lock_held_by, None
+        detail = {"sql": text[:200], "by": by}
+        if self.recorder is not None:
+            self.recorder.emit(BLOCKED, None, **detail)
+        if self._hold is not None:
+            self._hold("blocked", detail)
 
     @staticmethod
     def _matches(armed: _Armed, text: str) -> bool:
@@ -285,19 +412,28 @@ class CrashPoints:
             armed.open_tx = None
 
     def _fire_once_returned(self, armed: _Armed, conn: sqlite3.Connection, sql: str, *, committing: bool) -> None:
-        """Fire at the first Python event after the statement being traced returns
-        (a profile hook on this thread, removed at that event). A COMMIT that left
-        the transaction open failed: no crash, the retry is traced again."""
+        """Fire once the statement being traced returned. A COMMIT that left the transaction
+        open failed: no crash, the retry is traced again."""
+        def fire() -> None:
+            if committing and conn.in_transaction:
+                return
+            armed.open_tx = None
+            self._fire(armed, sql=sql)
+
+        self._once_returned(fire)
+
+    @staticmethod
+    def _once_returned(then: Callable[[], None]) -> None:
+        """Run `then` at the first Python event after the statement being traced returns (a profile
+        hook on this thread, removed at that event): any act of the process goes through a call, so
+        nothing happens in between."""
         previous = sys.getprofile()
 
         def on_event(frame, event, arg) -> None:
             if os.path.normcase(os.path.abspath(frame.f_code.co_filename)) == _THIS_FILE:
                 return  # still unwinding the trace callback, inside the statement's call
             sys.setprofile(previous)
-            if committing and conn.in_transaction:
-                return
-            armed.open_tx = None
-            self._fire(armed, sql=sql)
+            then()
 
         sys.setprofile(on_event)
 
@@ -315,6 +451,28 @@ class CrashPoints:
             self.recorder.emit(CRASH, session, **data)
         save_coverage()
         self._kill()
+
+
+def holds_write_lock(statements: list) -> bool:
+    """Whether a connection inside a transaction holds the write lock after `statements` (normalized, in
+    order): its last BEGIN was IMMEDIATE or EXCLUSIVE, or a write ran since it."""
+    begins = [i for i, text in enumerate(statements) if _BEGIN.match(text)]
+    since = statements[begins[-1]:] if begins else statements
+    return any(_TAKES_LOCK.match(text) for text in since)
+
+
+def _actors(frame: Any) -> frozenset:
+    """The strings among a store call's arguments, flattened one level (the session ids it names)."""
+    code = frame.f_code
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    out: set[str] = set()
+    for name in names:
+        value = frame.f_locals.get(name)
+        if isinstance(value, str):
+            out.add(value)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            out.update(v for v in value if isinstance(v, str))
+    return frozenset(out)
 
 
 def _outermost_call(method: Optional[str]) -> Any:

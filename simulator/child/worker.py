@@ -41,8 +41,8 @@ from simulator.child.window import WindowRunner
 from simulator.events import READY
 from simulator.history import Recorder
 from simulator.protocol import (
-    OP_ARM_CRASH, OP_RUN_WINDOW, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext, Reply, encode, recv_msg,
-    send_frame,
+    LOCK_HELD_BY, OP_ARM_CRASH, OP_RESUME, OP_RUN_WINDOW, OP_SAVE_COVERAGE, OP_START, OP_STOP, Command, HarnessContext,
+    Held, Reply, encode, recv_msg, send_frame,
 )
 
 
@@ -52,7 +52,7 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
     hygiene.enter(parent_pid, close_in_child)
     recorder = Recorder.for_process(run_dir, ctx.label, ctx.incarnation)
     points = crash_points()
-    points.bind(recorder)
+    points.bind(recorder, _holder(conn, recorder))
     move_to = _mover(_start_freezer())
     _memoize_fake_time()
     server = _CommandServer(ctx, make_harness, recorder, points)
@@ -74,6 +74,7 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
         move_to(cmd.t)
         recorder.current(cmd.dispatch, cmd.t)
         if cmd.op == OP_STOP:
+            points.missed_pauses()
             _stop(conn, server.close(cmd), recorder, profiler, ctx)
         _send(conn, server.answer(cmd))
 
@@ -92,11 +93,17 @@ class _CommandServer:
 
     def answer(self, cmd: Command) -> Reply:
         """The reply to `cmd`; a harness exception is a fatal reply, crash events of its children ride along."""
+        held_by = cmd.args.get(LOCK_HELD_BY) if isinstance(cmd.args, dict) else None
+        if held_by is not None:  # for this command only: a paused call elsewhere holds the write lock
+            cmd = dataclasses.replace(cmd, args={k: v for k, v in cmd.args.items() if k != LOCK_HELD_BY})
+            self.points.lock_held(held_by)
         try:
             reply = self._serve(cmd)
         except Exception:
             reply = Reply(cmd.dispatch, ok=False, fatal=True,
                           error=f"{self.ctx.label} failed on {cmd.op} at t={cmd.t}:\n{traceback.format_exc()}")
+        if held_by is not None:
+            self.points.lock_held(None)
         crashes = self.recorder.crashes
         if len(crashes) > self.crashes_seen:
             reply = dataclasses.replace(reply, crashes=tuple(crashes[self.crashes_seen:]))
@@ -107,7 +114,8 @@ class _CommandServer:
         if cmd.op == OP_ARM_CRASH:
             args = cmd.args
             self.points.arm(point=args.get("point"), sql=args.get("sql"), nth=args.get("nth"), step=args.get("step"),
-                            when=args.get("when"), call=args.get("call"), statement=args.get("statement"))
+                            when=args.get("when"), call=args.get("call"), statement=args.get("statement"),
+                            pause=bool(args.get("pause")), actor=args.get("actor"))
             return Reply(cmd.dispatch)
         if self.harness is None and cmd.op != OP_START:
             return Reply(cmd.dispatch, ok=False, fatal=True, error=f"{self.ctx.label}: {cmd.op} before start")
@@ -142,6 +150,23 @@ def _stop(conn: Connection, reply: Reply, recorder: Recorder, profiler: Optional
         profiler.disable()
         profiler.dump_stats(os.path.join(os.environ["THATCH_SIM_PROFILE"], f"{ctx.label}.{ctx.incarnation}.prof"))
     hygiene.leave(0)
+
+
+def _holder(conn: Connection, recorder: Recorder) -> Callable[[str, dict], None]:
+    """How this process stops inside a store call: `Held` down the pipe, then wait for OP_RESUME
+    (whose dispatch stamps the events from then on; the clock stays where it is)."""
+    def hold(kind: str, detail: dict) -> None:
+        _send(conn, Held(recorder.dispatch, kind, detail))
+        while True:
+            try:
+                cmd = recv_msg(conn)
+            except (EOFError, OSError):
+                hygiene.leave(0)  # the orchestrator is gone: nothing will resume us
+            if cmd.op == OP_RESUME:
+                recorder.current(cmd.dispatch, cmd.t)
+                return
+
+    return hold
 
 
 def _start_freezer():
@@ -272,7 +297,7 @@ def _profiler() -> Optional[cProfile.Profile]:
     return prof
 
 
-def _send(conn: Connection, reply: Reply) -> None:
+def _send(conn: Connection, reply: Any) -> None:
     try:
         data = encode(reply)
     except Exception:  # a result that does not pickle: keep the reply, show the result as text

@@ -29,7 +29,7 @@ from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Live, ProcessCommand, Processes
 from simulator.events import CRASH, PROCESS_EXIT, data_of
 from simulator.history import read_events
-from simulator.protocol import Command, Reply, recv_msg, send_msg
+from simulator.protocol import Command, Held, Reply, recv_msg, send_msg
 from simulator.scenario.durations import format_duration
 
 WAIT_SLICE_S = 0.5   # the longest single poll of a pipe: the wall guard is checked at least this often
@@ -72,6 +72,9 @@ class Dispatcher:
         self.lock_contended: set[int] = set()      # lock steps a store call had to wait for
         self._last_cmd: Optional[tuple] = None
         self.last_desc = "none yet"
+        # Serves a process that stopped inside a store call (`Held`): the interleavings' (interleave.py).
+        # A 1-tuple back holds the process's reply, already collected; None: wait on.
+        self.held: Optional[Callable[[Live, Command, Held], Optional[tuple]]] = None
 
     @property
     def last_desc(self) -> str:
@@ -149,8 +152,13 @@ class Dispatcher:
             raise self._timeout()
         return min(self.deadline - now, WAIT_SLICE_S)
 
+    def wait_reply(self, live: Live, cmd: Command) -> Optional[Reply]:
+        """The reply to `cmd`, unprocessed (`collect` acts on it), or None: the process died."""
+        return self._wait(live, cmd)
+
     def _wait(self, live: Live, cmd: Command) -> Optional[Reply]:
-        """The reply to `cmd` (stale answers of an aborted wave skipped), or None at EOF (`_died`)."""
+        """The reply to `cmd` (stale answers of an aborted wave skipped), or None at EOF (`_died`).
+        A process that stops inside a store call on the way (`Held`) is served by `held` first."""
         started = time.monotonic()
         while True:
             if live.ready(self._slice()):
@@ -161,6 +169,11 @@ class Dispatcher:
                     return None
                 if reply.dispatch != cmd.dispatch:
                     continue  # a stale answer left by an aborted wave
+                if type(reply) is Held:
+                    done = self.held(live, cmd, reply) if self.held is not None else None
+                    if done is not None:
+                        return done[0]
+                    continue
                 locks = self.processes.locks
                 if locks and time.monotonic() - started > self.busy_timeout_ms / 2000:
                     self.lock_contended.update(locks)  # a store call had to wait for the holder

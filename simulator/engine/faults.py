@@ -26,6 +26,9 @@ took effect (docs/history.md); one that never takes effect is reported as
   first answer timed out after the transaction committed); fired when it did.
 - reload: OP_RELOAD to the opencode process: a fresh thatch runtime in the
   same process (same pid), without the old one's in-memory state.
+- interleave: arm a pause at a statement boundary of a store call; when it is
+  reached, the step's other calls run, then the call goes on (interleave.py);
+  fired then, or a deadlock verdict when a run call needs the lock it holds.
 
 A new fault kind is declared, with its arguments model and traits, in
 simulator/scenario/kinds.py, and handled here in `FAULTS`; what happens
@@ -47,8 +50,8 @@ from simulator.engine.world import World
 from simulator.events import FAULT, SLEEP_START
 from simulator.protocol import OP_ARM_CRASH, OP_FORK, OP_RELOAD, OP_RETRY, Reply
 from simulator.scenario.kinds import (
-    ARGV_PLACEHOLDER, HOSTS, OPENCODE, CrashArgs, ForkArgs, LockArgs, ProcessArg, ReloadArgs, RestartArgs, ResumeArgs,
-    RetryArgs, SleepArgs, StallArgs,
+    ARGV_PLACEHOLDER, HOSTS, OPENCODE, CrashArgs, ForkArgs, InterleaveArgs, LockArgs, ProcessArg, ReloadArgs,
+    RestartArgs, ResumeArgs, RetryArgs, SleepArgs, StallArgs,
 )
 
 
@@ -69,6 +72,8 @@ class FaultEngine(Protocol):
     def exchange(self, t: int, d: int, wave: list[ProcessCommand]) -> list[Optional[Reply]]: ...
 
     def start_process(self, t: int, label: str, launch: Launch = Launch()) -> Live: ...
+
+    def arm_pause(self, t: int, idx: int, d: int, args: InterleaveArgs) -> None: ...
 
 
 def apply(engine: FaultEngine, t: int, idx: int, action: str, args: BaseModel) -> None:
@@ -242,6 +247,10 @@ def _retry(engine: FaultEngine, t: int, idx: int, d: int, args: RetryArgs) -> No
         engine.fired(idx, {"session": args.session, **(replies[0].result or {})})
 
 
+def _interleave(engine: FaultEngine, t: int, idx: int, d: int, args: InterleaveArgs) -> None:
+    engine.arm_pause(t, idx, d, args)
+
+
 def _reload(engine: FaultEngine, t: int, idx: int, d: int, args: ReloadArgs) -> None:
     live = engine.processes.alive(args.process)
     if live is None:
@@ -264,4 +273,5 @@ FAULTS: dict[str, Callable[[FaultEngine, int, int, int, Any], None]] = {
     "stall": _stall,
     "retry": _retry,
     "reload": _reload,
+    "interleave": _interleave,
 }

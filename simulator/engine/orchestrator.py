@@ -46,6 +46,7 @@ from simulator.engine.agenda import (
 )
 from simulator.engine.dispatch import Dispatcher, SimulationError, SimulationTimeout
 from simulator.engine.dispatch_log import DispatchLog
+from simulator.engine.interleave import Interleaver
 from simulator.engine.observer import Observer, observations
 from simulator.child.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
@@ -57,7 +58,7 @@ from simulator.events import (
 )
 from simulator.history import merge, read_events
 from simulator.protocol import OP_ACT, OP_POLL, OP_START, Reply, act_args
-from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, ProcessArg
+from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, InterleaveArgs, ProcessArg
 from simulator.scenario.model import Scenario
 from simulator.scenario.model import Step as ScenarioStep
 
@@ -125,6 +126,8 @@ class Orchestrator:
         self.dispatcher = Dispatcher(self.processes, self.agenda, self.log, self.clock, faults=self.faults,
                                      fired=self.fired, busy_timeout_ms=self.world.busy_timeout_ms,
                                      scenario=spec.name, seed=self.seed, wall_timeout_s=wall_timeout_s)
+        self.interleaver = Interleaver(self, self.dispatcher)
+        self.dispatcher.held = self.interleaver.held
         self.observer = Observer(spec, self.world, self.log, self.dispatcher.exchange, self.running_host,
                                  self.processes.guard)
         self.progress = progress
@@ -182,6 +185,10 @@ class Orchestrator:
     def exchange(self, t: int, d: int, wave: list[ProcessCommand]) -> list[Optional[Reply]]:
         """Send one wave of commands and collect the replies (the dispatcher's; a FaultEngine's)."""
         return self.dispatcher.exchange(t, d, wave)
+
+    def arm_pause(self, t: int, idx: int, d: int, args: InterleaveArgs) -> None:
+        """An `interleave` step (a FaultEngine's): the interleaver arms its pause."""
+        self.interleaver.arm(t, idx, d, args)
 
     # -- setup, agenda --------------------------------------------------------
 

@@ -134,6 +134,9 @@ class Windows:
         run = self.run
         armed = {f.process for f in run.faults.values() if f.fault == "crash" and not f.fired}
         running = [lv for lv in run.processes.live.values() if lv.alive]
+        if any(f.fault == "interleave" and not f.fired for f in run.faults.values()):
+            # A pause waits inside some process's call, and its run calls go to others: lockstep.
+            return _Safety(frozenset(), _NEVER[0])
         alive = len(running)
         tabs = [s for lv in running for s in lv.ctx.sessions]
         # Every live process must be a candidate; the cheap tests first, for all of them.

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, Field, WithJsonSchema, model_serializer, model_validator
+from pydantic import BaseModel, Field, WithJsonSchema, create_model, model_serializer, model_validator
 
 from simulator.scenario.durations import DURATION_HELP, parse_duration
 from simulator.scenario.fields import BODY_HELP, DurationMs, EitherOr, StepBody, Strict
@@ -503,6 +503,102 @@ _ACTIONS = (
     # A session that shows up without a user message (`joins: idle`): asked for by the harness itself.
     StepKind("appear", SessionArg, "An open tab or conversation with no message yet.", scripted=False),
 )
+
+# ---------------------------------------------------------------------------
+# Interleavings: a store call paused at a statement boundary while other calls run
+# ---------------------------------------------------------------------------
+
+# The store calls each action (and a poll cycle) of a session makes for certain, in thatch_core and
+# as lint assumes them: a pause names one of these for the session to reach it (validate.py).
+ACTION_STORE_CALLS: dict[str, tuple[str, ...]] = {
+    "send": ("send",), "broadcast": ("broadcast",), "read": ("read",), "register": ("register",),
+    "unregister": ("unregister",), "list": ("list_sessions", "unread_count"), "status": ("status",),
+    "poll": ("heartbeat", "pending_notifications", "mark_delivered", "prune"),
+}
+# Agents whose turns call tools on their own: the store calls a woken one of each kind makes.
+AGENT_STORE_CALLS: dict[str, tuple[str, ...]] = {"reader": ("read",), "ping-pong": ("read", "send")}
+# Actions an interleaving may run while the paused call waits: one session's tool calls.
+INTERLEAVE_ACTIONS = ("send", "broadcast", "read", "register", "unregister", "list", "status")
+
+
+class PauseArgs(Strict):
+    """Where a store call stops: a statement boundary of one call, in the process hosting a session."""
+
+    session: Optional[str] = Field(
+        None, description="Label of the session whose store call pauses (it runs in the process hosting it, and "
+                          "names the session among its arguments).")
+    process: Optional[str] = Field(
+        None, description="Instead of `session`: label of a polling process whose poll cycle's call pauses "
+                          "(heartbeat, pending_notifications, mark_delivered, prune).")
+    call: StoreCall = Field(..., description="The store call (" + ", ".join(STORE_CALLS) + ") that pauses.")
+    statement: int = Field(..., ge=1, description="The statement of the call (1 = its first, BEGIN and COMMIT "
+                                                  "included) at which it pauses.")
+    when: CrashWhen = Field(
+        "before", description="Pause just `before` the statement runs (default) or just `after` it returned "
+                              "(inside its transaction where it has one: a write holds the lock while paused).")
+    nth: int = Field(1, ge=1, description="Pause the nth call reaching that statement after the step.")
+
+    @model_validator(mode="after")
+    def _one_owner(self) -> "PauseArgs":
+        if (self.session is None) == (self.process is None):
+            raise ValueError("a pause names exactly one of `session: <label>` (its tool call) or "
+                             "`process: <label>` (its poll cycle)")
+        return self
+
+
+class PollArgs(Strict):
+    process: str = Field(..., description="Label of the polling process that runs one poll cycle.")
+
+
+class _OneCall(Strict):
+    """One call that runs to completion while the paused call waits: exactly one key."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "_OneCall":
+        given = [k for k, attr in _CALL_ATTRS.items() if getattr(self, attr) is not None]
+        if len(given) != 1:
+            raise ValueError(f"each `run` entry is exactly one call, found {len(given) or 'none'}"
+                             f"{': ' + ', '.join(given) if given else ''} — write one of "
+                             f"{', '.join(_CALL_ATTRS)} per entry")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler) -> dict[str, Any]:
+        """Only the one call it holds, as written."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    def call(self) -> tuple[str, BaseModel]:
+        """(its action or "poll", its arguments)."""
+        key = next(k for k, attr in _CALL_ATTRS.items() if getattr(self, attr) is not None)
+        return key, getattr(self, _CALL_ATTRS[key])
+
+
+# run entry key -> its attribute (a trailing `_` where the key shadows a Python name, as in `Step`)
+_CALL_ATTRS = {key: key + "_" if key in ("register", "list") else key for key in (*INTERLEAVE_ACTIONS, "poll")}
+_CALL_ARGS = {**{k.key: (k.args, k.description) for k in _ACTIONS if k.key in INTERLEAVE_ACTIONS},
+              "poll": (PollArgs, "One poll cycle of a polling process.")}
+InterleaveCall = create_model(
+    "InterleaveCall", __base__=_OneCall, __doc__=_OneCall.__doc__, __module__=__name__,
+    **{attr: (Optional[_CALL_ARGS[key][0]],
+              Field(None, alias=key if attr != key else None, description=_CALL_ARGS[key][1]))
+       for key, attr in _CALL_ATTRS.items()},
+)
+
+
+class InterleaveArgs(Strict):
+    """A race on demand: one store call pauses at a statement boundary, other calls run, then it goes on."""
+
+    pause: PauseArgs = Field(..., description="The store call that stops, and where.")
+    run: list[InterleaveCall] = Field(  # type: ignore[valid-type]
+        ..., min_length=1, description="The calls that run to completion, in order, in other processes while it "
+                                       "waits (session tool calls: send, broadcast, read, ...; `poll: {process}`).")
+
+    @property
+    def process(self) -> Optional[str]:
+        """The process the pause names (None: the one hosting its session, found when the step runs)."""
+        return self.pause.process
+
+
 _FAULTS = (
     StepKind("kill", ProcessArg, "Fault: SIGKILL the whole harness process.", fault=True, target=PROCESS,
              runs=ORCHESTRATOR, not_reached="the process was not running"),
@@ -532,6 +628,10 @@ _FAULTS = (
              "without the old one's in-memory state (child maps, the hosted set); its sessions live on.",
              fault=True, target=PROCESS, runs=ORCHESTRATOR, needs="polls",
              not_reached="the process was not running"),
+    StepKind("interleave", InterleaveArgs, "Fault: a race on demand: a store call pauses at a statement boundary "
+             "while other processes' calls run to completion, then goes on.", fault=True, target=ENGINE,
+             runs=ORCHESTRATOR, needs="crash_points",
+             not_reached="the paused call never reached its statement (pause-missed names its statement count)"),
 )
 
 # Every step kind by its YAML key: the scripted actions, the harness-internal ones, the faults.

@@ -45,7 +45,7 @@ CASES = [
      "steps[0]: a step needs exactly one action or fault key, found none — write one of the actions "
      "(send, broadcast, read, register, unregister, list, status, prompt, delete, exit, title, config, start, "
      "cli_list, cli_tail, approve, decline) or faults (kill, crash, sleep, resume, restart, fork, lock, stall, "
-     "retry, reload)"),
+     "retry, reload, interleave)"),
     ("bad_rule_id.yaml", 3, BadValueError, "rules[1]: 'R37' is not a design rule id — write R1 .. R36"),
     ("resume_not_never.yaml", 11, CrossReferenceError,
      "steps[0].resume.process: resume target `h2` is not declared `start: never` (it starts at 0s) — "
