@@ -63,6 +63,9 @@ CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+
 # opens with `[thatch] chat message #ID from NAME: characters A-B of N`.
 PART_SEPARATOR = "\n\n"
 PAGE_HEAD_RE = re.compile(r"^\[thatch\] chat message #(?P<id>\d+) from ", re.M)
+# The page's range: `characters A-B of N` (body offsets, end exclusive); its body sits between the inbox fences.
+PAGE_RANGE_RE = re.compile(r"^\[thatch\] chat message #(?P<id>\d+) from .*?: characters (?P<start>\d+)-(?P<end>\d+) "
+                           r"of (?P<total>\d+)", re.M)
 
 
 def utf16_len(text: str) -> int:

@@ -7,7 +7,11 @@ is recorded by the harness as a tool-call / tool-result pair like any other.
 
 Kinds (`simulator.scenario.model.Agent.kind`):
 - `reader`: on a mail turn (a wake prompt, a Stop-hook reminder, a Cursor
-  follow-up) it calls chat_read;
+  follow-up) it calls chat_read, then pages through every message it saw
+  only part of, as a model does: a line the later design clipped (its
+  `[clipped: showing N ...]` marker) or the line a clipping host cut the
+  output in; `chat_read message=ID offset=K`, K being what has reached it so
+  far, until the whole body has;
 - `ping-pong`: reads, then sends one reply to each distinct sender in what it
   read, up to `reply_limit` replies over its life (None: no limit; the rate
   cap is what bounds the exchange, P10);
@@ -27,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from simulator.design import INBOX_LINE_RE
+from simulator.design import CLIP_MARKER_RE, FIRST_PART_RE, INBOX_BEGIN, INBOX_END, INBOX_LINE_RE, PAGE_RANGE_RE
 
 # Turn causes that mean "you have mail": the agent acts on these only.
 MAIL_CAUSES = frozenset({"wake", "reminder", "followup"})
@@ -72,12 +76,58 @@ class SilentAgent(Agent):
     kind = "silent"
 
 
+# A model gives up on a message after this many pages (a page that shows no new character ends it too).
+MAX_PAGES_PER_MESSAGE = 50
+
+
+def unfinished_lines(text: str) -> list[tuple[int, int]]:
+    """(message id, characters of its body seen) of each drained message whose body did not all reach
+    the reader: a line with the later design's clip marker, the last line when the output ends before the
+    inbox's closing fence (the host cut it), and the parts a seen `(message 1 of N)` announces that no
+    seen line showed (a split body's parts are stored together, so their ids follow the first's). Only
+    lines that carry their id (paged reads) can be paged."""
+    lines = [m for m in INBOX_LINE_RE.finditer(text or "") if m.group("id")]
+    seen_ids = {int(m.group("id")) for m in lines}
+    out = []
+    for n, m in enumerate(lines):
+        first = FIRST_PART_RE.match(text[m.end():])
+        if first:
+            out += [(int(m.group("id")) + k, 0) for k in range(1, int(first.group("count")))
+                    if int(m.group("id")) + k not in seen_ids]
+        following = lines[n + 1].start() if n + 1 < len(lines) else len(text)
+        segment = text[m.end():following]
+        marker = CLIP_MARKER_RE.search(segment)
+        if marker:
+            out.append((int(m.group("id")), int(marker.group("shown"))))
+        elif n + 1 == len(lines) and INBOX_END not in segment:
+            out.append((int(m.group("id")), len(segment)))
+    return out
+
+
+def page_through(tools: ToolPath, message_id: int, offset: int) -> None:
+    """Read one message page by page from `offset` until its end has reached the reader."""
+    for _ in range(MAX_PAGES_PER_MESSAGE):
+        reply = tools("thatch_chat_read", {"message": message_id, "offset": offset})
+        page = PAGE_RANGE_RE.search(getattr(reply, "text", "") or "")
+        if not getattr(reply, "ok", False) or page is None:
+            return
+        start, end, total = (int(page.group(k)) for k in ("start", "end", "total"))
+        body = reply.text.partition(INBOX_BEGIN + "\n")[2]
+        seen = end if INBOX_END in body else start + len(body)  # a cut page: what of it was visible
+        if seen <= offset or seen >= total:
+            return
+        offset = seen
+
+
 class ReaderAgent(Agent):
     kind = "reader"
 
     def on_turn(self, cause: str, tools: ToolPath) -> None:
-        if cause in MAIL_CAUSES:
-            tools("thatch_chat_read", {})
+        if cause not in MAIL_CAUSES:
+            return
+        reply = tools("thatch_chat_read", {})
+        for message_id, seen in unfinished_lines(getattr(reply, "text", "") if getattr(reply, "ok", False) else ""):
+            page_through(tools, message_id, seen)
 
 
 class PingPongAgent(Agent):

@@ -106,3 +106,46 @@ def test_turns_triggered_while_busy_are_queued_until_idle():
     assert s.next_queued() is None
     s.compacting = False
     assert s.next_queued() == "user" and s.next_queued() is None
+
+
+def _paged_tools(body: str, clip: int):
+    """A later-design inbox of one message #7 holding `body`, behind a host that clips each output at `clip`."""
+    from thatch_core import later
+    from thatch_core.prompts import chat_page_frame
+    calls = []
+
+    def tools(tool, args):
+        calls.append(dict(args))
+        if "message" not in args:
+            text = chat_inbox_frame([inbox_line("ba-sil-00001", "2026-01-05T09:00:31Z", later.clipped(body, 7), 7)])
+        else:
+            page, start, end = later.page_of(body, args["offset"])
+            text = chat_page_frame(later.page_head(7, "ba-sil-00001", start, end, len(body)), page,
+                                   later.page_tail(7, end, len(body)))
+        return Reply(True, text[:clip])
+
+    return tools, calls
+
+
+@pytest.mark.rules("R10")
+def test_the_reader_pages_until_the_whole_body_has_reached_it():
+    """R10 under the later design: a line the host cut, or one the read clipped, is paged from what reached
+    the reader; each page starts where the visible part of the last one ended, until the end is seen."""
+    body = "".join(f"{n:05d} " for n in range(900))  # 5,400 characters, every offset distinct
+    tools, calls = _paged_tools(body, clip=2000)
+    ReaderAgent(AgentSpec(kind="reader")).on_turn("wake", tools)
+    offsets = [c["offset"] for c in calls if "message" in c]
+    assert calls[0] == {} and len(offsets) >= 3 and offsets == sorted(set(offsets))
+    covered = offsets[0]  # the drain showed the body up to the first offset
+    for offset in offsets:
+        assert offset <= covered, "a page skipped characters nobody showed"
+        page = tools("thatch_chat_read", {"message": 7, "offset": offset}).text
+        shown = page.partition("===[ begin chat inbox ]===\n")[2]
+        covered = max(covered, offset + len(shown.partition("\n===[ end chat inbox ]===")[0]))
+    assert covered >= len(body)
+
+
+def test_the_reader_pages_nothing_when_every_line_arrived_whole():
+    tools = Tools(chat_inbox_frame([inbox_line("ba-sil-00001", "2026-01-05T09:00:31Z", "short", 3)]))
+    ReaderAgent(AgentSpec(kind="reader")).on_turn("wake", tools)
+    assert tools.calls == [("thatch_chat_read", {})]
