@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "docs" / "decisions"
 INDEX = ROOT / "docs" / "decisions.md"
 RECORD_HEADING = re.compile(r"^### (D-([a-z]+)(?:-[a-z]+)*-[A-Z]?\d+)$")
+# A decision written the old way, as a paragraph of its own: `D-x-N: ...` or `**D-x-N: headline.**`.
+UNHEADED = re.compile(r"^\**(D-[a-z]+(?:-[a-z]+)*-[A-Z]?\d+)\**[:.]")
 STATUS = re.compile(r"^Status: (accepted(?:; .+)?|superseded .+)$")
 HEADLINE_CHARS = 110
 
@@ -89,6 +91,10 @@ def records_of(path: Path) -> list[Record]:
         if not heading:
             if line.startswith("### D-"):
                 raise RecordError(f"{path.name}:{number + 1}: `{line}` is no record heading (### D-<prefix>-<n>)")
+            unheaded = UNHEADED.match(line)
+            if unheaded and (number == 0 or not lines[number - 1].strip()):
+                raise RecordError(f"{path.name}:{number + 1}: {unheaded.group(1)} opens a paragraph; write it as a "
+                                  f"record: `### {unheaded.group(1)}`, a blank line, `Status: accepted`")
             continue
         if heading.group(2) != path.stem:
             raise RecordError(f"{path.name}:{number + 1}: {heading.group(1)} belongs in {heading.group(2)}.md")

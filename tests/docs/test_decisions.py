@@ -62,6 +62,7 @@ def test_prose_is_wrapped(path):
         ("### D-store-1\n\nThe text.\n", "needs `Status: accepted`"),
         ("### D-mcp-1\n\nStatus: accepted\n\nThe text.\n", "D-mcp-1 belongs in mcp.md"),
         ("### D-store-1\n\nStatus: maybe\n\nThe text.\n", "needs `Status: accepted`"),
+        ("**D-store-2: a headline.** Status: in force. The text.\n", "D-store-2 opens a paragraph"),
     ],
 )
 def test_a_broken_record_is_refused_with_its_place(tmp_path, text, refusal):
