@@ -439,3 +439,8 @@ def texts_reference(texts: tuple[ShownText, ...] | list[ShownText] = SHOWN_TEXTS
             shows = (("   " + line).rstrip() for line in text.shows.splitlines())
             out += [f"-- {text.key}: {text.when}", *shows, ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+# A store error that another process's write caused, as it reaches a reply, a hook line or the poller's
+# log (P15): SQLite's own words for a lock it could not get ("database is locked", SQLITE_BUSY and
+# SQLITE_BUSY_SNAPSHOT, bun's error codes), whatever the system under test wraps them in.
+CONTENTION_ERROR_RE = re.compile(r"database is locked|database table is locked|SQLITE_BUSY|database is busy", re.I)

@@ -8,10 +8,13 @@ meets it within a few dozen small seeds (P6 or P7 fails).
 from __future__ import annotations
 
 import os
+import sqlite3
 
 import repo
-from thatch_core.db import immediate
+from thatch_core import clock
+from thatch_core.db import StoreBusy, immediate
 from thatch_core.store import ChatStore
+from thatch_core.types import BroadcastResult
 
 OVERRIDES = "explorekit:no_tombstone"
 TOMBSTONE_CHECKS = ("P6", "P7", "P11")  # P11: the reference model expects the tombstone row (R7)
@@ -36,6 +39,11 @@ def subprocess_env() -> dict:
     return env
 
 
+def deferred_broadcast() -> dict:
+    """`--overrides explorekit:deferred_broadcast`: the contention bug of the real broadcast."""
+    return {"store": DeferredBroadcastStore}
+
+
 def planted_seed() -> int:
     """The first small seed whose world meets the planted bug and stays short: no machine sleep
     and at most an hour of script. A week-long world (the 7-day TTL boundaries) meets it too,
@@ -51,3 +59,25 @@ def planted_seed() -> int:
         if not run_spec(gen.spec, settings, keep="never").ok:
             return seed
     raise AssertionError("no short small seed below 80 meets the planted bug")
+
+
+class DeferredBroadcastStore(ChatStore):
+    """A planted contention bug, the real thatch's broadcast shape (seed 002's `db.transaction`): a
+    deferred transaction reads the roster first and inserts after, so a write another process commits
+    in between makes its first insert fail at once (SQLITE_BUSY_SNAPSHOT), whatever the busy timeout."""
+
+    def broadcast(self, from_session, body, *, policy=None):
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            rows = conn.execute("SELECT session_id, name FROM chat_sessions WHERE session_id != ? ORDER BY name",
+                                (from_session,)).fetchall()
+            now = clock.iso()
+            ids = [conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at, via_broadcast)"
+                                " VALUES (?, ?, ?, ?, 1)", (from_session, sid, body, now)).lastrowid
+                   for sid, _ in rows]
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            conn.execute("ROLLBACK")
+            raise StoreBusy(f"database is locked by another process while broadcasting: {exc}") from exc
+        return BroadcastResult(ok=True, recipients=tuple(name for _, name in rows), message_ids=tuple(ids))

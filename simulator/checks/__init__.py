@@ -1,7 +1,7 @@
 """Judging one run from its history (JSONL events) and its final SQLite database.
 
-`check_all` is the one entry: the properties P1-P14 (registered by the
-delivery, liveness, messages, identity and later modules), the messaging policies'
+`check_all` is the one entry: the properties P1-P15 (registered by the
+delivery, liveness, messages, identity, later and contention modules), the messaging policies'
 promises Q1-Q3 (only where a process runs under a policy), the reach claims, the
 point and step-reply expectations, and one verdict per fault step.
 """
@@ -13,6 +13,7 @@ from typing import Any, Optional, Union
 
 from simulator.checks import delivery, identity, liveness, messages, model_rows  # noqa: F401 - importing registers P1-P11
 from simulator.checks import later  # noqa: F401 - importing registers P12-P14 (after P11)
+from simulator.checks import contention  # noqa: F401 - importing registers P15 (after P14)
 from simulator.checks.expectations import check_expectations
 from simulator.checks.outcome import expected_outcome
 from simulator.checks.faults import fault_verdicts

@@ -1,8 +1,10 @@
 """Fault verdicts: one per fault step, "pass" when it took effect, "not-reached" when it never did.
 
 An `interleave` step whose run call needed the lock its paused call held is
-"fail": a deadlock, naming both calls (`deadlock`); one whose call never
-reached its statement names how many statements the call ran (`pause-missed`).
+"skipped" as a DEADLOCK naming both calls (`deadlock`: the design serialised
+them, so the interleaving cannot happen there); one whose call never reached
+its statement is NOT REACHED naming how many statements the call ran
+(`pause-missed`).
 
 Judged from the history alone (the orchestrator records `fault-fired` when a
 fault takes effect and `fault-not-fired` at the end for one that never did),
@@ -51,11 +53,13 @@ def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdic
                                f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
                                (), [brief(fired[idx])]))
         elif idx in deadlocks:
+            # The design serialised the two calls (the run call waited for the lock): the interleaving
+            # asked for cannot happen there, which is no failure of the design (D-interleave-2).
             d = data_of(deadlocks[idx])
-            out.append(Verdict(f"fault#{idx}", title, "fail",
-                               f"{where} deadlocked: the paused call ({d.get('paused')}) holds the write lock "
-                               f"that a run call needs ({d.get('blocked')}); pause it outside its transaction, "
-                               "or run calls that only read", (), [brief(deadlocks[idx])]))
+            out.append(Verdict(f"fault#{idx}", title, "skipped",
+                               f"{where} DEADLOCK: the paused call ({d.get('paused')}) holds the write lock that a "
+                               f"run call needs ({d.get('blocked')}); the paused call finished first, then the run "
+                               "call: to interleave them, pause outside its transaction", (), [brief(deadlocks[idx])]))
         elif idx in missed:
             m = data_of(missed[idx])
             ran = (f"the longest of its {m.get('calls')} {m.get('call')} call(s) ran {m.get('longest')} "

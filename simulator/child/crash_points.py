@@ -477,14 +477,21 @@ def _actors(frame: Any) -> frozenset:
 
 def _outermost_call(method: Optional[str]) -> Any:
     """The outermost frame running store method `method` (a `thatch_core` module's function of
-    that name) on this thread's stack, or None: the call a statement belongs to."""
+    that name, or that method of a subclass of a `thatch_core` class: a test's planted store) on
+    this thread's stack, or None: the call a statement belongs to."""
     frame, found = sys._getframe(2), None
     while frame is not None:
-        code = frame.f_code
-        if code.co_name == method and str(frame.f_globals.get("__name__", "")).startswith(_STORE_MODULE):
+        if frame.f_code.co_name == method and _in_store(frame):
             found = frame
         frame = frame.f_back
     return found
+
+
+def _in_store(frame: Any) -> bool:
+    if str(frame.f_globals.get("__name__", "")).startswith(_STORE_MODULE):
+        return True
+    owner = frame.f_locals.get("self")
+    return owner is not None and any(c.__module__.startswith(_STORE_MODULE) for c in type(owner).__mro__)
 
 
 _SINGLETON: Optional[CrashPoints] = None

@@ -515,6 +515,8 @@ ACTION_STORE_CALLS: dict[str, tuple[str, ...]] = {
     "unregister": ("unregister",), "list": ("list_sessions", "unread_count"), "status": ("status",),
     "poll": ("heartbeat", "pending_notifications", "mark_delivered", "prune"),
 }
+# The calls of a poll cycle that name a hosted session among their arguments (a session's pause reaches them).
+POLL_SESSION_CALLS = ("heartbeat", "pending_notifications")
 # Agents whose turns call tools on their own: the store calls a woken one of each kind makes.
 AGENT_STORE_CALLS: dict[str, tuple[str, ...]] = {"reader": ("read",), "ping-pong": ("read", "send")}
 # Actions an interleaving may run while the paused call waits: one session's tool calls.

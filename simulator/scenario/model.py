@@ -336,7 +336,7 @@ Reach = Literal[
     "event-in-wake",
 ]
 
-PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14")
+PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14", "P15")
 # The messaging policies' promises (simulator/checks/policies.py), judged where a process runs under a policy;
 # never listed in `properties:`, but tallied and reported beside the P-ids.
 POLICY_PROMISE_IDS = ("Q1", "Q2", "Q3")

@@ -32,6 +32,7 @@ from simulator.scenario.errors import (
 )
 from simulator.scenario.expectation_keys import REQUIRED_KEYS, moments_of, window_of
 from simulator.scenario.fault_checks import fault_problems
+from simulator.scenario.interleave_checks import interleave_problems
 from simulator.scenario.policies import policy_problems
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
 from simulator.scenario.kinds import (
@@ -164,6 +165,8 @@ class _Checker:
         if action in ("resume", "restart", "start"):
             key = "into" if action == "restart" else "process"
             self.never_started(path + (key,), fields[key], action)
+        if action == "interleave":
+            self.interleave_refs(path, step.args)
         if action == "resume":
             self.resume_args(path, step)
             self.resumed_kind(path, fields["session"], fields["process"])
@@ -173,6 +176,17 @@ class _Checker:
             for key in ("from", "to"):
                 self.placeholders(path + (key,), fields.get(key))
         self.host_limits(path, step, fields)
+
+    def interleave_refs(self, path: KeyPath, args: Any) -> None:
+        """The labels inside an interleave step: its pause's and each run call's."""
+        self.session_ref(path + ("pause", "session"), args.pause.session)
+        self.process_ref(path + ("pause", "process"), args.pause.process)
+        for n, entry in enumerate(args.run):
+            action, call_args = entry.call()
+            fields = call_args.model_dump(by_alias=True)
+            for key in SESSION_ARG_KEYS:
+                self.session_ref(path + ("run", n, action, key), fields.get(key))
+            self.process_ref(path + ("run", n, action, "process"), fields.get("process"))
 
     def host_limits(self, path: KeyPath, step: Step, fields: dict[str, Any]) -> None:
         """A fault that needs a host trait (simulator/scenario/kinds.py) names a host that has it."""
@@ -516,5 +530,7 @@ def check_spec(spec: Scenario, *, positions: Optional[Positions] = None, file: s
     for path, problem, hint in fault_problems(spec):  # host steps and event streams exist on opencode only
         checker.error(path, problem, hint)
     for path, problem, hint in policy_problems(spec):  # messaging policies model opencode hosts
+        checker.error(path, problem, hint)
+    for path, problem, hint in interleave_problems(spec):  # a pause the run can reach, run calls it can run
         checker.error(path, problem, hint)
     return sorted(checker.errors, key=lambda e: e.line or 0)

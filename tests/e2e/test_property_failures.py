@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 import repo
+from explorekit import DeferredBroadcastStore
 from simulator.api import run_scenario
 from simulator.scenario.loader import load_file
 
@@ -399,6 +400,16 @@ def test_p13_a_clipping_host_hides_the_end_of_a_message_on_seed_000s_design(tmp_
 def test_p14_the_machinery_child_joins_the_directory_on_seed_000s_design(tmp_path):
     """The corpse rows: the plugin's extraction child, with no marker, auto-registers after a reload."""
     _incident_fails("machinery-corpse", "P14", tmp_path)
+
+
+@proves("P15")
+def test_p15_a_broadcast_that_reads_before_it_locks_fails_on_a_write_in_between(tmp_path):
+    """The real broadcast's shape: a deferred transaction's first insert after another process's commit
+    fails at once (SQLITE_BUSY_SNAPSHOT); thatch_core's BEGIN IMMEDIATE serialises the two calls."""
+    spec = load_file(repo.ROOT / "scenarios" / "races" / "broadcast-while-another-writes.yaml").spec
+    assert run_scenario(spec, run_dir=tmp_path / "real").ok
+    v = run_scenario(spec, run_dir=tmp_path / "broken", overrides={"store": DeferredBroadcastStore}).verdict("P15")
+    assert v.status == "fail" and "database is locked" in v.message and v.witness[0]["kind"] == "paused"
 
 
 def test_every_property_is_broken_once():

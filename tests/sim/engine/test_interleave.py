@@ -59,7 +59,7 @@ def test_the_same_seed_gives_the_same_interleaving_on_both_engines(tmp_path):
 
 
 @pytest.mark.rules("R12")
-def test_a_write_inside_a_paused_transaction_is_a_deadlock_verdict_naming_both_calls(tmp_path):
+def test_a_write_inside_a_paused_transaction_is_a_deadlock_verdict_naming_both_calls_never_a_hang(tmp_path):
     spec = _world([
         {"at": "1m", "interleave": {"pause": {"session": "alice", "call": "broadcast", "statement": 1,
                                               "when": "after"},
@@ -69,7 +69,7 @@ def test_a_write_inside_a_paused_transaction_is_a_deadlock_verdict_naming_both_c
     r = run_scenario(spec, run_dir=tmp_path, wall_timeout_s=60)
     assert r.error is None
     v = r.verdict("fault#0")
-    assert v.status == "fail"
+    assert v.status == "skipped" and "DEADLOCK" in v.message and r.ok
     assert "h1 broadcast statement 1 (after)" in v.message and "h2 send by bob: begin immediate" in v.message
     # the paused broadcast finished first, then the blocked send; neither failed
     results = [(e["proc"], e["data"]["ok"]) for e in r.events("tool-result") if e["t"] == 60_000]

@@ -133,10 +133,11 @@ def test_replicas_from_python_are_written_out_too():
 
 def test_properties_exclusion_checks_all_but_those_and_claims_none_one_by_one():
     spec = parse_scenario(WORLD + "properties: {exclude: [P8, P10]}\n", file="w.yaml").spec
-    assert spec.checked_properties() == ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P9", "P11", "P12", "P13", "P14")
+    assert spec.checked_properties() == ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P9", "P11", "P12", "P13", "P14",
+                                          "P15")
     assert not spec.lists_properties()
     assert parse_scenario(WORLD + "properties: [P1]\n", file="w.yaml").spec.lists_properties()
-    assert errors_of("properties: {exclude: [P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, P14]}\n") == [
+    assert errors_of("properties: {exclude: [P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, P14, P15]}\n") == [
         "w.yaml:18: properties.exclude: `exclude` lists every property, so nothing would be checked — "
         "exclude fewer, or list the few to check instead: properties: [P1, ...]"]
     assert errors_of("properties: {exclud: [P10]}\n") == [

@@ -28,7 +28,7 @@ processes:
 
 def test_include_judges_all_and_names_the_included():
     spec = parse_scenario(WORLD + "properties: {include: [P12, P14]}\n", file="w.yaml").spec
-    assert spec.checked_properties()[-3:] == ("P12", "P13", "P14")
+    assert spec.checked_properties()[-4:] == ("P12", "P13", "P14", "P15")
     assert spec.included_properties() == {"P12", "P14"} and not spec.lists_properties()
 
 

@@ -90,6 +90,17 @@ CASES = [
     ("per_hour_without_window.yaml", 10, BadValueError,
      "expect[0].wakes.per_hour: `per_hour` without `between` — add `between: [from, until]`: the stretch whose "
      "every rolling hour is judged"),
+    # An interleaving the run could never carry out (D-interleave-1):
+    ("pause_call_never_made.yaml", 12, CrossReferenceError,
+     "steps[0].interleave.pause.call: session `alice` never makes a broadcast call after this step — pause a call "
+     "it makes (heartbeat, pending_notifications, send), or add a step that makes a broadcast call at or after "
+     "this one"),
+    ("pause_in_exited_process.yaml", 14, CrossReferenceError,
+     "steps[1].interleave.pause.session: a pause in `h2`, which has exited by then (steps[0] kill) — move the "
+     "interleave step before the process ends, or name a session of a running process"),
+    ("interleave_run_in_paused_process.yaml", 14, CrossReferenceError,
+     "steps[0].interleave.run[0].read: a run call from `h1`, the process whose call pauses — run calls of sessions "
+     "hosted by other processes: the paused process cannot serve one while it waits"),
     # `at` and `between` swapped: the fix says where the key goes
     ("between_beside_expectation.yaml", 11, UnknownKeyError,
      "expect[0].between: unknown key `between` — move `between` inside the expectation, into its body: "
@@ -191,10 +202,10 @@ def test_union_field_gets_one_message():
                                "`all`, a list of P-ids, or `{exclude: [P-ids]}` (all but those); "
                                "`{include: [P-ids]}`: all, those judged on any design")
     with pytest.raises(BadValueError) as info:
-        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P15]"), file="u.yaml")
-    assert str(info.value) == ("u.yaml:3: properties[1]: 'P15' is not a property id "
+        parse_scenario(VALID.replace("rules: [R9]", "properties: [P1, P16]"), file="u.yaml")
+    assert str(info.value) == ("u.yaml:3: properties[1]: 'P16' is not a property id "
                                "— write `all` or a list of P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, "
-                               "P14")
+                               "P14, P15")
 
 
 def test_pattern_and_type_errors_say_what_to_write():
