@@ -164,7 +164,7 @@ class ScenarioItem(pytest.Item):
         shutil.rmtree(run_dir, ignore_errors=True)
 
     def keep_run(self, result: RunResult, settings: Settings) -> Optional[Path]:
-        if settings.report == "never" or (settings.report == "failed" and result.ok):
+        if settings.report == "never" or (settings.report == "failed" and result.ok) or settings.report_dir is None:
             return None
         name = f"{self.spec.name}.seed-{self.seed}" if settings.repeat > 1 else self.spec.name
         out = settings.report_dir / name

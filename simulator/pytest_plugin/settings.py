@@ -29,7 +29,7 @@ class Settings:
     seed: Optional[int]           # None: each scenario's own `seed:`
     repeat: int                   # seeds per scenario, from `seed`
     report: str                   # always | failed | never
-    report_dir: Path              # kept runs go to report_dir/<scenario>/
+    report_dir: Optional[Path]    # kept runs go to report_dir/<scenario>/ (None: only the named run dir is kept)
     timeout_s: float              # wall-clock budget of one run
     include: tuple[str, ...] = ()  # properties judged on any design (`--sim-include-properties`)
 
@@ -77,12 +77,17 @@ def _report_mode(config: pytest.Config) -> str:
     return mode
 
 
-def _report_dir(config: pytest.Config) -> Path:
+def _report_dir(config: pytest.Config) -> Optional[Path]:
+    """Where kept runs are copied: the option, the ini key, else reports/runs of the project (the
+    rootdir of an ini file). A `pytest FILE` outside any project has none, so nothing is written
+    into the working directory: the failure names the run directory it kept."""
     given = config.getoption("sim_report_dir")
     if given:
         return config.invocation_params.dir / given
     ini = config.getini("sim_report_dir").strip()
-    return _ini_base(config) / ini if ini else config.rootpath / DEFAULT_REPORT_DIR
+    if ini:
+        return _ini_base(config) / ini
+    return config.rootpath / DEFAULT_REPORT_DIR if config.inipath else None
 
 
 def _timeout(config: pytest.Config) -> float:

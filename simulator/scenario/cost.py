@@ -29,6 +29,8 @@ MB_PER_OS_PROCESS = 11
 MB_BASE = 100  # the orchestrator and whatever runs it (pytest, the CLI)
 DISPATCHES_PER_STEP = 4  # a step, the turn it starts, its tool calls and their replies
 DEFAULT_WALL_BUDGET_S = 120.0  # the default wall-clock budget of one run (`--sim-timeout`)
+# docs/authoring-scenarios.md, "Before you commit a scenario": a scenario should run in about this much wall time.
+GUIDE_WALL_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,11 @@ def cost_warnings(spec: Scenario, *, available_mb: Optional[int] = None,
                    f"(~{cost.wall_s:.0f} s at ~{US_PER_DISPATCH} us each), "
                    f"over the {wall_budget_s:.0f} s wall-clock budget of a run — shorten duration or drain, raise "
                    "poll_interval, or give the run a larger budget (--sim-timeout)")
+    elif cost.wall_s > GUIDE_WALL_S:
+        out.append(f"a run makes about {cost.dispatches} dispatches (~{cost.wall_s:.0f} s at ~{US_PER_DISPATCH} us "
+                   f"each, more on a loaded machine), over the guide's ~{GUIDE_WALL_S:.0f} s for a scenario — let "
+                   "the machine `sleep:` through idle stretches (nothing polls while it sleeps), shorten duration "
+                   "or drain, or raise poll_interval")
     return out
 
 

@@ -37,7 +37,7 @@ from simulator.scenario.errors import (  # re-exported: the loader is where auth
 )
 from simulator.scenario import replicas
 from simulator.scenario.labels import LABEL_PATTERN
-from simulator.scenario.model import Scenario
+from simulator.scenario.model import Agent, Process, Scenario, Session
 from simulator.scenario.positions import LoadedScenario, Positions, node_mark, record_positions
 from simulator.scenario.validate import check
 
@@ -325,13 +325,30 @@ def convert_errors(exc: ValidationError, data: dict, pos: Positions, file: str) 
     return sorted(kept, key=lambda e: (e.line or 0, format_key_path(e.key_path)))
 
 
+# The nested objects an author most often mixes up: where a key of each lives (a key on the wrong one
+# gets "it belongs on the process" rather than a list of the keys the wrong object takes).
+_PLACES: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("the scenario (top level)", Scenario), ("the process (`processes[i]`)", Process),
+    ("the session (`processes[i].sessions[j]`)", Session), ("the agent (`processes[i].sessions[j].agent`)", Agent),
+)
+
+
+def _proper_place(key: str, path: KeyPath) -> Optional[str]:
+    """Where `key` belongs when it is a key of another of the nested objects than the one it is on."""
+    here = _model_at(path[:-1])
+    for where, model in _PLACES:
+        if model is not here and key in _fields_by_key(model):
+            return f"`{key}` belongs on {where}: move it there"
+    return None
+
+
 def _one_error(err: dict, path: KeyPath, file: str, pos: Positions) -> ScenarioError:
     kind = err["type"]
     if kind == "extra_forbidden" and path:
         key = str(path[-1])
         model = _model_at(path[:-1])
         allowed = list(_fields_by_key(model)) if model else []
-        hint = did_you_mean(key, allowed) or f"write one of: {', '.join(allowed)}"
+        hint = did_you_mean(key, allowed) or _proper_place(key, path) or f"write one of: {', '.join(allowed)}"
         if key == "between" and len(path) == 3 and path[0] == "expect":  # beside the body, where `at` goes
             hint = ("move `between` inside the expectation, into its body: `<kind>: {..., between: [from, until]}` "
                     "(`at` is the key that goes beside it)")

@@ -411,3 +411,17 @@ def test_the_plugin_uses_no_private_pytest_api():
                for line, name in _private_names(ast.parse(path.read_text(encoding="utf-8")))
                if name.startswith("_") and not name.startswith("__")]
     assert private == []
+
+
+def test_a_failing_file_outside_any_project_writes_nothing_into_the_working_directory(sim):
+    """`pytest FILE` with no ini file: the failure names the run directory it kept, and no reports/runs/
+    appears where the command ran (the option or ini key still chooses a place)."""
+    (sim.path / "tox.ini").unlink()
+    sim.write("stories/fail.yaml", "lonely-fail")
+    result = sim.run("stories/fail.yaml", "--rootdir", str(sim.path))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["run dir: *"])
+    result.stdout.no_fnmatch_line("report: *")
+    assert not (sim.path / "reports").exists()
+    result = sim.run("stories/fail.yaml", "--rootdir", str(sim.path), "--sim-report-dir", "kept")
+    assert (sim.path / "kept" / "lonely-fail" / "history.jsonl").exists()

@@ -84,3 +84,12 @@ def test_warn_if_costly_writes_one_line_per_warning(monkeypatch):
     out = io.StringIO()
     cost.warn_if_costly(loaded, out)
     assert out.getvalue().startswith("x.yaml:3: warning: a run makes about ") and out.getvalue().count("\n") == 1
+
+
+def test_a_week_awake_is_over_the_guides_figure_and_the_warning_says_how_to_shorten_it():
+    """A 7-day story of two pollers costs far more than the guide's ~3 s; sleeping through it does not."""
+    week = "name: w\nduration: 7d\nprocesses:\n  - id: h1\n  - id: h2\n"
+    (warning,) = cost.cost_warnings(spec_of(week), available_mb=64_000)
+    assert "over the guide's ~3 s for a scenario — let the machine `sleep:` through idle stretches" in warning
+    asleep = week + "steps:\n  - {at: 1m, sleep: {for: 6d23h}}\n"
+    assert cost.cost_warnings(spec_of(asleep), available_mb=64_000) == []

@@ -263,3 +263,56 @@ def test_expectation_bodies_take_only_the_keys_they_read():
         "between",
         "w.yaml:19: expect[4].registered.is: 'true' is not allowed here — write true or false",
     ]
+
+
+@pytest.mark.rules("R31")
+def test_replies_name_a_step_that_records_replies_and_host_ids_sit_on_mcp_sessions():
+    """R31: `replies.step` is an index or a step's name, of a step that records replies (a retry fault
+    does); `expect:` on a retry points there. `host_id` belongs to claude-code / cursor sessions, once each."""
+    assert errors_of("""\
+        steps:
+          - {at: 1m, name: hello, send: {from: alice, to: bob}}
+          - at: 2m
+            name: again
+            retry: {session: alice, tool: send}
+            expect: {ok: true}
+          - {at: 3m, name: gone, delete: {session: bob}}
+        expect:
+          - replies: {step: hello, ok: true}
+          - replies: {step: again, count: 1}
+          - replies: {step: helo, ok: true}
+          - replies: {step: 7, ok: true}
+          - replies: {step: gone, ok: true}
+        """) == [
+        "w.yaml:19: steps[1].expect: `expect:` on a `retry` fault, which repeats a call of another step — check "
+        "the repeated calls' replies with a point expectation under the top-level `expect:`: `- replies: {step: "
+        "<this step's index or name>, contains: ...}`",
+        "w.yaml:24: expect[2].replies.step: no step is named `helo` — did you mean `hello`? (defined step names: "
+        "hello, again, gone)",
+        "w.yaml:25: expect[3].replies.step: there is no step 7 (the scenario has 3 steps) — write an index from 0 "
+        "to 2, or a step's `name:`",
+        "w.yaml:26: expect[4].replies.step: step 2 is a `delete` step, which records no reply — name a tool or CLI "
+        "step (send, broadcast, read, register, unregister, list, status, cli_list, cli_tail, approve, decline) or "
+        "a `retry` fault",
+    ]
+    world = WORLD.replace("      - id: carol\n", "      - id: carol\n        host_id: ABC-123\n      - id: cal\n"
+                          "        host_id: ABC-123\n").replace("      - id: bob\n", "      - id: bob\n"
+                                                               "        host_id: x\n")
+    assert errors_of("", world) == [
+        "w.yaml:8: processes[0].sessions[1].host_id: `host_id` on bob, a session of an opencode process — "
+        "claude-code or cursor hosts have host session ids; drop it here, or move the session to such a process",
+        "w.yaml:15: processes[1].sessions[1].host_id: cal has the host id 'ABC-123' of carol — give each session "
+        "its own host id (one conversation is one session; a fork's `host_id` changes a session's id later)",
+    ]
+
+
+def test_a_key_on_the_wrong_object_names_its_place():
+    """`clip:` on a session, `turn:` on a process: the hint says which object takes the key."""
+    world = WORLD.replace("      - id: alice\n", "      - id: alice\n        clip: 2000\n").replace(
+        "  - id: h2\n", "  - id: h2\n    turn: 10s\n")
+    assert errors_of("", world) == [
+        "w.yaml:7: processes[0].sessions[0].clip: unknown key `clip` — `clip` belongs on the process "
+        "(`processes[i]`): move it there",
+        "w.yaml:14: processes[2].turn: unknown key `turn` — `turn` belongs on the agent "
+        "(`processes[i].sessions[j].agent`): move it there",
+    ]
