@@ -22,7 +22,7 @@ guard, as for every pipe wait.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from simulator.clock import VirtualClock
 from simulator.engine.dispatch_log import DispatchLog
@@ -32,7 +32,7 @@ from simulator.events import DEADLOCK, INTERLEAVE_RUN
 from simulator.protocol import (
     LOCK_HELD_BY, OP_ACT, OP_ARM_CRASH, OP_POLL, OP_RESUME, Command, Held, Reply, act_args, send_msg,
 )
-from simulator.scenario.kinds import HOSTS, STEPS, InterleaveArgs
+from simulator.scenario.kinds import HOSTS, STEPS, InterleaveArgs, ResumeArgs
 from simulator.scenario.model import Scenario
 
 
@@ -74,9 +74,10 @@ class _Paused:
 class Interleaver:
     """Arms pauses and serves the processes that stop inside a store call."""
 
-    def __init__(self, run: InterleaveRun, waiter: Waiter) -> None:
+    def __init__(self, run: InterleaveRun, waiter: Waiter, resume: Callable[[int, ResumeArgs], None]) -> None:
         self.run = run
         self.waiter = waiter
+        self.resume = resume   # starts a resumed process as the `resume` fault does, firing no step
         self.paused: Optional[_Paused] = None
 
     def arm(self, t: int, idx: int, d: int, args: InterleaveArgs) -> None:
@@ -117,36 +118,44 @@ class Interleaver:
         t = run.clock.now
         for entry in run.spec.steps[paused.step].args.run:
             action, args = entry.call()
-            command, why = self._command(action, args, paused.live)
+            target, command, why = self._command(action, args, paused)
             d = run.log.next_dispatch()
-            data: dict[str, Any] = {"step": paused.step, "action": action,
-                                    "target": command.live.label if command else None}
+            data: dict[str, Any] = {"step": paused.step, "action": action, "target": target}
             if why:
                 data["skipped"] = why
             run.log.record(INTERLEAVE_RUN, **data)
-            if command is None:
+            if why:
+                continue
+            if action == "resume":
+                self.resume(t, args)
                 continue
             if paused.detail.get("holds_lock") and not paused.resumed:
                 command = command._replace(args={**command.args, LOCK_HELD_BY: paused.describe()})
             run.exchange(t, d, [command])
 
-    def _command(self, action: str, args: Any, paused: Live) -> tuple[Optional[ProcessCommand], Optional[str]]:
-        """The command for one `run` call, or None and why it cannot run."""
+    def _command(self, action: str, args: Any, paused: _Paused) -> tuple[Optional[str], Any, Optional[str]]:
+        """(the process a `run` call goes to, its command, why it cannot run or None)."""
         run = self.run
+        if action == "resume":
+            if run.processes.alive(args.process) is not None:
+                return args.process, None, f"{args.process} is already running"
+            if paused.detail.get("holds_lock") and not paused.resumed:
+                return args.process, None, "the paused call holds the write lock its registration needs"
+            return args.process, None, None
         if action == "poll":
             live = run.processes.alive(args.process)
             if live is None or not HOSTS[live.kind].polls:
-                return None, f"{args.process} is not a running polling process"
-            session, command = None, ProcessCommand(live, OP_POLL, None, {})
+                return args.process, None, f"{args.process} is not a running polling process"
+            command = ProcessCommand(live, OP_POLL, None, {})
         else:
             session = STEPS[action].actor(args)
             live = run.processes.alive(run.hosting.get(session))
             if live is None:
-                return None, f"session {session!r} has no running host process"
+                return None, None, f"session {session!r} has no running host process"
             command = ProcessCommand(live, OP_ACT, session, act_args(action, args))
-        if live is paused:
-            return None, f"{live.label} is the paused process"
-        return command, None
+        if live is paused.live:
+            return live.label, None, f"{live.label} is the paused process"
+        return live.label, command, None
 
     def _deadlock(self, blocked: Live, cmd: Command, held: Held) -> None:
         """A run call needs the write lock the paused call holds: record it, let the paused call

@@ -58,7 +58,7 @@ from simulator.events import (
 )
 from simulator.history import merge, read_events
 from simulator.protocol import OP_ACT, OP_POLL, OP_START, Reply, act_args
-from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, InterleaveArgs, ProcessArg
+from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, InterleaveArgs, ProcessArg, ResumeArgs
 from simulator.scenario.model import Scenario
 from simulator.scenario.model import Step as ScenarioStep
 
@@ -126,7 +126,7 @@ class Orchestrator:
         self.dispatcher = Dispatcher(self.processes, self.agenda, self.log, self.clock, faults=self.faults,
                                      fired=self.fired, busy_timeout_ms=self.world.busy_timeout_ms,
                                      scenario=spec.name, seed=self.seed, wall_timeout_s=wall_timeout_s)
-        self.interleaver = Interleaver(self, self.dispatcher)
+        self.interleaver = Interleaver(self, self.dispatcher, self._resume_within)
         self.dispatcher.held = self.interleaver.held
         self.observer = Observer(spec, self.world, self.log, self.dispatcher.exchange, self.running_host,
                                  self.processes.guard)
@@ -189,6 +189,10 @@ class Orchestrator:
     def arm_pause(self, t: int, idx: int, d: int, args: InterleaveArgs) -> None:
         """An `interleave` step (a FaultEngine's): the interleaver arms its pause."""
         self.interleaver.arm(t, idx, d, args)
+
+    def _resume_within(self, t: int, args: ResumeArgs) -> None:
+        """A resume among an interleaving's run calls: the `resume` fault's start, firing no step of its own."""
+        faults.FAULTS["resume"](_FiringNothing(self), t, -1, self.log.dispatch, args)
 
     # -- setup, agenda --------------------------------------------------------
 
@@ -460,6 +464,19 @@ class Orchestrator:
         if self.windows is not None:
             self.windows.remap_history(self.run_dir)
         return merge(self.run_dir, self.world.proc_order())
+
+
+class _FiringNothing:
+    """The orchestrator as a fault handler sees it, except that nothing it does fires a step."""
+
+    def __init__(self, orch: Orchestrator) -> None:
+        self._orch = orch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._orch, name)
+
+    def fired(self, idx: int, detail: Any) -> None:
+        pass
 
 
 def _start_step(orch: Orchestrator, t: int, idx: int, args: ProcessArg) -> None:

@@ -576,9 +576,12 @@ class _OneCall(Strict):
 
 
 # run entry key -> its attribute (a trailing `_` where the key shadows a Python name, as in `Step`)
-_CALL_ATTRS = {key: key + "_" if key in ("register", "list") else key for key in (*INTERLEAVE_ACTIONS, "poll")}
+_CALL_ATTRS = {key: key + "_" if key in ("register", "list") else key
+               for key in (*INTERLEAVE_ACTIONS, "poll", "resume")}
 _CALL_ARGS = {**{k.key: (k.args, k.description) for k in _ACTIONS if k.key in INTERLEAVE_ACTIONS},
-              "poll": (PollArgs, "One poll cycle of a polling process.")}
+              "poll": (PollArgs, "One poll cycle of a polling process."),
+              "resume": (ResumeArgs, "A session resumed in a new process (as the `resume` fault): its start runs "
+                                     "to completion, registration included.")}
 InterleaveCall = create_model(
     "InterleaveCall", __base__=_OneCall, __doc__=_OneCall.__doc__, __module__=__name__,
     **{attr: (Optional[_CALL_ARGS[key][0]],
@@ -593,7 +596,8 @@ class InterleaveArgs(Strict):
     pause: PauseArgs = Field(..., description="The store call that stops, and where.")
     run: list[InterleaveCall] = Field(  # type: ignore[valid-type]
         ..., min_length=1, description="The calls that run to completion, in order, in other processes while it "
-                                       "waits (session tool calls: send, broadcast, read, ...; `poll: {process}`).")
+                                       "waits (session tool calls: send, broadcast, read, ...; `poll: {process}`; "
+                                       "`resume: {session, process}`).")
 
     @property
     def process(self) -> Optional[str]:

@@ -186,7 +186,8 @@ class _Checker:
             fields = call_args.model_dump(by_alias=True)
             for key in SESSION_ARG_KEYS:
                 self.session_ref(path + ("run", n, action, key), fields.get(key))
-            self.process_ref(path + ("run", n, action, "process"), fields.get("process"))
+            if self.process_ref(path + ("run", n, action, "process"), fields.get("process")) and action == "resume":
+                self.never_started(path + ("run", n, action, "process"), fields["process"], action)
 
     def host_limits(self, path: KeyPath, step: Step, fields: dict[str, Any]) -> None:
         """A fault that needs a host trait (simulator/scenario/kinds.py) names a host that has it."""

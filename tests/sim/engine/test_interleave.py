@@ -97,4 +97,4 @@ def test_a_run_call_whose_session_is_in_the_paused_process_is_skipped_with_why(t
     r = run_scenario(spec, run_dir=tmp_path, check=False)
     runs = [e["data"] for e in r.events("interleave-run")]
     assert runs == [{"step": 0, "action": "poll", "target": "h1"},
-                    {"step": 0, "action": "status", "target": None, "skipped": "h2 is the paused process"}]
+                    {"step": 0, "action": "status", "target": "h2", "skipped": "h2 is the paused process"}]
