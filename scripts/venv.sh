@@ -40,8 +40,8 @@ venv_fingerprint() {
 
 venv_usable || venv_create
 if [[ "$(cat "$VENV/.thatch-installed" 2>/dev/null)" != "$(venv_fingerprint)" ]]; then
-    echo "setup: installing this checkout into $VENV (pip install -e '.[test]')" >&2
-    PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install -q -e '.[test]'
+    echo "setup: installing this checkout into $VENV (pip install -e '.[test,real]')" >&2
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install -q -e '.[test,real]'
     venv_fingerprint > "$VENV/.thatch-installed"
 fi
 export VIRTUAL_ENV="$PWD/$VENV"

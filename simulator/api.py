@@ -19,6 +19,7 @@ from simulator.checks.faults import fault_verdicts
 from simulator.engine.orchestrator import Orchestrator, SystemUnderTest
 from simulator.result import RunResult
 from simulator.scenario.model import Scenario
+from simulator.sut import CORE, Sut
 
 
 # The one place the simulator binds the code under test: the fake hosts drive thatch_core.
@@ -27,28 +28,30 @@ from simulator.scenario.model import Scenario
 HARNESS = "simulator.harness"
 
 
-def code_under_test() -> SystemUnderTest:
-    """The fake hosts and the database they share, loaded on first use."""
+def code_under_test(sut: Sut = CORE) -> SystemUnderTest:
+    """The fake hosts and the database they share, loaded on first use, driving `sut`
+    (thatch_core, or a checkout each harness process serves by a bun sidecar)."""
     harness = importlib.import_module(HARNESS)
     support = importlib.import_module(f"{HARNESS}.support")
-    return SystemUnderTest(make_harness=harness.make_harness, create_database=support.create_database)
+    return SystemUnderTest(make_harness=harness.make_harness, create_database=support.create_database, sut=sut)
 
 
 def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, wall_timeout_s: float = 120,
                  overrides: Optional[dict] = None, sample_interval_ms: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None, check: bool = True,
-                 engine: Optional[str] = None) -> RunResult:
+                 engine: Optional[str] = None, sut: Sut = CORE) -> RunResult:
     """Run `spec` in `run_dir` (created if needed) and return its verdicts and history.
 
     `seed` overrides `spec.seed`; `overrides` are test injections passed to
     every HarnessContext (`{"store": ..., "poller": ..., "harness": ...}`);
-    `engine` is "lockstep" or "windowed" (default: $THATCH_SIM_ENGINE, else windowed).
+    `engine` is "lockstep" or "windowed" (default: $THATCH_SIM_ENGINE, else windowed); `sut` the
+    system under test (simulator.sut: thatch_core by default, or a thatch checkout).
     Raises `SimulationTimeout` when the wall guard fires (children killed).
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    orch = Orchestrator(spec, run_dir, code_under_test(), seed=seed, wall_timeout_s=wall_timeout_s, overrides=overrides,
+    orch = Orchestrator(spec, run_dir, code_under_test(sut), seed=seed, wall_timeout_s=wall_timeout_s, overrides=overrides,
                         sample_interval_ms=sample_interval_ms, progress=progress, engine=engine)
     outcome = orch.run()
     wall = time.monotonic() - started
@@ -65,4 +68,4 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
     return RunResult(
         scenario=spec.name, seed=orch.seed, run_dir=run_dir, db_path=orch.world.db_path,
         history_path=run_dir / "history.jsonl", history=outcome.history, verdicts=verdicts, wall_s=wall,
-        virtual_ms=outcome.virtual_ms, dispatches=outcome.dispatches, error=error)
+        virtual_ms=outcome.virtual_ms, dispatches=outcome.dispatches, error=error, sut=sut.name)

@@ -159,6 +159,8 @@ class HarnessContext:
     # label -> the title a `title` step gave it earlier in the run: the host's own store keeps a
     # session's title, so a restarted daemon or a resume shows the retitled session as retitled
     titles: dict[str, str] = field(default_factory=dict)
+    # The system under test: None for thatch_core, else a thatch checkout served by a bun sidecar
+    checkout: Optional[Path] = None
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)

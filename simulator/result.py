@@ -45,6 +45,7 @@ class RunResult:
     virtual_ms: int = 0
     dispatches: int = 0
     error: Optional[str] = None      # a harness/engine error that stopped the run
+    sut: str = "thatch-core"         # the system under test's name (simulator.sut.Sut.name)
 
     @property
     def ok(self) -> bool:

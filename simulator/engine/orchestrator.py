@@ -61,6 +61,7 @@ from simulator.protocol import OP_ACT, OP_POLL, OP_START, Reply, act_args
 from simulator.scenario.kinds import HARNESS, HOSTS, MACHINE, PROCESS, InterleaveArgs, ProcessArg, ResumeArgs
 from simulator.scenario.model import Scenario
 from simulator.scenario.model import Step as ScenarioStep
+from simulator.sut import CORE, Sut
 
 STOP_GRACE_S = 2.0
 LOCK_BUSY_TIMEOUT_MS = 20  # short: a writer meeting the held lock fails fast (StoreBusy) instead of stalling the run
@@ -96,6 +97,7 @@ class SystemUnderTest:
 
     make_harness: Callable[..., Any]            # (ctx, recorder) -> harness, inside the fork
     create_database: Callable[[Path], None]     # schema and migrations, then closed
+    sut: Sut = CORE                             # thatch_core, or the checkout each harness serves by sidecar
 
 
 class Orchestrator:
@@ -114,7 +116,7 @@ class Orchestrator:
         self.run_dir = Path(run_dir)
         has_lock = any(s.action == "lock" for s in spec.steps)
         self.world = World(spec, self.run_dir, self.seed, dict(overrides or {}),
-                           busy_timeout_ms or (LOCK_BUSY_TIMEOUT_MS if has_lock else 5000))
+                           busy_timeout_ms or (LOCK_BUSY_TIMEOUT_MS if has_lock else 5000), system.sut.checkout)
         self.clock = vclock.VirtualClock()
         self.log = DispatchLog(self.clock)
         self.agenda = Agenda()

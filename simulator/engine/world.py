@@ -67,6 +67,7 @@ class World:
     seed: int
     overrides: dict[str, Any] = field(default_factory=dict)
     busy_timeout_ms: int = 5000
+    checkout: Optional[Path] = None     # the system under test: None for thatch_core
 
     def __post_init__(self) -> None:
         self.run_dir = Path(self.run_dir)
@@ -177,6 +178,6 @@ class World:
             transcripts_dir=self.transcripts_dir, startup=startup,
             directory_sessions=list(directory_sessions or []), rehost_grace_ms=rehost_grace_ms,
             overrides=dict(self.overrides), names_by_label=self.names_by_label(),
-            events=pw.spec.events, clip=pw.spec.clip)
+            events=pw.spec.events, clip=pw.spec.clip, checkout=self.checkout)
         pw.incarnations += 1
         return ctx

@@ -41,7 +41,9 @@ from thatch_core.mcp import mcp_session_id
 from simulator.design import CHAT_ID_PREFIXES, MAX_CONTINUATION_HOPS, TRANSCRIPT_SUFFIX, continued_in_target
 from simulator.events import PRUNE, READY, STATUS, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START
 from simulator.harness.agents import Agent, TurnState, make_agent
-from simulator.harness.support import cli_output, first_name, make_store, open_connection, write_config
+from simulator.harness.support import (
+    cli_output, close_store, first_name, make_store, open_connection, write_config,
+)
 from simulator.scenario.fields import expand_body
 from simulator.scenario.kinds import (
     HOSTS, STEPS, BroadcastArgs, CliListArgs, CliTailArgs, ConfigArgs, PromptArgs, ReadArgs, SendArgs, SessionArg,
@@ -579,6 +581,8 @@ class Harness:
             return
         self.closed = True
         self.release()
+        if self.store is not None:
+            close_store(self.store)
         if self.conn is not None:
             self.conn.close()
             self.conn = None

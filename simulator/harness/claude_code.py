@@ -52,7 +52,9 @@ from simulator.harness.hostio import (
 from simulator.harness.mcp_client import McpClient
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.protocol import SessionInfo
-from simulator.harness.support import cli_output, first_name, make_store, open_connection, registered_name
+from simulator.harness.support import (
+    cli_output, close_store, first_name, make_store, open_connection, registered_name,
+)
 from simulator.scenario.kinds import CLAUDE_CODE, PromptArgs, SessionArg
 
 CRASHED_TEXT = "MCP server error: the thatch MCP server process exited unexpectedly."
@@ -146,9 +148,13 @@ class ClaudeCodeHarness(Harness):
 
         def body():
             conn = open_connection(ctx)
+            store = None
             try:
-                return fn(make_store(ctx, conn, random.Random(seed)))
+                store = make_store(ctx, conn, random.Random(seed))
+                return fn(store)
             finally:
+                if store is not None:
+                    close_store(store)
                 conn.close()
 
         return run_in_child(body, recorder=self.recorder, session=label)

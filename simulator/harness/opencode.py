@@ -41,12 +41,13 @@ from simulator.events import ECHO, POLL, REGISTERED, STORE_ERROR, TOOL_CALL, TOO
 from simulator.design import MACHINERY_TITLE, WAKE_NUDGE_RE
 from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
+from simulator.harness.sidecar import SidecarPoller
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
 from simulator.scenario.kinds import OPENCODE, PromptArgs, ReviewArgs, SessionArg, TitleArgs
 
 _NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
 _LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: "
-                          r"(?P<error>(?:Store|OperationalError|DatabaseError).*)$", re.S)
+                          r"(?P<error>(?:Store|OperationalError|DatabaseError|SQLiteError).*)$", re.S)
 
 
 def parse_nudge(text: str) -> tuple[list[str], int]:
@@ -149,6 +150,8 @@ class OpencodeHarness(Harness):
         overrides = ctx.overrides or {}
         runtime_cls = overrides.get("runtime") or OpencodeRuntime
         extra = {"poller_factory": overrides["poller"]} if overrides.get("poller") else {}
+        if ctx.checkout is not None:
+            extra = {"poller_factory": SidecarPoller}  # the checkout's own poller, beside its store
         return runtime_cls(
             self.store, self.client,
             directory=str(ctx.directory), project=ctx.project,

@@ -19,6 +19,7 @@ from thatch_core.store import ChatStore
 
 from simulator.child.crash_points import crash_points
 from simulator.design import REGISTERED_RE
+from simulator.harness.sidecar import SidecarStore, sidecar_stderr_path
 from simulator.protocol import HarnessContext
 from simulator.scenario.durations import parse_duration
 
@@ -42,9 +43,20 @@ def open_connection(ctx: HarnessContext):
 
 
 def make_store(ctx: HarnessContext, conn, rng: random.Random):
-    """The ChatStore (or the test's broken variant from ctx.overrides["store"])."""
+    """The ChatStore (or the test's broken variant from ctx.overrides["store"]); on a checkout,
+    the checkout's own ChatStore in a bun sidecar of this process (simulator/harness/sidecar.py)."""
+    if ctx.checkout is not None:
+        return SidecarStore(ctx.checkout, ctx.db_path, busy_timeout_ms=ctx.busy_timeout_ms,
+                            seed=rng.getrandbits(32), stderr_path=sidecar_stderr_path(ctx.workdir))
     factory = (ctx.overrides or {}).get("store") or ChatStore
     return factory(conn, rng=rng)
+
+
+def close_store(store) -> None:
+    """End what the store holds besides its connection (a checkout's sidecar)."""
+    closer = getattr(store, "close", None)
+    if callable(closer):
+        closer()
 
 
 def write_config(path, *, enabled: Optional[bool] = None, auto_register: Optional[bool] = None) -> dict:

@@ -23,13 +23,15 @@ MAX_FUNCTION_LINES = 60
 # The leaf vocabulary (clock, protocol, history, events, result, design) is open to all.
 LEAVES = {"clock", "protocol", "history", "events", "result", "design"}
 ALLOWED = {
-    "scenario": set(),
+    "scenario": {"sut"},
     "child": set(),
-    "harness": {"child", "scenario"},
-    "engine": {"child", "scenario"},
-    "checks": {"scenario"},
-    "report": {"scenario"},
-    "explore": {"scenario", "api"},
+    # the system under test's naming, bun and capabilities (no thatch_core in it)
+    "sut": set(),
+    "harness": {"child", "scenario", "sut"},
+    "engine": {"child", "scenario", "sut"},
+    "checks": {"scenario", "sut"},
+    "report": {"scenario", "sut"},
+    "explore": {"scenario", "api", "sut"},
 }
 # The one part that drives thatch_core: the fake hosts run its runtime, tools and hooks. Every
 # other part judges it or builds its world, and states the design itself (simulator/design.py),

@@ -1,0 +1,393 @@
+"""A thatch checkout's ChatStore and ChatPoller behind thatch_core's store and poller interface.
+
+When a run's system under test is a checkout (simulator/sut), every harness
+process (and every hook and MCP child of a Claude Code or Cursor host) that
+opens the store starts one bun sidecar (simulator/sut/sidecar.ts) serving the
+checkout's own `ChatStore` and `ChatPoller`. `SidecarStore` and
+`SidecarPoller` speak thatch_core's interface to the host layers above them
+(runtime, tools, doors), so the real code's refusals, rows and wake calls
+reach the model's replies and the judges unchanged, and the host never
+knows which system it drives.
+
+Two eras of the real API are served, told apart by what the checkout
+exports (`Era`): 0.1.41 (seed 002: `assign` draws a pool name, `register`
+claims one, no tombstones, prune or anchors) and the later one
+(`register(id, project, topic, kind, nameBase, worktree)`, tombstones,
+`pruneStaleAuto`, `continueSession`, host-pid anchors, de-duplication).
+A method a checkout lacks is a capability it lacks (simulator/sut/
+capabilities.py), answered as the design's "nothing there" (no tombstone,
+nothing pruned), never a traceback.
+
+Failures: a thrown store error (SQLITE_BUSY...) is a `StoreError` carrying
+the real error's name and message, as thatch_core's own store would raise,
+so the tool layer refuses with it. A sidecar that dies is `SidecarDied`, an
+engine error naming the call it was serving and its last stderr lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from thatch_core import clock
+from thatch_core.db import StoreError
+from thatch_core.names import is_placeholder_title, render_participant
+from thatch_core.types import (
+    BroadcastResult, FeedRow, InboxItem, NotificationRow, PruneResult, RegisterResult, SendResult,
+    SessionRow, StatusResult,
+)
+
+from simulator.child.hygiene import PR_SET_PDEATHSIG, _PRCTL
+from simulator.sut.bun import sidecar_argv
+
+STDERR_TAIL_LINES = 12
+# The real ThatchDB's connection settings (busy_timeout 5000 unless the run says otherwise).
+FOREIGN_KEYS = True
+
+
+class SidecarDied(RuntimeError):
+    """The sidecar ended while serving a call: an engine error, never a store refusal."""
+
+
+def _die_with_harness() -> None:  # pragma: no cover - runs in the forked child before exec
+    """The sidecar gets SIGKILL when its harness dies (a crash fault), so none outlives its run."""
+    if _PRCTL is not None:
+        import signal
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class Sidecar:
+    """One bun process serving a checkout over JSON lines (see simulator/sut/sidecar.ts)."""
+
+    def __init__(self, checkout: Path, stderr_path: Path) -> None:
+        self.checkout = Path(checkout)
+        self.stderr_path = Path(stderr_path)
+        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                sidecar_argv(self.checkout), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                preexec_fn=_die_with_harness, cwd=str(self.checkout), close_fds=True)
+        self._next = 0
+        self.callbacks: dict[str, Callable[..., Any]] = {}
+        self.on_log: Callable[[str], None] = lambda line: None
+
+    def stderr_tail(self) -> str:
+        try:
+            lines = self.stderr_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-STDERR_TAIL_LINES:])
+
+    def _died(self, serving: str) -> SidecarDied:
+        code = self.proc.poll()
+        if code is None:
+            self.proc.kill()
+            code = self.proc.wait()
+        tail = self.stderr_tail()
+        return SidecarDied(f"the bun sidecar serving {self.checkout} died (exit {code}) while serving {serving}"
+                           + (f"; its last stderr lines:\n{tail}" if tail else "; it wrote nothing to stderr"))
+
+    def _write(self, msg: dict, serving: str) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(msg).encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(serving) from None
+
+    def request(self, op: str, serving: str, **fields: Any) -> Any:
+        """Send one request and wait for its reply, answering the sidecar's callbacks meanwhile."""
+        self._next += 1
+        rid = self._next
+        self._write({"id": rid, "op": op, "now": clock.now_ms(), **fields}, serving)
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise self._died(serving)
+            msg = json.loads(line)
+            if "cb" in msg:
+                self._answer(msg, serving)
+                continue
+            if msg.get("re") != rid:
+                raise self._died(f"{serving} (it answered request {msg.get('re')!r}, not {rid})")
+            for logged in msg.get("log") or ():
+                self.on_log(logged)
+            if "error" in msg:
+                raise _store_error(msg["error"])
+            return msg.get("ok")
+
+    def _answer(self, msg: dict, serving: str) -> None:
+        fn = self.callbacks.get(msg.get("fn"))
+        try:
+            if fn is None:
+                raise RuntimeError(f"the harness serves no callback {msg.get('fn')!r}")
+            reply = {"cb_re": msg["cb"], "ok": fn(*msg.get("args", []))}
+        except Exception as exc:  # noqa: BLE001 - the real poller catches and logs a failed delivery
+            reply = {"cb_re": msg["cb"], "error": f"{type(exc).__name__}: {exc}"}
+        self._write(reply, serving)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self.proc.wait()
+
+
+def _store_error(error: dict) -> StoreError:
+    """A thrown error of the real code as thatch_core's store raises one: `SQLiteError: database is locked`."""
+    name, message = error.get("name") or "Error", error.get("message") or ""
+    code = error.get("code")
+    suffix = f" ({code})" if code and str(code) not in message else ""
+    return StoreError(f"{name}: {message}{suffix}")
+
+
+@dataclass(frozen=True)
+class Era:
+    """What a checkout's ChatStore offers, read from its prototype (`describe`)."""
+
+    store_methods: frozenset
+    constants: dict
+
+    @property
+    def assigns(self) -> bool:
+        """0.1.41: `assign` draws a pool name and `register` claims one."""
+        return "assign" in self.store_methods
+
+    @property
+    def stale_ms(self) -> int:
+        if "CHAT_STALE_MS" in self.constants:
+            return int(self.constants["CHAT_STALE_MS"])
+        return int(self.constants.get("CHAT_STALE_MINUTES", 10)) * 60_000
+
+    def has(self, method: str) -> bool:
+        return method in self.store_methods
+
+
+def _row(r: Optional[dict]) -> Optional[SessionRow]:
+    if not r:
+        return None
+    return SessionRow(
+        session_id=r["session_id"], name=r["name"], topic=r.get("topic"), project=r.get("project"),
+        host_kind=r.get("host_kind") or "opencode", auto=bool(r.get("auto", False)),
+        worktree=r.get("worktree"), registered_at=r.get("registered_at") or "", last_seen=r.get("last_seen") or "")
+
+
+def _str_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+class SidecarStore:
+    """thatch_core's ChatStore interface over a checkout's ChatStore (module docstring)."""
+
+    def __init__(self, checkout: Path, db_path: Path, *, busy_timeout_ms: int, seed: int, stderr_path: Path,
+                 log: Optional[Callable[[str], None]] = None) -> None:
+        self.sidecar = Sidecar(checkout, stderr_path)
+        self.sidecar.on_log = log or (lambda line: None)
+        described = self.sidecar.request("describe", "describe")
+        self.era = Era(frozenset(described["store"]), dict(described["constants"]))
+        self.sidecar.request("open", "open", db=str(db_path), busyTimeout=busy_timeout_ms,
+                             seed=seed & 0xFFFFFFFF, foreignKeys=FOREIGN_KEYS)
+
+    def _call(self, method: str, *args: Any, rowid: bool = False) -> Any:
+        return self.sidecar.request("call", f"ChatStore.{method}", method=method, args=list(args), rowid=rowid)
+
+    def _stale(self, row: SessionRow) -> bool:
+        return bool(self.sidecar.request("fn", "isStale", name="isStale", args=[_raw(row), self._stale_arg()]))
+
+    def _stale_arg(self) -> Any:
+        # 0.1.41's isStale takes minutes; the later one takes milliseconds (CHAT_STALE_MS).
+        return self.era.stale_ms if "CHAT_STALE_MS" in self.era.constants else self.era.stale_ms // 60_000
+
+    def close(self) -> None:
+        self.sidecar.close()
+
+    # -- directory ---------------------------------------------------------------
+
+    def get(self, session_id: str) -> Optional[SessionRow]:
+        if not _str_id(session_id):
+            return None
+        row = _row(self._call("find", session_id))
+        return row if row is not None and row.session_id == session_id else None
+
+    def find(self, name_or_id: str) -> Optional[SessionRow]:
+        return _row(self._call("find", name_or_id)) if _str_id(name_or_id) else None
+
+    def list_sessions(self) -> list[SessionRow]:
+        return [_row(r) for r in self._call("list")]
+
+    def has_tombstone(self, session_id: str) -> bool:
+        if not self.era.has("hasTombstone") or not _str_id(session_id):
+            return False
+        return bool(self._call("hasTombstone", session_id))
+
+    def register(self, session_id: str, *, kind: str = "opencode", project: Optional[str] = None,
+                 directory: Optional[str] = None, title: Optional[str] = None, auto: bool = True,
+                 explicit: bool = False, policy: Any = None) -> RegisterResult:
+        topic = None if title is None or is_placeholder_title(title) else title
+        if self.era.assigns:
+            got = self._call("assign", session_id, project, topic, kind)
+        else:
+            got = self._call("register", session_id, project, topic, kind, None, None)
+        if not got.get("ok"):
+            error = got.get("error") or ""
+            return RegisterResult(ok=False, session_id=session_id, error=error,
+                                  tombstoned="tombstone" in error.lower())
+        drawn = bool(got.get("drawn"))
+        return RegisterResult(ok=True, session_id=session_id, name=got.get("name"), drawn=drawn,
+                              reclaimed=not drawn, topic=got.get("topic"))
+
+    def unregister(self, session_id: str) -> bool:
+        return bool(self._call("unregister", session_id)) if _str_id(session_id) else False
+
+    def refresh_topic(self, session_id: str, title: Optional[str]) -> None:
+        if title is None or is_placeholder_title(title) or not self.era.has("refreshTopic"):
+            return
+        self._call("refreshTopic", session_id, title)
+
+    def heartbeat(self, session_ids: Iterable[str]) -> None:
+        ids = [s for s in ([session_ids] if isinstance(session_ids, str) else session_ids) if _str_id(s)]
+        if ids:
+            self._call("heartbeat", ids)
+
+    # -- messages ----------------------------------------------------------------
+
+    def send(self, from_session: str, to_name_or_id: str, body: str, *, policy: Any = None) -> SendResult:
+        got = self._call("send", from_session, to_name_or_id, body, rowid=True)
+        value = got["value"]
+        if not value.get("ok"):
+            return SendResult(ok=False, error=value.get("error"))
+        target = value.get("recipient") or {}
+        recipient = self.get(target.get("session_id")) or SessionRow(
+            session_id=target.get("session_id", ""), name=target.get("name", ""), topic=None, project=None,
+            host_kind="opencode", auto=False, worktree=None, registered_at="", last_seen="")
+        suppressed = bool(value.get("deduped"))
+        return SendResult(ok=True, message_id=None if suppressed else got["rowid"], recipient=recipient,
+                          recipient_stale=bool(recipient.last_seen) and self._stale(recipient),
+                          suppressed=suppressed)
+
+    def broadcast(self, from_session: str, body: str, *, policy: Any = None) -> BroadcastResult:
+        value = self._call("broadcast", from_session, body)
+        if not value.get("ok"):
+            return BroadcastResult(ok=False, error=value.get("error"))
+        return BroadcastResult(ok=True, recipients=tuple(value.get("recipients") or ()),
+                               skipped=tuple(value.get("skipped") or ()),
+                               suppressed=tuple(value.get("deduped") or ()))
+
+    def read(self, session_id: str) -> list[InboxItem]:
+        if not _str_id(session_id):
+            return []
+        return [InboxItem(id=m["id"], from_session=m["from_session"],
+                          from_name=render_participant(m.get("from_name"), m["from_session"]),
+                          body=m["body"], created_at=m["created_at"]) for m in self._call("read", session_id)]
+
+    def unread_count(self, session_id: str) -> int:
+        return int(self._call("unreadCount", session_id)) if _str_id(session_id) else 0
+
+    def status(self, session_id: str) -> StatusResult:
+        if not _str_id(session_id):
+            return StatusResult(registered=False)
+        got = self._call("status", session_id)
+        if not got.get("registered"):
+            return StatusResult(registered=False)
+        return StatusResult(registered=True, name=got["name"], pending=int(got.get("pending") or 0),
+                            total=int(got.get("total") or 0))
+
+    def pending_by_project(self, project: str) -> list[tuple[str, int]]:
+        if not _str_id(project):
+            return []
+        return [(r["name"], int(r["pending"])) for r in self._call("pendingByProject", project)]
+
+    def message_feed(self) -> list[FeedRow]:
+        return [FeedRow(id=r["id"], from_=r.get("from") or "", to=r.get("to") or "",
+                        from_session=r.get("from_session") or "", to_session=r.get("to_session") or "",
+                        via_broadcast=bool(r.get("viaBroadcast")), body=r["body"], created_at=r["created_at"],
+                        read_at=r.get("read_at")) for r in self._call("messageFeed")]
+
+    def pending_notifications(self, session_ids: Iterable[str], renudge_cutoff_iso: str) -> list[NotificationRow]:
+        ids = [s for s in session_ids if _str_id(s)]
+        if not ids:
+            return []
+        return [NotificationRow(id=r["id"], to_session=r["to_session"], from_session=r["from_session"],
+                                from_name=r.get("from_name"))
+                for r in self._call("pendingNotifications", ids, renudge_cutoff_iso)]
+
+    def mark_delivered(self, ids: Iterable[int]) -> None:
+        ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool) and i > 0]
+        if ids:
+            self._call("markDelivered", ids)
+
+    # -- upkeep: what the checkout has of it ---------------------------------------
+
+    def prune(self) -> PruneResult:
+        if not self.era.has("pruneStaleAuto"):
+            return PruneResult()
+        got = self._call("pruneStaleAuto")
+        pruned = got if isinstance(got, list) else (got or {}).get("pruned", [])
+        return PruneResult(pruned=tuple(str(p) for p in pruned or ()))
+
+    def continue_session(self, old_id: str, new_id: str) -> bool:
+        return bool(self._call("continueSession", old_id, new_id)) if self.era.has("continueSession") else False
+
+    def record_host_pid(self, pid: int, session_id: str) -> bool:
+        if not self.era.has("recordHostPid"):
+            return False
+        self._call("recordHostPid", pid, session_id)
+        return True
+
+    def resolve_host_pid(self, pid: int) -> Optional[str]:
+        return self._call("resolveHostPid", pid) if self.era.has("resolveHostPid") else None
+
+
+def _raw(row: SessionRow) -> dict:
+    return {"session_id": row.session_id, "name": row.name, "topic": row.topic, "project": row.project,
+            "host_kind": row.host_kind, "registered_at": row.registered_at, "last_seen": row.last_seen,
+            "worktree": row.worktree}
+
+
+class SidecarPoller:
+    """thatch_core's ChatPoller interface over the checkout's ChatPoller (one per sidecar).
+
+    Cycles are the harness's to drive (`poll`, `deliver_pending`); the real
+    poller's own timer is never started. The gate's answers travel with each
+    request; `deliver` is called back over the pipe; what the real poller logs
+    goes to the runtime's log."""
+
+    def __init__(self, store: SidecarStore, *, hosted_sessions: Callable[[], Iterable[str]],
+                 deliver: Callable[[str, list[str], int], None], can_deliver: Callable[[str], bool],
+                 log: Optional[Callable[[str], None]] = None, **_ignored: Any) -> None:
+        self.store = store
+        self._hosted = hosted_sessions
+        self._can_deliver = can_deliver
+        self._log = log or (lambda line: None)
+        store.sidecar.callbacks["deliver"] = lambda sid, senders, count: deliver(sid, list(senders), int(count))
+        store.sidecar.on_log = self._log
+        self.running = False
+
+    def _cycle(self, op: str) -> None:
+        hosted = [s for s in self._hosted()]
+        gate = {s: bool(self._can_deliver(s)) for s in hosted}
+        self.store.sidecar.request(op, f"ChatPoller.{op}", hosted=hosted, gate=gate)
+
+    def poll(self) -> None:
+        self._cycle("poll")
+
+    def deliver_pending(self) -> None:
+        self._cycle("deliverPending")
+
+    def start(self) -> None:
+        """No timer: the harness's agenda drives every cycle."""
+
+    def stop(self) -> None:
+        """Nothing runs between cycles."""
+
+    def dispose(self) -> None:
+        """The nudge counters live in the sidecar and end with it."""
+
+
+def sidecar_stderr_path(workdir: Path) -> Path:
+    return Path(workdir) / "sidecars" / f"sidecar-{os.getpid()}.stderr"
