@@ -46,6 +46,8 @@ from simulator.result import RunResult
 from simulator.scenario.cost import warn_if_costly
 from simulator.scenario.loader import SCHEMA_HEADER, ScenarioError, display_path, exclusion_reason, load_file
 from simulator.scenario.positions import place_verdicts
+from simulator.sut import Sut, SutError
+from simulator.sut.capabilities import choose_sut, sut_argument
 from simulator.scenario.schema import SCHEMA_PATH, schema_text, write_schema
 
 PROG = "thatch-sim"
@@ -134,6 +136,15 @@ def _show_result(result: RunResult, loaded, report: Optional[str], keep: bool) -
     return EXIT_OK
 
 
+def _chosen_sut(given: Optional[str]) -> Optional[Sut]:
+    """`--sut` (simulator.sut.capabilities.choose_sut), or None after printing why it cannot be used."""
+    try:
+        return choose_sut(given)
+    except SutError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         loaded = load_file(args.file)
@@ -142,10 +153,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     spec = loaded.spec
     seed = spec.seed if args.seed is None else args.seed
+    sut = _chosen_sut(args.sut)
+    if sut is None:
+        return EXIT_USAGE
     run_dir = _run_dir(args.run_dir, spec.name)
     if run_dir is None:
         return EXIT_USAGE
-    print(f"running {spec.name} seed={seed} in {run_dir}", flush=True)
+    print(f"running {spec.name} seed={seed} on {sut.name} in {run_dir}", flush=True)
     result = _guarded_run(spec, run_dir, seed, args.wall_budget, args.engine)
     if isinstance(result, int):
         return result
@@ -341,6 +355,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=ENGINES, default=None,
                    help="serial dispatch engine: lockstep (one round trip per agenda entry) or windowed (one per "
                         "window, D-sim-23); default $THATCH_SIM_ENGINE, else windowed")
+    sut_argument(p)
 
 
 def _lint_arguments(p: argparse.ArgumentParser) -> None:

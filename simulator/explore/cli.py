@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+from simulator.sut.capabilities import choose_sut, sut_argument
 from simulator.explore.campaign import Settings, Summary, merge_summaries, run_campaign
 from simulator.explore.generator import generate
 from simulator.explore.progress import Progress
@@ -87,6 +88,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "any corpus files given (*.jsonl) into OUT/corpus.jsonl; nothing is run")
     p.add_argument("--swarm", default=None, metavar="JSON",
                    help="every run's feature set, as a guided run's rerun command gives it")
+    sut_argument(p)
 
 
 def load_overrides(ref: str) -> dict:
@@ -136,6 +138,7 @@ def _print_seeds(settings: Settings) -> int:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
+        choose_sut(args.sut)
     except (ValueError, ImportError, AttributeError) as exc:
         print(f"explore: {exc}", file=sys.stderr)
         return 2

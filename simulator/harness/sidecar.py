@@ -29,12 +29,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from thatch_core import clock
 from thatch_core.db import StoreError
+from thatch_core.git import detect_worktree_kind
 from thatch_core.names import is_placeholder_title, render_participant
 from thatch_core.types import (
     BroadcastResult, FeedRow, InboxItem, NotificationRow, PruneResult, RegisterResult, SendResult,
@@ -43,8 +43,10 @@ from thatch_core.types import (
 
 from simulator.child.hygiene import PR_SET_PDEATHSIG, _PRCTL
 from simulator.sut.bun import sidecar_argv
+from simulator.sut.capabilities import Description
 
 STDERR_TAIL_LINES = 12
+HOST_PID_MAX_AGE_S = 600        # R32: the MCP server's own parent pid counts while fresh within 600 s
 # The real ThatchDB's connection settings (busy_timeout 5000 unless the run says otherwise).
 FOREIGN_KEYS = True
 
@@ -146,28 +148,6 @@ def _store_error(error: dict) -> StoreError:
     return StoreError(f"{name}: {message}{suffix}")
 
 
-@dataclass(frozen=True)
-class Era:
-    """What a checkout's ChatStore offers, read from its prototype (`describe`)."""
-
-    store_methods: frozenset
-    constants: dict
-
-    @property
-    def assigns(self) -> bool:
-        """0.1.41: `assign` draws a pool name and `register` claims one."""
-        return "assign" in self.store_methods
-
-    @property
-    def stale_ms(self) -> int:
-        if "CHAT_STALE_MS" in self.constants:
-            return int(self.constants["CHAT_STALE_MS"])
-        return int(self.constants.get("CHAT_STALE_MINUTES", 10)) * 60_000
-
-    def has(self, method: str) -> bool:
-        return method in self.store_methods
-
-
 def _row(r: Optional[dict]) -> Optional[SessionRow]:
     if not r:
         return None
@@ -188,8 +168,9 @@ class SidecarStore:
                  log: Optional[Callable[[str], None]] = None) -> None:
         self.sidecar = Sidecar(checkout, stderr_path)
         self.sidecar.on_log = log or (lambda line: None)
-        described = self.sidecar.request("describe", "describe")
-        self.era = Era(frozenset(described["store"]), dict(described["constants"]))
+        got = self.sidecar.request("describe", "describe")
+        self.era = Description(store=frozenset(got["store"]), functions=frozenset(got["functions"]),
+                               constants=dict(got["constants"]), source="")
         self.sidecar.request("open", "open", db=str(db_path), busyTimeout=busy_timeout_ms,
                              seed=seed & 0xFFFFFFFF, foreignKeys=FOREIGN_KEYS)
 
@@ -197,11 +178,13 @@ class SidecarStore:
         return self.sidecar.request("call", f"ChatStore.{method}", method=method, args=list(args), rowid=rowid)
 
     def _stale(self, row: SessionRow) -> bool:
-        return bool(self.sidecar.request("fn", "isStale", name="isStale", args=[_raw(row), self._stale_arg()]))
+        minutes = self._stale_minutes()
+        args = [_raw(row)] if minutes is None else [_raw(row), minutes]
+        return bool(self.sidecar.request("fn", "isStale", name="isStale", args=args))
 
-    def _stale_arg(self) -> Any:
-        # 0.1.41's isStale takes minutes; the later one takes milliseconds (CHAT_STALE_MS).
-        return self.era.stale_ms if "CHAT_STALE_MS" in self.era.constants else self.era.stale_ms // 60_000
+    def _stale_minutes(self) -> Optional[int]:
+        # 0.1.41's isStale takes its threshold in minutes; the later one knows its own (CHAT_STALE_MS).
+        return None if "CHAT_STALE_MS" in self.era.constants else self.era.stale_ms // 60_000
 
     def close(self) -> None:
         self.sidecar.close()
@@ -221,33 +204,40 @@ class SidecarStore:
         return [_row(r) for r in self._call("list")]
 
     def has_tombstone(self, session_id: str) -> bool:
-        if not self.era.has("hasTombstone") or not _str_id(session_id):
+        if not self.era.has("hasLeaveTombstone") or not _str_id(session_id):
             return False
-        return bool(self._call("hasTombstone", session_id))
+        return bool(self._call("hasLeaveTombstone", session_id))
 
     def register(self, session_id: str, *, kind: str = "opencode", project: Optional[str] = None,
                  directory: Optional[str] = None, title: Optional[str] = None, auto: bool = True,
                  explicit: bool = False, policy: Any = None) -> RegisterResult:
+        if not _str_id(session_id):
+            return RegisterResult(ok=False, session_id=session_id, error="A session id is required to register.")
         topic = None if title is None or is_placeholder_title(title) else title
+        rejoined = False
         if self.era.assigns:
             got = self._call("assign", session_id, project, topic, kind)
         else:
-            got = self._call("register", session_id, project, topic, kind, None, None)
+            # An explicit join is the way back after a leave: the host clears the tombstone first.
+            if explicit and self.has_tombstone(session_id):
+                self._call("clearLeaveTombstone", session_id)
+                rejoined = True
+            got = self._call("register", session_id, project, topic, kind, None, detect_worktree_kind(directory))
         if not got.get("ok"):
             error = got.get("error") or ""
             return RegisterResult(ok=False, session_id=session_id, error=error,
                                   tombstoned="tombstone" in error.lower())
-        drawn = bool(got.get("drawn"))
+        drawn = bool(got.get("drawn", got.get("created")))
         return RegisterResult(ok=True, session_id=session_id, name=got.get("name"), drawn=drawn,
-                              reclaimed=not drawn, topic=got.get("topic"))
+                              reclaimed=not drawn, topic=got.get("topic"), rejoined=rejoined)
 
     def unregister(self, session_id: str) -> bool:
         return bool(self._call("unregister", session_id)) if _str_id(session_id) else False
 
     def refresh_topic(self, session_id: str, title: Optional[str]) -> None:
-        if title is None or is_placeholder_title(title) or not self.era.has("refreshTopic"):
+        if title is None or is_placeholder_title(title) or not self.era.has("refreshAutoTopic"):
             return
-        self._call("refreshTopic", session_id, title)
+        self._call("refreshAutoTopic", session_id, title)
 
     def heartbeat(self, session_ids: Iterable[str]) -> None:
         ids = [s for s in ([session_ids] if isinstance(session_ids, str) else session_ids) if _str_id(s)]
@@ -266,7 +256,12 @@ class SidecarStore:
             session_id=target.get("session_id", ""), name=target.get("name", ""), topic=None, project=None,
             host_kind="opencode", auto=False, worktree=None, registered_at="", last_seen="")
         suppressed = bool(value.get("deduped"))
-        return SendResult(ok=True, message_id=None if suppressed else got["rowid"], recipient=recipient,
+        # A later checkout splits a long body in its store: its parts are inserted in one transaction,
+        # under the write lock, so they hold consecutive ids ending at the last insert. The echo stays
+        # the host's (thatch_core's, under seed 000's design), so only the first id is reported.
+        parts = int(value.get("parts") or 1)
+        first = None if suppressed else got["rowid"] - parts + 1
+        return SendResult(ok=True, message_id=first, recipient=recipient,
                           recipient_stale=bool(recipient.last_seen) and self._stale(recipient),
                           suppressed=suppressed)
 
@@ -274,9 +269,9 @@ class SidecarStore:
         value = self._call("broadcast", from_session, body)
         if not value.get("ok"):
             return BroadcastResult(ok=False, error=value.get("error"))
+        # The later era counts suppressed recipients without naming them.
         return BroadcastResult(ok=True, recipients=tuple(value.get("recipients") or ()),
-                               skipped=tuple(value.get("skipped") or ()),
-                               suppressed=tuple(value.get("deduped") or ()))
+                               skipped=tuple(value.get("skipped") or ()), parts=int(value.get("parts") or 1))
 
     def read(self, session_id: str) -> list[InboxItem]:
         if not _str_id(session_id):
@@ -324,14 +319,18 @@ class SidecarStore:
     # -- upkeep: what the checkout has of it ---------------------------------------
 
     def prune(self) -> PruneResult:
+        """The checkout's own poller prunes in its cycle; a direct call sweeps with its TTL."""
         if not self.era.has("pruneStaleAuto"):
             return PruneResult()
-        got = self._call("pruneStaleAuto")
-        pruned = got if isinstance(got, list) else (got or {}).get("pruned", [])
-        return PruneResult(pruned=tuple(str(p) for p in pruned or ()))
+        ttl_days = int(self.era.constants.get("CHAT_AUTO_TTL_DAYS", 7))
+        self._call("pruneStaleAuto", clock.iso(clock.now_ms() - ttl_days * 86_400_000))
+        return PruneResult()
 
     def continue_session(self, old_id: str, new_id: str) -> bool:
-        return bool(self._call("continueSession", old_id, new_id)) if self.era.has("continueSession") else False
+        if not self.era.has("continueSession") or self.get(old_id) is None or old_id == new_id:
+            return False
+        self._call("continueSession", old_id, new_id)
+        return True
 
     def record_host_pid(self, pid: int, session_id: str) -> bool:
         if not self.era.has("recordHostPid"):
@@ -340,7 +339,9 @@ class SidecarStore:
         return True
 
     def resolve_host_pid(self, pid: int) -> Optional[str]:
-        return self._call("resolveHostPid", pid) if self.era.has("resolveHostPid") else None
+        if not self.era.has("findSessionByHostPid"):
+            return None
+        return self._call("findSessionByHostPid", pid, HOST_PID_MAX_AGE_S)
 
 
 def _raw(row: SessionRow) -> dict:

@@ -14,6 +14,8 @@ from typing import Optional
 
 import pytest
 
+from simulator.sut import SutError
+from simulator.sut.capabilities import choose_sut
 from simulator.scenario.model import PROPERTY_IDS
 
 REPORT_MODES = ("always", "failed", "never")
@@ -52,6 +54,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--sim-timeout", type=float, default=None, metavar="S",
                     help="wall-clock budget of one scenario run in seconds "
                          f"(ini sim_timeout; default {DEFAULT_TIMEOUT_S:g})")
+    group.addoption("--sim-sut", default=None, metavar="PATH",
+                    help="the system under test: thatch-core (the default) or a thatch checkout PATH "
+                         "(its src/chat.ts, run by bun); default $THATCH_SIM_SUT")
     group.addoption("--sim-include-properties", default="", metavar="P-IDS",
                     help="judge these properties on every scenario whatever its design (e.g. P12,P13,P14): "
                          "would this have been caught before it shipped?")
@@ -108,6 +113,11 @@ def resolve(config: pytest.Config) -> Settings:
     repeat = config.getoption("sim_repeat")
     if repeat < 1:
         raise pytest.UsageError(f"--sim-repeat {repeat} — give 1 or more")
+    try:
+        # Exported to the environment before xdist starts its workers, which inherit the choice.
+        choose_sut(config.getoption("sim_sut"))
+    except SutError as exc:
+        raise pytest.UsageError(f"--sim-sut: {exc}") from None
     return Settings(seed=config.getoption("sim_seed"), repeat=repeat, report=_report_mode(config),
                     report_dir=_report_dir(config), timeout_s=_timeout(config), include=_included(config))
 

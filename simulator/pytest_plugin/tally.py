@@ -16,11 +16,13 @@ with its count in `n/a`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
 import pytest
 
+from simulator.sut import SUT_ENV, THATCH_CORE
 from simulator.result import Verdict
 from simulator.scenario.model import POLICY_PROMISE_IDS, PROPERTY_IDS
 
@@ -109,6 +111,6 @@ class PropertyTally:
         lines = self.table()
         if not lines:
             return
-        terminalreporter.write_sep("=", "scenario checks")
+        terminalreporter.write_sep("=", f"scenario checks on {os.environ.get(SUT_ENV) or THATCH_CORE}")
         for line in lines:
             terminalreporter.write_line(line)

@@ -94,7 +94,7 @@ def verdict_table(result: RunResult) -> str:
         if (not v.ok or v.status == "not-applicable") and v.message:  # n/a says which policy does not promise it
             lines.append(f"{'':<{width}}  {'':<11}  {v.message}")
     verdict = "PASSED" if result.ok else "FAILED"
-    lines.append(f"{result.scenario} seed={result.seed}: {verdict} "
+    lines.append(f"{result.scenario} seed={result.seed} sut={result.sut}: {verdict} "
                  f"({len(result.verdicts) - len(result.failures())}/{len(result.verdicts)} checks ok)")
     if result.error:
         lines.append(f"engine error: {result.error}")

@@ -80,8 +80,11 @@ function open(req: any) {
     heartbeatChatSessions: (ids: string[]) => store.heartbeat(ids),
     pendingChatNotifications: (ids: string[], cutoff: string) => store.pendingNotifications(ids, cutoff),
     markChatDelivered: (ids: number[]) => store.markDelivered(ids),
-    pruneStaleChatSessions: (...args: unknown[]) => store.pruneStaleAuto?.(...args),
-  };
+  } as Record<string, unknown>;
+  // The later poller prunes through this one when it exists (0.1.41 has no prune).
+  if (typeof store.pruneStaleAuto === "function") {
+    pollerStore.pruneStaleChatAuto = (cutoff: string) => store.pruneStaleAuto(cutoff);
+  }
   poller = new chat.ChatPoller({
     ...(req.pollerOptions ?? {}),
     store: pollerStore,
