@@ -15,10 +15,11 @@ import argparse
 import statistics
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from simulator.api import run_scenario
+from simulator.api import SUT_CHECK, run_scenario
 from simulator.checks.view import RunView
 from simulator.design import HELD_REPLY_RE, HOUR_MS, NOTICE_RE
 from simulator.events import WAKE
@@ -27,11 +28,17 @@ from simulator.result import RunResult
 from simulator.scenario.loader import ScenarioError, load_file
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, PolicySetError, parse_policy_set, policy_spec_of
+from simulator.report.text import format_event
+from simulator.sut import Sut, SutError, parse_sut_list
+from simulator.sut.capabilities import capabilities_of
 
-HELP = "run scenarios under several messaging-policy sets and compare them side by side"
+HELP = ("run scenarios under several messaging-policy sets, or on several systems under test (--sut), "
+        "and compare them side by side")
+WITNESS_LINES = 4
 EXAMPLES = ("thatch-sim compare scenarios/ratecap/ping-pong-three-hours.yaml",
             "thatch-sim compare scenarios/policies/*.yaml --policies thatch,qoder,qoder+wake_cap=6",
-            "thatch-sim compare FILE --policies thatch,my-policy.yaml --html out/compare.html")
+            "thatch-sim compare FILE --policies thatch,my-policy.yaml --html out/compare.html",
+            "thatch-sim compare scenarios/broadcast/*.yaml --sut thatch-core,PATH")
 DEFAULT_POLICIES = "thatch,qoder"
 DEFAULT_HTML = Path("reports") / "compare" / "index.html"
 PROMISE_PREFIXES = ("P", "Q")
@@ -103,15 +110,44 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
 
 
 def compare_one(file: str, spec: Scenario, policy_sets: list[tuple[str, PolicyOptions]], *,
-                seed: Optional[int] = None, wall_timeout_s: float = 300) -> ScenarioComparison:
-    runs = []
-    for label, options in policy_sets:
-        variant = under(spec, options)
+                seed: Optional[int] = None, wall_timeout_s: float = 300,
+                suts: Optional[list[Sut]] = None) -> ScenarioComparison:
+    """`spec` under each policy set, or (with `suts`) on each system under test under the scenario's own."""
+    runs, results = [], {}
+    plan = ([(s.name, PolicyOptions(), s) for s in suts] if suts
+            else [(label, options, None) for label, options in policy_sets])
+    for label, options, sut in plan:
+        variant = spec if sut is not None else under(spec, options)
         with tempfile.TemporaryDirectory(prefix=f"thatch-compare-{spec.name}-") as tmp:
-            result = run_scenario(variant, run_dir=Path(tmp) / "run", seed=seed, wall_timeout_s=wall_timeout_s)
-            runs.append(measure(label, options, variant, result))
+            result = run_scenario(variant, run_dir=Path(tmp) / "run", seed=seed, wall_timeout_s=wall_timeout_s,
+                                  sut=sut)
+            results[label] = result
+            run = measure(label, options, variant, result)
+            runs.append(run if sut is None else replace(run, options=f"system under test {sut.name}"))
     return ScenarioComparison(name=spec.name, file=file, seed=spec.seed if seed is None else seed, story=spec.story,
-                              run_ms=spec.duration + spec.drain, runs=runs)
+                              run_ms=spec.duration + spec.drain, runs=runs,
+                              differences=verdict_differences(results) if suts else [])
+
+
+def verdict_differences(results: dict[str, RunResult]) -> list[tuple[str, list[str]]]:
+    """Every check whose status differs between the systems: per system its status, message and witness."""
+    unjudged = {label: r.verdicts[0] for label, r in results.items() if [v.check for v in r.verdicts] == [SUT_CHECK]}
+    if unjudged:  # a system that could not be judged on the scenario: that is the one difference
+        return [(SUT_CHECK, [f"{label}: {v.status}: {v.message}" for label, v in unjudged.items()])]
+    by_system = {label: {v.check: v for v in r.verdicts} for label, r in results.items()}
+    checks = list(dict.fromkeys(c for verdicts in by_system.values() for c in verdicts))
+    out = []
+    for check in checks:
+        seen = {label: verdicts.get(check) for label, verdicts in by_system.items()}
+        if len({v.status if v else "absent" for v in seen.values()}) < 2:
+            continue
+        lines = []
+        for label, v in seen.items():
+            lines.append(f"{label}: {v.status}: {v.message}" if v else f"{label}: not judged")
+            if v is not None and not v.ok:
+                lines.extend(f"  {format_event(e)}" for e in v.witness[:WITNESS_LINES])
+        out.append((check, lines))
+    return out
 
 
 def policy_sets_of(text: str) -> list[tuple[str, PolicyOptions]]:
@@ -136,12 +172,24 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help=f"where to write the page (default {DEFAULT_HTML})")
     p.add_argument("--wall-budget", type=float, default=300.0, metavar="S",
                    help="wall-time budget of each run (default 300)")
+    p.add_argument("--sut", default=None, metavar="SYSTEMS",
+                   help="compare systems under test instead of policy sets: comma-separated thatch-core and "
+                        "checkout paths (e.g. thatch-core,PATH), each scenario under its own design")
+
+
+def systems_of(text: str) -> list[Sut]:
+    """`--sut A,B`: each system checked (a checkout that does not load under bun says so now)."""
+    suts = parse_sut_list(text)
+    for sut in suts:
+        capabilities_of(sut)
+    return suts
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         sets = policy_sets_of(args.policies)
-    except PolicySetError as exc:
+        suts = systems_of(args.sut) if args.sut else None
+    except (PolicySetError, SutError) as exc:
         print(f"thatch-sim compare: {exc}", file=sys.stderr)
         return 2
     loaded = []
@@ -151,11 +199,12 @@ def run(args: argparse.Namespace) -> int:
         except ScenarioError as exc:
             print(str(exc), file=sys.stderr)
             return 2
-    comparisons = [compare_one(file, spec, sets, seed=args.seed, wall_timeout_s=args.wall_budget)
+    comparisons = [compare_one(file, spec, sets, seed=args.seed, wall_timeout_s=args.wall_budget, suts=suts)
                    for file, spec in loaded]
     print(text_table(comparisons), end="")
     page = Path(args.html)
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render_page(comparisons, [label for label, _ in sets]), encoding="utf-8")
+    columns = [s.name for s in suts] if suts else [label for label, _ in sets]
+    page.write_text(render_page(comparisons, columns), encoding="utf-8")
     print(f"page: {page}")
     return 0 if all(r.error is None for c in comparisons for r in c.runs) else 1

@@ -52,7 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings.SETTINGS] = settings.resolve(config)
     config.stash[NAMED_FILES] = named_files(config)
     # Under xdist the controller gets every worker's reports (with their attributes), so it tallies all runs.
-    config.pluginmanager.register(PropertyTally(), "thatch-scenario-tally")
+    verdicts_json = config.getoption("sim_verdicts_json")
+    tally = PropertyTally(Path(verdicts_json) if verdicts_json and not hasattr(config, "workerinput") else None)
+    config.pluginmanager.register(tally, "thatch-scenario-tally")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Optional[pytest.Collector]:

@@ -57,6 +57,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--sim-sut", default=None, metavar="PATH",
                     help="the system under test: thatch-core (the default) or a thatch checkout PATH "
                          "(its src/chat.ts, run by bun); default $THATCH_SIM_SUT")
+    group.addoption("--sim-verdicts-json", default=None, metavar="FILE",
+                    help="write every scenario's verdicts (check, status, message) to FILE as JSON")
     group.addoption("--sim-include-properties", default="", metavar="P-IDS",
                     help="judge these properties on every scenario whatever its design (e.g. P12,P13,P14): "
                          "would this have been caught before it shipped?")

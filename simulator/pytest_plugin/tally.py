@@ -16,9 +16,11 @@ with its count in `n/a`.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from pathlib import Path
+from typing import Iterable, Optional
 
 import pytest
 
@@ -35,11 +37,12 @@ _COLUMN_OF_STATUS = {"pass": "passed", "not-reached": "not reached"}
 
 def encode_verdicts(verdicts: Iterable[Verdict]) -> list[list]:
     """A run's verdicts as plain lists, the form a report attribute travels in between xdist processes."""
-    return [[v.check, v.status, v.title, v.judged] for v in verdicts]
+    return [[v.check, v.status, v.title, v.judged, v.message] for v in verdicts]
 
 
 def decode_verdicts(rows: Iterable[list]) -> list[Verdict]:
-    return [Verdict(check, title, status, judged=int(rest[0]) if rest else 0) for check, status, title, *rest in rows]
+    return [Verdict(check, title, status, judged=int(rest[0]) if rest else 0, message=rest[1] if len(rest) > 1 else "")
+            for check, status, title, *rest in rows]
 
 
 def is_tallied(check: str) -> bool:
@@ -61,8 +64,11 @@ class TallyRow:
 class PropertyTally:
     """check -> runs checked, passed, failed, not reached; printed as one table at the end of the session."""
 
-    def __init__(self) -> None:
+    def __init__(self, verdicts_json: Optional[Path] = None) -> None:
         self.rows: dict[str, TallyRow] = {}
+        # --sim-verdicts-json: every item's verdicts (check, status, message), for tools that compare runs
+        self.verdicts_json = verdicts_json
+        self.by_item: dict[str, list[list]] = {}
 
     def add(self, verdicts: Iterable[Verdict]) -> None:
         """Count one run's verdicts; a skipped check gets its row but is not counted as checked."""
@@ -106,6 +112,14 @@ class PropertyTally:
         rows = getattr(report, VERDICTS_ATTR, None)
         if rows:
             self.add(decode_verdicts(rows))
+            self.by_item[report.nodeid] = [[v.check, v.status, v.message] for v in decode_verdicts(rows)]
+
+    def pytest_sessionfinish(self) -> None:
+        if self.verdicts_json is not None:
+            self.verdicts_json.parent.mkdir(parents=True, exist_ok=True)
+            self.verdicts_json.write_text(json.dumps({"sut": os.environ.get(SUT_ENV) or THATCH_CORE,
+                                                      "items": dict(sorted(self.by_item.items()))}, indent=1),
+                                          encoding="utf-8")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         lines = self.table()

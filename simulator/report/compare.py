@@ -60,6 +60,8 @@ class ScenarioComparison:
     story: str
     run_ms: int                        # duration + drain
     runs: list[PolicyRun]
+    # Systems under test compared (`--sut`): each verdict that differs, one line per system with its witness.
+    differences: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def span(ms: int) -> str:
@@ -134,6 +136,9 @@ def text_table(comparisons: list[ScenarioComparison]) -> str:
         for run in comp.runs:
             if run.options != "thatch":
                 out.append(f"  {run.policy}: {run.options}")
+        for check, lines in comp.differences:
+            out.append(f"  differs: {check}")
+            out.extend(f"    {line}" for line in lines)
         for run in comp.runs:
             for line in failure_lines(run):
                 out.append(f"  {run.policy} failed: {line}")
@@ -274,6 +279,9 @@ def _section(comp: ScenarioComparison) -> str:
     notes = "".join(f'<div class="opts"><b>{escape(r.policy)}</b>: {escape(r.options)}</div>'
                     for r in comp.runs if r.options != "thatch")
     notes += "".join(_failures(r) for r in comp.runs if r.failed)
+    notes += "".join(f'<div class="fails"><b>differs: {escape(check)}</b></div><ul class="fails">'
+                     + "".join(f"<li><code>{escape(line)}</code></li>" for line in lines) + "</ul>"
+                     for check, lines in comp.differences)
     return (f'<section id="{escape(comp.name)}"><h2>{escape(comp.name)}</h2>'
             f'<div class="meta">{escape(comp.file)} · seed {comp.seed} · '
             f'{span(comp.run_ms)} with the drain</div>'

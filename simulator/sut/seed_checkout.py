@@ -73,7 +73,7 @@ def extract_checkout(seed: Path, dest: Path) -> Path:
     return dest
 
 
-def test_checkout(tmp: Path) -> Optional[Path]:
+def checkout_for_tests(tmp: Path) -> Optional[Path]:
     """A checkout for tests: $THATCH_SRC when set, else the seed extracted under `tmp`, else None."""
     explicit = os.environ.get(SRC_ENV)
     if explicit:
