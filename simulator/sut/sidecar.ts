@@ -141,19 +141,22 @@ function drain(): Promise<void> {
   return serving;
 }
 
-async function serveQueue(): Promise<void> {
-  while (queue.length > 0) {
-    const req = queue.shift();
-    logged = [];
-    try {
-      const value = await serve(req);
-      send({ re: req.id, ok: value, log: logged });
-    } catch (err: any) {
-      const error = { name: String(err?.name ?? "Error"), message: String(err?.message ?? err), code: err?.code ?? null };
-      send({ re: req.id, error, log: logged });
-    }
-    if (req.op === "close") process.exit(0);
+async function serveOne(req: any): Promise<void> {
+  const outer = logged;
+  logged = [];
+  try {
+    const value = await serve(req);
+    send({ re: req.id, ok: value, log: logged });
+  } catch (err: any) {
+    const error = { name: String(err?.name ?? "Error"), message: String(err?.message ?? err), code: err?.code ?? null };
+    send({ re: req.id, error, log: logged });
   }
+  logged = outer;
+  if (req.op === "close") process.exit(0);
+}
+
+async function serveQueue(): Promise<void> {
+  while (queue.length > 0) await serveOne(queue.shift());
 }
 
 for await (const line of console) {
@@ -163,6 +166,13 @@ for await (const line of console) {
     const w = waiting.get(msg.cb_re);
     waiting.delete(msg.cb_re);
     if (w) msg.error ? w.reject(new Error(msg.error)) : w.resolve(msg.ok ?? null);
+    continue;
+  }
+  if (waiting.size > 0) {
+    // The harness calls the store again while it answers a callback (a wake prompt that makes the
+    // host register or read): serve it now, nested, as an in-process call would be. The request
+    // waiting for the callback stays suspended until its answer comes.
+    void serveOne(msg);
     continue;
   }
   queue.push(msg);
