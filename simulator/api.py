@@ -61,8 +61,8 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
     if reason is not None:
         return not_applicable_result(spec, run_dir, sut, reason, seed)
     started = time.monotonic()
-    orch = Orchestrator(spec, run_dir, code_under_test(sut), seed=seed, wall_timeout_s=wall_timeout_s, overrides=overrides,
-                        sample_interval_ms=sample_interval_ms, progress=progress, engine=engine)
+    orch = Orchestrator(spec, run_dir, code_under_test(sut), seed=seed, wall_timeout_s=wall_timeout_s,
+                        overrides=overrides, sample_interval_ms=sample_interval_ms, progress=progress, engine=engine)
     outcome = orch.run()
     wall = time.monotonic() - started
     error = outcome.error

@@ -11,7 +11,7 @@ import pytest
 from simulator.api import SUT_CHECK, run_scenario
 from simulator.explore.determinism import first_difference
 from simulator.scenario.loader import load_scenario
-from simulator.sut import CORE
+from simulator.sut import CORE, SutError, bun
 from simulator.sut.capabilities import capabilities_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,10 +80,19 @@ def test_cli_shows_bun_s_error_for_a_checkout_that_does_not_load(tmp_path):
     assert "chat.ts does not load under bun" in done.stderr and "export const broken = ;" in done.stderr
 
 
-def test_cli_names_the_install_command_when_bun_is_missing(tmp_path, checkout):
+def test_a_bad_thatch_bun_is_named(checkout):
     done = subprocess.run([sys.executable, "-m", "simulator", "run", str(REFUSALS), "--sut", str(checkout.checkout)],
-                          cwd=ROOT, capture_output=True, text=True, env={"PATH": "/nonexistent", "THATCH_BUN": "/no/bun"})
+                          cwd=ROOT, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "THATCH_BUN": "/no/bun"})
     assert done.returncode == 2 and "THATCH_BUN=/no/bun is not an executable bun binary" in done.stderr
+
+
+def test_no_bun_anywhere_names_the_install_command(monkeypatch):
+    monkeypatch.delenv("THATCH_BUN", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(bun.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(SutError, match=r"bun not found.*pip install -e '\.\[real\]'"):
+        bun.bun_path()
 
 
 def test_compare_lays_both_systems_side_by_side(checkout, tmp_path):
