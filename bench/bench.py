@@ -48,11 +48,14 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from simulator import Scenario, run_scenario  # noqa: E402
+from simulator.sut import CORE, THATCH_CORE, Sut, parse_sut, sut_from_env  # noqa: E402
+from simulator.sut.seed_checkout import extract_checkout, find_seed  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import floors  # noqa: E402
@@ -84,11 +87,35 @@ def build(procs: int, virtual_ms: int, *, mail_every_ms: int = 600_000, seed: in
     })
 
 
-def run(spec: Scenario, root: Path, wall_timeout_s: float, engine: str = "lockstep", tag: str = "ref"):
+def run(spec: Scenario, root: Path, wall_timeout_s: float, engine: str = "lockstep", tag: str = "ref",
+        sut: Sut = CORE):
     t0 = time.perf_counter()
     result = run_scenario(spec, run_dir=root / f"{tag}-{spec.name}-{engine}", sample_interval_ms=6 * HOUR, check=False,
-                          wall_timeout_s=wall_timeout_s, engine=engine)
+                          wall_timeout_s=wall_timeout_s, engine=engine, sut=sut)
     return result, time.perf_counter() - t0
+
+
+def real_sut(option: Optional[str]) -> Optional[Sut]:
+    """The checkout the bench sets beside thatch_core: --sut, else $THATCH_SIM_SUT, else the seed-002 checkout
+    (extracted beside the runs); None for `--sut thatch-core` or when none is found."""
+    sut = sut_from_env(option)
+    if not sut.is_core or option == THATCH_CORE:
+        return None if sut.is_core else sut
+    seed = find_seed(ROOT)
+    return parse_sut(str(extract_checkout(seed, Path(tempfile.mkdtemp(prefix="thatch-bench-checkout-"))))) if seed else None
+
+
+def print_real_sut(sut: Sut, core_wall: float, ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) -> int:
+    """The reference world (same seed, windowed) on the checkout, beside thatch_core's windowed column."""
+    result, wall = run(build(ref_procs, ref_ms), root, wall_timeout_s, "windowed", tag="real", sut=sut)
+    if result.error:
+        print(f"reference run on {sut.name} failed: {result.error}", file=sys.stderr)
+        return 1
+    row("system under test", ("thatch-core", "checkout"), f"same world, same seed, windowed; checkout {sut.name}")
+    row("wall time", (f"{core_wall:.2f} s", f"{wall:.2f} s"))
+    row("speedup (virtual / wall)", (f"{ref_ms / 1000 / core_wall:,.0f}x", f"{ref_ms / 1000 / wall:,.0f}x"))
+    row("checkout / thatch-core", ("1.00x", f"{ratio(wall, core_wall):.2f}x"), "the sidecar's whole cost")
+    return 0
 
 
 def statement_mix(result) -> Counter:
@@ -271,7 +298,11 @@ def measure(argv: list[str]) -> int:
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling rows")
     ap.add_argument("--wall-timeout", type=float, default=900.0)
     ap.add_argument("--record", action="store_true", help="add the output, dated, to bench/RESULTS.md")
+    ap.add_argument("--sut", default=None, metavar="PATH",
+                    help="the checkout whose column stands beside thatch_core's on the reference world "
+                         "(default $THATCH_SIM_SUT, else the seed-002 checkout; thatch-core: none)")
     opts = ap.parse_args(argv)
+    checkout = real_sut(opts.sut)
     ref_procs, ref_ms = (4, HOUR) if opts.quick else (16, 24 * HOUR)
     scale_ms = 10 * 60_000 if opts.quick else 2 * HOUR
     scale = (1, 2, 4) if opts.quick else (1, 2, 4, 8, 16, 32)
@@ -283,6 +314,10 @@ def measure(argv: list[str]) -> int:
             print(err, file=sys.stderr)
             return 1
         print_reference(cols, core, ref_procs, ref_ms)
+        if checkout is not None:
+            print()
+            if print_real_sut(checkout, cols["windowed"][1], ref_procs, ref_ms, root, opts.wall_timeout):
+                return 1
         if not opts.no_scaling:
             print()
             scaling(scale, scale_ms, root, opts.wall_timeout)
