@@ -102,7 +102,9 @@ def real_sut(option: Optional[str]) -> Optional[Sut]:
     if not sut.is_core or option == THATCH_CORE:
         return None if sut.is_core else sut
     seed = find_seed(ROOT)
-    return parse_sut(str(extract_checkout(seed, Path(tempfile.mkdtemp(prefix="thatch-bench-checkout-"))))) if seed else None
+    if seed is None:
+        return None
+    return parse_sut(str(extract_checkout(seed, Path(tempfile.mkdtemp(prefix="thatch-bench-checkout-")))))
 
 
 def print_real_sut(sut: Sut, core_wall: float, ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) -> int:
