@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -62,20 +63,53 @@ def _die_with_harness() -> None:  # pragma: no cover - runs in the forked child 
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+class _Lines:
+    """Whole lines from a pipe, read unbuffered so `select` on its fd never misses one held in a buffer."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = b""
+
+    def next_line(self) -> Optional[bytes]:
+        head, sep, rest = self.buf.partition(b"\n")
+        if not sep:
+            return None
+        self.buf = rest
+        return head
+
+    def fill(self) -> bool:
+        """Read what the pipe holds; False at its end."""
+        data = os.read(self.fd, 1 << 16)
+        self.buf += data
+        return bool(data)
+
+
 class Sidecar:
-    """One bun process serving a checkout over JSON lines (see simulator/sut/sidecar.ts)."""
+    """One bun process serving a checkout over JSON lines (see simulator/sut/sidecar.ts), with a second
+    channel on which it reports statement boundaries and waits for a go (simulator/sut/preload.ts)."""
 
     def __init__(self, checkout: Path, stderr_path: Path) -> None:
         self.checkout = Path(checkout)
         self.stderr_path = Path(stderr_path)
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        report_r, report_w = os.pipe()
+        go_r, go_w = os.pipe()
+        env = dict(os.environ, THATCH_SIM_HOOK_FDS=f"{report_w},{go_r}")
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                sidecar_argv(self.checkout), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                preexec_fn=_die_with_harness, cwd=str(self.checkout), close_fds=True)
+                sidecar_argv(self.checkout), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0,
+                preexec_fn=_die_with_harness, cwd=str(self.checkout), close_fds=True, pass_fds=(report_w, go_r),
+                env=env)
+        os.close(report_w)
+        os.close(go_r)
+        self.out = _Lines(self.proc.stdout.fileno())
+        self.reports = _Lines(report_r)
+        self.go_w = go_w
         self._next = 0
         self.callbacks: dict[str, Callable[..., Any]] = {}
         self.on_log: Callable[[str], None] = lambda line: None
+        # Each statement boundary the sidecar reports: (call, statement from 1, sql, before/after, in transaction)
+        self.on_statement: Callable[[str, int, str, str, bool], None] = lambda *boundary: None
 
     def stderr_tail(self) -> str:
         try:
@@ -100,16 +134,35 @@ class Sidecar:
         except (BrokenPipeError, OSError):
             raise self._died(serving) from None
 
+    def _next_message(self, serving: str) -> dict:
+        """The next reply or callback, handing every statement report on the way to `on_statement`."""
+        while True:
+            report = self.reports.next_line()
+            if report is not None:
+                self._boundary(json.loads(report), serving)
+                continue
+            line = self.out.next_line()
+            if line is not None:
+                return json.loads(line)
+            ready, _, _ = select.select([self.out.fd, self.reports.fd], [], [])
+            for fd in ready:
+                if not (self.out if fd == self.out.fd else self.reports).fill() and fd == self.out.fd:
+                    raise self._died(serving)
+
+    def _boundary(self, report: dict, serving: str) -> None:
+        self.on_statement(report["call"], int(report["n"]), report["sql"], report["when"], bool(report["inTx"]))
+        try:
+            os.write(self.go_w, b"go\n")
+        except OSError:
+            raise self._died(serving) from None
+
     def request(self, op: str, serving: str, **fields: Any) -> Any:
         """Send one request and wait for its reply, answering the sidecar's callbacks meanwhile."""
         self._next += 1
         rid = self._next
         self._write({"id": rid, "op": op, "now": clock.now_ms(), **fields}, serving)
         while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise self._died(serving)
-            msg = json.loads(line)
+            msg = self._next_message(serving)
             if "cb" in msg:
                 self._answer(msg, serving)
                 continue
@@ -138,6 +191,11 @@ class Sidecar:
             except OSError:
                 pass
             self.proc.wait()
+        for fd in (self.reports.fd, self.go_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _store_error(error: dict) -> StoreError:

@@ -77,13 +77,13 @@ function open(req: any) {
   db.run(`PRAGMA foreign_keys = ${req.foreignKeys ? "ON" : "OFF"}`);
   store = new chat.ChatStore(db);
   const pollerStore = {
-    heartbeatChatSessions: (ids: string[]) => store.heartbeat(ids),
-    pendingChatNotifications: (ids: string[], cutoff: string) => store.pendingNotifications(ids, cutoff),
-    markChatDelivered: (ids: number[]) => store.markDelivered(ids),
+    heartbeatChatSessions: (ids: string[]) => storeCall("heartbeat", [ids]),
+    pendingChatNotifications: (ids: string[], cutoff: string) => storeCall("pendingNotifications", [ids, cutoff]),
+    markChatDelivered: (ids: number[]) => storeCall("markDelivered", [ids]),
   } as Record<string, unknown>;
   // The later poller prunes through this one when it exists (0.1.41 has no prune).
   if (typeof store.pruneStaleAuto === "function") {
-    pollerStore.pruneStaleChatAuto = (cutoff: string) => store.pruneStaleAuto(cutoff);
+    pollerStore.pruneStaleChatAuto = (cutoff: string) => storeCall("pruneStaleAuto", [cutoff]);
   }
   poller = new chat.ChatPoller({
     ...(req.pollerOptions ?? {}),
@@ -95,21 +95,35 @@ function open(req: any) {
   return null;
 }
 
+// Whether the request being served wants its statements reported (preload.ts: crash points and pauses).
+let reportStatements = false;
+
+/** One ChatStore method, its statements numbered from 1 as one call. */
+function storeCall(method: string, args: unknown[]): unknown {
+  const fn = store[method];
+  if (typeof fn !== "function") throw new Error(`ChatStore has no method ${method}`);
+  sim.beginCall(method, reportStatements);
+  try {
+    return fn.apply(store, args);
+  } finally {
+    sim.endCall();
+  }
+}
+
 function lastInsertRowid(): number {
   return (db!.query("SELECT last_insert_rowid() AS id").get() as any).id;
 }
 
 async function serve(req: any): Promise<unknown> {
   if (typeof req.now === "number") sim.setVirtualNow(req.now);
+  reportStatements = req.hooks === true;
   switch (req.op) {
     case "describe":
       return describe();
     case "open":
       return open(req);
     case "call": {
-      const method = store[req.method];
-      if (typeof method !== "function") throw new Error(`ChatStore has no method ${req.method}`);
-      const value = await method.apply(store, req.args ?? []);
+      const value = storeCall(req.method, req.args ?? []);
       return req.rowid ? { value: value ?? null, rowid: lastInsertRowid() } : (value ?? null);
     }
     case "fn": {
