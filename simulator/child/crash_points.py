@@ -337,6 +337,31 @@ class CrashPoints:
             self._wait_for_lock(normalize_sql(sql))
         self._arms_at(call, statement, sql, when, in_transaction, actors)
 
+    def reported(self, call: str, statement: int, sql: str, when: str, in_transaction: bool, *,
+                 actors: frozenset = frozenset()) -> None:
+        """A statement a system in another runtime ran, reported before and after it ran (a checkout's
+        sidecar, simulator/harness/sidecar.py): the named and `sql:` points match its text as the trace
+        callback matches thatch_core's (its `?` placeholders unexpanded), then `boundary` decides for
+        the call's own arms. An `after` point fires once the statement's transaction has committed."""
+        text = normalize_sql(sql)
+        for armed in [a for a in self._armed if a.pattern is not None and not a.done]:
+            if armed.awaiting_commit:
+                if when == "after" and not in_transaction:
+                    armed.awaiting_commit = False  # a ROLLBACK undid the match: the point waits for the next
+                    if not _ROLLBACK.match(text):
+                        self._fire(armed, sql=armed.matched_sql)
+                continue
+            if when != "before" or not self._matches(armed, text):
+                continue
+            armed.seen += 1
+            if armed.seen < armed.nth:
+                continue
+            if armed.when == "before":
+                self._fire(armed, sql=sql)
+            else:
+                armed.awaiting_commit, armed.matched_sql = True, sql
+        self.boundary(call, statement, sql, when, in_transaction, actors=actors)
+
     def _arms_at(self, call: str, statement: int, sql: str, when: str, in_transaction: bool,
                  actors: frozenset) -> None:
         """The decision at one boundary, for every arm on `call` (the body of `boundary`)."""

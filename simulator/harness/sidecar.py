@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 from pathlib import Path
@@ -42,6 +43,7 @@ from thatch_core.types import (
     SessionRow, StatusResult,
 )
 
+from simulator.child.crash_points import crash_points
 from simulator.child.hygiene import PR_SET_PDEATHSIG, _PRCTL
 from simulator.sut.bun import sidecar_argv
 from simulator.sut.capabilities import Description
@@ -206,6 +208,35 @@ def _store_error(error: dict) -> StoreError:
     return StoreError(f"{name}: {message}{suffix}")
 
 
+# The checkout's ChatStore methods by thatch_core's names, which crash points and pauses name (`call:`);
+# any other method's name is its snake_case spelling (markDelivered -> mark_delivered).
+CORE_CALLS = {"assign": "register", "list": "list_sessions", "pruneStaleAuto": "prune",
+              "findSessionByHostPid": "resolve_host_pid", "refreshAutoTopic": "refresh_topic",
+              "hasLeaveTombstone": "has_tombstone"}
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def core_call(method: str) -> str:
+    return CORE_CALLS.get(method) or _CAMEL.sub("_", method).lower()
+
+
+def _strings(args: Iterable[Any]) -> frozenset:
+    """The session ids a call names: its string arguments, lists flattened one level."""
+    out: set[str] = set()
+    for value in args:
+        if isinstance(value, str):
+            out.add(value)
+        elif isinstance(value, (list, tuple)):
+            out.update(v for v in value if isinstance(v, str))
+    return frozenset(out)
+
+
+def _watched() -> bool:
+    """Whether statements must be reported: a crash or pause armed, or a paused call elsewhere holds the lock."""
+    points = crash_points()
+    return points.armed or bool(points.lock_held_by)
+
+
 def _row(r: Optional[dict]) -> Optional[SessionRow]:
     if not r:
         return None
@@ -226,6 +257,8 @@ class SidecarStore:
                  log: Optional[Callable[[str], None]] = None) -> None:
         self.sidecar = Sidecar(checkout, stderr_path)
         self.sidecar.on_log = log or (lambda line: None)
+        self._actors: frozenset = frozenset()
+        self.sidecar.on_statement = self._statement
         got = self.sidecar.request("describe", "describe")
         self.era = Description(store=frozenset(got["store"]), functions=frozenset(got["functions"]),
                                constants=dict(got["constants"]), source="")
@@ -233,7 +266,14 @@ class SidecarStore:
                              seed=seed & 0xFFFFFFFF, foreignKeys=FOREIGN_KEYS)
 
     def _call(self, method: str, *args: Any, rowid: bool = False) -> Any:
-        return self.sidecar.request("call", f"ChatStore.{method}", method=method, args=list(args), rowid=rowid)
+        self._actors = _strings(args)
+        return self.sidecar.request("call", f"ChatStore.{method}", method=method, args=list(args), rowid=rowid,
+                                    hooks=_watched())
+
+    def _statement(self, call: str, statement: int, sql: str, when: str, in_transaction: bool) -> None:
+        """A statement boundary of the checkout's code: crash points and pauses decide there, as for
+        thatch_core's statements (simulator/child/crash_points.py)."""
+        crash_points().reported(core_call(call), statement, sql, when, in_transaction, actors=self._actors)
 
     def _stale(self, row: SessionRow) -> bool:
         minutes = self._stale_minutes()
@@ -430,7 +470,8 @@ class SidecarPoller:
     def _cycle(self, op: str) -> None:
         hosted = [s for s in self._hosted()]
         gate = {s: bool(self._can_deliver(s)) for s in hosted}
-        self.store.sidecar.request(op, f"ChatPoller.{op}", hosted=hosted, gate=gate)
+        self.store._actors = frozenset(hosted)
+        self.store.sidecar.request(op, f"ChatPoller.{op}", hosted=hosted, gate=gate, hooks=_watched())
 
     def poll(self) -> None:
         self._cycle("poll")

@@ -33,6 +33,19 @@ def test_the_same_seed_gives_the_same_history_on_a_checkout(checkout, tmp_path, 
     assert (tmp_path / "run0" / "history.jsonl").read_bytes() == (tmp_path / "run1" / "history.jsonl").read_bytes()
 
 
+@pytest.mark.rules("R12", "R10", "R23")
+@pytest.mark.parametrize("name", ["broadcast/crash-inside-broadcast", "delivery/crash-between-read-and-stamp",
+                                  "delivery/crash-between-wake-and-stamp"])
+def test_crash_points_inside_the_real_code(checkout, tmp_path, name):
+    """R12/R10/R23 on the real code: the sidecar reports each statement and waits for the harness's go,
+    so a crash point kills the process just where it would kill thatch_core's (inside the broadcast's
+    transaction, between the read's select and stamp, between the wake and its stamp)."""
+    result = run_scenario(load_scenario(ROOT / "scenarios" / f"{name}.yaml"), run_dir=tmp_path / "run", sut=checkout)
+    assert result.error is None
+    assert [v.check for v in result.failures()] == []
+    assert any(e["kind"] == "crash" for e in result.history)
+
+
 @pytest.mark.rules("R7")
 def test_a_scenario_needing_what_the_checkout_lacks_is_not_applicable(checkout, tmp_path):
     """R7 needs leave tombstones; 0.1.41 has none: the scenario is not run there and says why."""
