@@ -77,8 +77,12 @@ export function endCall(): void {
 const one = Buffer.alloc(1);
 
 function waitForGo(): void {
-  // The answer is one short line; read it byte by byte so nothing after it is taken.
-  while (readSync(hookFds[1], one, 0, 1, null) === 1 && one[0] !== 10) {}
+  // The answer is one short line; read it byte by byte so nothing after it is taken. The channel's
+  // end means the harness died here (a crash before this statement): the statement must not run.
+  for (;;) {
+    if (readSync(hookFds[1], one, 0, 1, null) !== 1) process.kill(process.pid, "SIGKILL");
+    if (one[0] === 10) return;
+  }
 }
 
 function report(db: Database, sql: string, when: "before" | "after"): void {

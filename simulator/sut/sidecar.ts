@@ -192,6 +192,6 @@ for await (const line of console) {
   queue.push(msg);
   void drain();
 }
-// stdin closed: the harness is gone (or done); finish what it asked, then go.
-await drain();
+// stdin closed: the harness is done (it closes stdin once every reply came) or gone (then nothing it
+// asked may still run).
 process.exit(0);
