@@ -128,9 +128,9 @@ def test_run_prints_the_table_and_a_passing_run_cleans_up(repo, monkeypatch, cap
     capsys.readouterr()
     assert cli.main(["run", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("running first-send seed=0 in ")
+    assert out.startswith("running first-send seed=0 on thatch-core in ")
     assert "P1     PASS         single-deliverer [R25]" in out
-    assert "first-send seed=0: PASSED (2/2 checks ok)" in out
+    assert "first-send seed=0 sut=thatch-core: PASSED (2/2 checks ok)" in out
     assert "run dir" not in out
     assert calls == [0]
     assert run_dirs(repo) == []
@@ -330,7 +330,7 @@ def test_ctrl_c_stops_a_run_with_one_line_and_keeps_its_directory(long_scenario)
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         started = proc.stdout.readline()
-        assert started.startswith("running long-quiet-month seed=0 in ")
+        assert started.startswith("running long-quiet-month seed=0 on thatch-core in ")
         # into the run proper (every child forked and writing its history), not its first milliseconds
         run_dir = Path(started.split(" in ", 1)[1].strip())
         last_child = run_dir / "history" / "h2.0.jsonl"

@@ -229,7 +229,7 @@ def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
         "report: */reports/runs/two-tabs-fail",
     ])
     result.stdout.fnmatch_lines([
-        "*= scenario checks =*",
+        "*= scenario checks on thatch-core =*",
         "check * checked  passed  failed  not reached  n/a  judged",
         "P1 single-deliverer * 2 * 2 * 0 * 0 * 0 * 0",
         "P3 at-least-once * 2 * 1 * 1 * 0 * 0 * 0",
@@ -255,7 +255,8 @@ def test_failing_scenario_tells_the_story_the_headline_and_the_rerun(sim):
         "pytest 'scenarios/basic/fail.yaml::two-tabs-fail' --sim-seed 7 -p no:xdist")
     assert props["two-tabs"] == {"seed": "7",
                                  "rerun": "pytest 'scenarios/basic/good.yaml::two-tabs' --sim-seed 7 -p no:xdist",
-                                 "scenario_file": "scenarios/basic/good.yaml"}  # no verdict blob
+                                 "scenario_file": "scenarios/basic/good.yaml",
+                                 "sut": "thatch-core"}  # the system under test; no verdict blob
     failure = cases["two-tabs-fail"].find("failure")
     assert failure.get("message") == "P3 at-least-once: bob had unread mail and no wake came. (+1 more)"
     assert "rerun: pytest" in failure.text
