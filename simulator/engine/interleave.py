@@ -155,6 +155,10 @@ class Interleaver:
             command = ProcessCommand(live, OP_ACT, session, act_args(action, args))
         if live is paused.live:
             return live.label, None, f"{live.label} is the paused process"
+        if paused.detail.get("holds_lock") and not paused.resumed and not HOSTS[live.kind].crash_points:
+            # its store calls run in a child process, which cannot stop before the held lock (blocked)
+            return live.label, None, f"{live.label}'s store calls run in child processes, and the paused call " \
+                                     "holds the write lock"
         return live.label, command, None
 
     def _deadlock(self, blocked: Live, cmd: Command, held: Held) -> None:

@@ -62,6 +62,7 @@ class Settings:
     corpus: Optional[Path] = None              # the corpus file (default: out/corpus.jsonl)
     swarm: Optional[Swarm] = None              # every run's feature set, given (a guided run's rerun)
     include: tuple[str, ...] = ()              # properties judged on any design (`--include-properties`)
+    interleave: bool = False                   # draw interleavings into serial worlds (`--interleave`)
 
     @property
     def measured(self) -> bool:
@@ -163,6 +164,8 @@ def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None
         parts.append(f"--overrides {settings.overrides_ref}")
     if settings.include:
         parts.append(f"--include-properties {','.join(settings.include)}")
+    if settings.interleave:
+        parts.append("--interleave")
     return " ".join(parts)
 
 
@@ -178,7 +181,8 @@ def checks_determinism(seed: int, settings: Settings) -> bool:
 
 def generated(seed: int, settings: Settings, swarm: Optional[Swarm] = None) -> Generated:
     dispatch = "serial" if checks_determinism(seed, settings) else settings.dispatch
-    return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm, include=settings.include)
+    return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm, include=settings.include,
+                    interleave=settings.interleave)
 
 
 def run_spec(spec: Scenario, settings: Settings, keep: str = "failed") -> Outcome:

@@ -70,6 +70,10 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include-properties", default="", metavar="P-IDS",
                    help="judge these properties on any design (e.g. P12,P13,P14: would seed 000's design have "
                         "been caught?); naming the later design's also draws its incidents' faults into each world")
+    p.add_argument("--interleave", action="store_true",
+                   help="draw interleavings into serial worlds of two or more processes: a tool call pauses at a "
+                        "statement boundary while other processes' calls run (races on demand, judged by P15 "
+                        "among others)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the campaign summary as JSON")
     p.add_argument("--print", action="store_true", help="print each seed's scenario YAML instead of running it")
     mode = p.add_mutually_exclusive_group()
@@ -114,7 +118,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides=load_overrides(args.overrides) if args.overrides else None, overrides_ref=args.overrides,
         wall_timeout_s=args.timeout, guided=args.guided, measure=args.measure_coverage,
         corpus=Path(args.corpus) if args.corpus else None, swarm=swarm_arg(args.swarm) if args.swarm else None,
-        include=included(args.include_properties))
+        include=included(args.include_properties), interleave=args.interleave)
 
 
 def included(text: str) -> tuple[str, ...]:
@@ -129,7 +133,8 @@ def included(text: str) -> tuple[str, ...]:
 
 def _print_seeds(settings: Settings) -> int:
     for seed in range(settings.seed, settings.seed + (settings.runs or 1)):
-        gen = generate(seed, settings.size, dispatch=settings.dispatch, swarm=settings.swarm, include=settings.include)
+        gen = generate(seed, settings.size, dispatch=settings.dispatch, swarm=settings.swarm, include=settings.include,
+                       interleave=settings.interleave)
         sys.stdout.write(scenario_yaml(gen.spec, comments=(f"seed {seed}: {gen.swarm.describe()}",)))
         sys.stdout.write("---\n" if seed < settings.seed + (settings.runs or 1) - 1 else "")
     return 0

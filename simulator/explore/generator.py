@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from simulator.explore import reach
+from simulator.explore.interleave_draws import add_interleavings
 from simulator.explore.later_draws import add_later_draws
 from simulator.explore.plan import WorldPlan
 from simulator.design import STALE_MS
@@ -81,12 +82,13 @@ def _faker(rng: random.Random):
 
 
 def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
-             swarm: Optional[Swarm] = None, include: tuple[str, ...] = ()) -> Generated:
+             swarm: Optional[Swarm] = None, include: tuple[str, ...] = (), interleave: bool = False) -> Generated:
     """The scenario seed `seed` names (`dispatch` forces serial or concurrent).
 
     `swarm` (a guided run's feature set) replaces the drawn one; the feature draws are made all
     the same, so the rest of the world comes from the same point of the seed's stream. `include`:
-    properties judged on any design, with the later design's incidents drawn in when it names theirs.
+    properties judged on any design, with the later design's incidents drawn in when it names theirs;
+    `interleave`: interleavings drawn in (interleave_draws.py).
     """
     rng = random.Random(seed)
     draw = _Draw(rng, _faker(rng), size)
@@ -96,6 +98,8 @@ def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
     doc = draw.document(seed, swarm or drawn)
     if include:
         doc = add_later_draws(doc, seed, include)
+    if interleave:
+        doc = add_interleavings(doc, seed)
     return Generated(seed=seed, swarm=swarm or drawn, spec=Scenario.model_validate(doc), doc=doc,
                      forced=swarm is not None)
 

@@ -137,7 +137,20 @@ class WorldPlan:
             return None if ok else f"stall of {args['process']}, not a running process that polls"
         if action in ("retry", "reload"):
             return self._later_problem(action, args, t)
+        if action == "interleave":
+            return self._interleave_problem(args)
         return self._session_problem(action, args, t)
+
+    def _interleave_problem(self, args: dict[str, Any]) -> Optional[str]:
+        """An interleaving names declared labels, and its pause a running process that takes crash points."""
+        missing = next((m for m in map(self._undeclared, [args["pause"], *(v for c in args["run"]
+                                                                            for v in c.values())]) if m), None)
+        if missing:
+            return f"names undeclared {missing}"
+        pause = args["pause"]
+        owner = pause.get("process") or self.host[pause["session"]]
+        ok = self.runs(owner) and owner not in self.doomed and STEPS["crash"].accepts(self.kind[owner])
+        return None if ok else f"a pause in {owner}, not a process running for sure that takes crash points"
 
     def _later_problem(self, action: str, args: Any, t: int) -> Optional[str]:
         """A retry or a reload (the later design's incidents) needs its host running for sure, and no held lock."""

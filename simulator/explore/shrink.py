@@ -154,6 +154,9 @@ def _mentions(step: dict[str, Any], labels: set[str]) -> bool:
     args = step[action_of(step)]
     if not isinstance(args, dict):
         return False
+    if "pause" in args and "run" in args:  # an interleaving: its pause's labels and its run calls'
+        return any(_mentions({"x": part}, labels) for part in [args["pause"], *(v for c in args["run"]
+                                                                                 for v in c.values())])
     named = {args.get(k) for k in SESSION_ARG_KEYS + PROCESS_ARG_KEYS} | set(args.get("listing") or ())
     return bool(named & labels)
 
