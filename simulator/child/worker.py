@@ -52,7 +52,8 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
     hygiene.enter(parent_pid, close_in_child)
     recorder = Recorder.for_process(run_dir, ctx.label, ctx.incarnation)
     points = crash_points()
-    points.bind(recorder, _holder(conn, recorder))
+    holder = _Holder(conn, recorder)
+    points.bind(recorder, holder)
     move_to = _mover(_start_freezer())
     _memoize_fake_time()
     server = _CommandServer(ctx, make_harness, recorder, points)
@@ -73,6 +74,7 @@ def child_main(conn: Connection, ctx: HarnessContext, make_harness: Callable[...
             continue
         move_to(cmd.t)
         recorder.current(cmd.dispatch, cmd.t)
+        holder.serving = cmd.dispatch
         if cmd.op == OP_STOP:
             points.missed_pauses()
             _stop(conn, server.close(cmd), recorder, profiler, ctx)
@@ -152,21 +154,25 @@ def _stop(conn: Connection, reply: Reply, recorder: Recorder, profiler: Optional
     hygiene.leave(0)
 
 
-def _holder(conn: Connection, recorder: Recorder) -> Callable[[str, dict], None]:
-    """How this process stops inside a store call: `Held` down the pipe, then wait for OP_RESUME
-    (whose dispatch stamps the events from then on; the clock stays where it is)."""
-    def hold(kind: str, detail: dict) -> None:
-        _send(conn, Held(recorder.dispatch, kind, detail))
+class _Holder:
+    """How this process stops inside a store call: `Held` down the pipe, naming the command it serves
+    (`serving`, set before each), then wait for OP_RESUME, whose dispatch stamps the events from then on
+    (the clock stays where it is)."""
+
+    def __init__(self, conn: Connection, recorder: Recorder) -> None:
+        self.conn, self.recorder = conn, recorder
+        self.serving = 0
+
+    def __call__(self, kind: str, detail: dict) -> None:
+        _send(self.conn, Held(self.serving, kind, detail))
         while True:
             try:
-                cmd = recv_msg(conn)
+                cmd = recv_msg(self.conn)
             except (EOFError, OSError):
                 hygiene.leave(0)  # the orchestrator is gone: nothing will resume us
             if cmd.op == OP_RESUME:
-                recorder.current(cmd.dispatch, cmd.t)
+                self.recorder.current(cmd.dispatch, cmd.t)
                 return
-
-    return hold
 
 
 def _start_freezer():

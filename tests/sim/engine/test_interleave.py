@@ -98,3 +98,20 @@ def test_a_run_call_whose_session_is_in_the_paused_process_is_skipped_with_why(t
     runs = [e["data"] for e in r.events("interleave-run")]
     assert runs == [{"step": 0, "action": "poll", "target": "h1"},
                     {"step": 0, "action": "status", "target": "h2", "skipped": "h2 is the paused process"}]
+
+
+def test_a_blocked_run_call_that_then_reaches_a_pause_of_its_own_goes_on(tmp_path):
+    """The blocked call resumes under a new dispatch; its own armed pause then stops it inside the other
+    interleaving's run: that pause is let go at once (naming the command it serves), never a hang."""
+    spec = _world([
+        {"at": "1m", "interleave": {"pause": {"session": "carol", "call": "send", "statement": 1},
+                                    "run": [{"status": {"session": "alice"}}]}},
+        {"at": "1m", "interleave": {"pause": {"session": "bob", "call": "send", "statement": 1, "when": "after"},
+                                    "run": [{"send": {"from": "carol", "to": "alice", "body": "inside"}}]}},
+        {"at": "1m", "send": {"from": "bob", "to": "alice", "body": "paused"}},
+        {"at": "2m", "send": {"from": "carol", "to": "bob", "body": "later"}},
+    ])
+    r = run_scenario(spec, run_dir=tmp_path, wall_timeout_s=30, check=False)
+    assert r.error is None
+    assert [(e["proc"], e["data"]["step"]) for e in r.events("paused")] == [("h2", 1), ("h3", 0)]
+    assert [e["data"]["ok"] for e in r.events("tool-result")] == [True, True, True]
