@@ -22,7 +22,7 @@ from simulator.checks.policies import check_policies
 from simulator.checks.registry import check_properties
 from simulator.checks.view import RunView
 from simulator.result import Verdict
-from simulator.scenario.model import Scenario
+from simulator.scenario.model import CHECKOUT_DESIGN, Scenario
 
 
 def check_all(spec: Scenario, history: list[dict[str, Any]], db_path: Union[str, Path, None],
@@ -31,7 +31,8 @@ def check_all(spec: Scenario, history: list[dict[str, Any]], db_path: Union[str,
     view = RunView(spec, history, db_path, run_info)
     verdicts = (check_properties(spec, view) + check_policies(spec, view) + check_reaches(spec, view)
                 + check_expectations(spec, view) + fault_verdicts(spec, view.history))
-    return expected_outcome(spec, verdicts)
+    on_checkout = bool((run_info or {}).get("sut_is_checkout"))
+    return expected_outcome(spec, verdicts, design=CHECKOUT_DESIGN if on_checkout else None)
 
 
 __all__ = ["check_all"]

@@ -6,6 +6,8 @@ named design each listed property must fail: its verdict becomes
 `expected-fail` (ok: the incident was caught), and one that held instead
 fails as `outcome:<P-id>` (the story no longer reproduces the incident).
 Under any other design nothing changes: every property must hold as usual.
+A run on a real thatch checkout (--sut) is under the design `checkout`, the
+checkout's own, whatever the scenario's options say.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ def design_name(spec: Scenario) -> Optional[str]:
     return next((name for name, o in POLICY_SETS.items() if o == options), None)
 
 
-def expected_outcome(spec: Scenario, verdicts: list[Verdict]) -> list[Verdict]:
-    """`verdicts` with the failures the scenario expects under its design marked as expected."""
+def expected_outcome(spec: Scenario, verdicts: list[Verdict], *, design: Optional[str] = None) -> list[Verdict]:
+    """`verdicts` with the failures the scenario expects under its design marked as expected; `design`
+    names it when the scenario does not decide it (a real checkout runs its own: `checkout`)."""
     outcome = getattr(spec, "expect_outcome", None)
-    name = design_name(spec)
+    name = design or design_name(spec)
     expected = list(outcome.fails.get(name, ())) if outcome is not None and name is not None else []
     if not expected:
         return verdicts

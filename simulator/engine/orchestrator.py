@@ -178,6 +178,8 @@ class Orchestrator:
             "row_ids": {k: self.world.row_ids(k) for k in self.world.session_ids},
             "dispatches": self.log.dispatch, "virtual_ms": self.clock.now,
             "faults": {i: {"fault": f.fault, "fired": f.fired, "detail": f.detail} for i, f in self.faults.items()},
+            # the system under test: thatch_core, or a checkout (which runs its own design)
+            "sut": self.world.checkout and str(self.world.checkout), "sut_is_checkout": self.world.checkout is not None,
         }
 
     def running_host(self, session: str) -> Optional[Live]:

@@ -397,9 +397,14 @@ class AllExcept(Strict):
         return self
 
 
+# The design a run on a real thatch checkout is under: the checkout's own, whatever its era.
+CHECKOUT_DESIGN = "checkout"
+
+
 def _design_name(name: str) -> str:
-    if name not in POLICY_SETS:
-        raise ValueError(f"{name!r} is not a named design — write one of {', '.join(POLICY_SETS)}")
+    if name not in POLICY_SETS and name != CHECKOUT_DESIGN:
+        raise ValueError(f"{name!r} is not a named design — write one of {', '.join(POLICY_SETS)} "
+                         f"or {CHECKOUT_DESIGN} (a run on a real thatch checkout)")
     return name
 
 
@@ -410,8 +415,9 @@ class ExpectedOutcome(Strict):
     """`expect_outcome: {fails: {thatch: [P12]}}`: the properties a run fails by design under a named set."""
 
     fails: dict[DesignName, list[PropertyId]] = Field(
-        ..., description="Named design -> the P-ids a run under it must fail (the incident, caught); under any "
-                         "other design, and for every other property, the run must pass as usual.")
+        ..., description="Named design (or `checkout`: a run on a real thatch checkout, --sut) -> the P-ids a "
+                         "run under it must fail (the incident, caught); under any other design, and for every "
+                         "other property, the run must pass as usual.")
 
 
 class LegacyRow(Strict):

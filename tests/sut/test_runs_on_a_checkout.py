@@ -10,7 +10,7 @@ import pytest
 
 from simulator.api import SUT_CHECK, run_scenario
 from simulator.explore.determinism import first_difference
-from simulator.scenario.loader import load_scenario
+from simulator.scenario.loader import load_scenario, parse_scenario
 from simulator.sut import CORE, SutError, bun
 from simulator.sut.capabilities import capabilities_of
 
@@ -116,3 +116,35 @@ def test_compare_lays_both_systems_side_by_side(checkout, tmp_path):
     if capabilities_of(checkout).lacks("assigned-names"):
         assert "differs: P6" in done.stdout
     assert checkout.name in page.read_text()
+
+
+@pytest.mark.rules("R12")
+def test_an_incident_expected_on_a_checkout_is_caught_there_only(checkout, tmp_path):
+    """R12 under contention, on purpose: the checkout's broadcast reads its roster in a deferred
+    transaction; dev's send commits while it is paused after that read, so its first insert fails
+    with SQLITE_BUSY_SNAPSHOT and P15 fails there, as `expect_outcome: {fails: {checkout: [P15]}}`
+    says; thatch_core's BEGIN IMMEDIATE holds the lock from the read on, and P15 holds."""
+    text = """
+name: broadcast-snapshot-race
+seed: 2
+duration: 3m
+properties: [P15, P5]
+expect_outcome: {fails: {checkout: [P15]}}
+processes:
+  - {id: h1, sessions: [{id: lead, agent: silent}]}
+  - {id: h2, sessions: [{id: dev, agent: silent}]}
+  - {id: h3, sessions: [{id: qa, agent: silent}]}
+steps:
+  - at: 1m
+    interleave:
+      pause: {session: lead, call: broadcast, statement: 3, when: after}
+      run: [{send: {from: dev, to: qa, body: on staging}}]
+  - at: 1m
+    broadcast: {from: lead, body: freezing main}
+"""
+    spec = parse_scenario(text).spec
+    real = run_scenario(spec, run_dir=tmp_path / "real", sut=checkout)
+    assert real.verdict("P15").status == "expected-fail" and real.ok
+    assert "SQLITE_BUSY" in real.verdict("P15").message
+    core = run_scenario(spec, run_dir=tmp_path / "core", sut=CORE)
+    assert core.verdict("P15").status == "pass" and core.ok
