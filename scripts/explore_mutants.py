@@ -22,6 +22,7 @@ little until it finds nothing.
     python scripts/explore_mutants.py --budget 30s -k cap-7 -k stale-90s
     python scripts/explore_mutants.py --json reports/explore-mutants.json
     python scripts/explore_mutants.py --budget 90s --mode both --jobs 2 --markdown reports/explore-mutants.md
+    python scripts/explore_mutants.py --budget 90s --baseline --report docs/explore-report.md   # the committed page
 
 The working tree is copied once at the start (later edits do not leak into
 a half-done table) and never touched.
@@ -165,6 +166,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "half an hour on 2 cores: shrinking can take minutes per found mutant)")
     ap.add_argument("--json", default=None, help="write the rows as JSON here (updated after every mutant)")
     ap.add_argument("--markdown", default=None, help="write the table as markdown here")
+    ap.add_argument("--report", default=None, metavar="FILE",
+                    help="also write a generated page with the table (docs/explore-report.md)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error("--jobs must be 1 or more")
@@ -205,6 +208,10 @@ def main(argv=None) -> int:
     print_table(rows, args.budget, args.modes)
     if args.markdown:
         Path(args.markdown).write_text(markdown_table(rows, args.budget, args.modes), encoding="utf-8")
+    if args.report:
+        mc.write_report(Path(args.report), "Exploration alone against the mutant catalogue", __doc__,
+                        ["python scripts/explore_mutants.py", *(argv if argv is not None else sys.argv[1:])],
+                        markdown_table(rows, args.budget, args.modes).splitlines())
     return 0
 
 

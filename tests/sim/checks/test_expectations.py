@@ -245,3 +245,40 @@ def test_a_prompt_can_expect_its_hooks_to_print_nothing(db):
     assert "no hook ran" in verdict_for(True).message
     assert verdict_for(False, f"thatch chat: you are {N_BOB}").status == "pass"
     assert verdict_for(False, None).status == "fail"
+
+
+def _judged(expect, h, db, processes=None, steps=None):
+    spec = make_spec(expect=expect, processes=processes, steps=steps)
+    return [v.status for v in check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))]
+
+
+@pytest.mark.rules("R9", "R36", "R26", "R31")
+def test_replies_hooks_turn_ends_prunes_and_host_ids(h, db):
+    """R9 a step's replies by index or name (a retry's several), R36 hook runs by decision and turn ends in
+    a window, R26 what each prune pass removed, R31 the host id a session goes by and its server's."""
+    h.ev(130_000, "tool-result", "h1", "alice", tool="thatch_chat_send", ok=True, text="Not stored again", step=1)
+    h.ev(131_000, "tool-result", "h1", "alice", tool="thatch_chat_send", ok=True, text="Not stored again", step=1)
+    h.ev(140_000, "turn-end", "c1", "bob")
+    h.ev(150_000, "hook", "c1", "bob", hook="Stop", line=None, decision=None)
+    h.ev(150_000, "turn-end", "c1", "bob")
+    h.ev(160_000, "prune", "h1", None, pruned=[BOB], expired_tombstones=[], swept=2)
+    h.ev(170_000, "mcp-server", "c1", "bob", env={"CLAUDE_CODE_SESSION_ID": "ABC-123"})
+    h.ev(180_000, "fork", "c1", "bob", old_host_id="ABC-123", new_host_id="abc-123")
+    steps = [{"at": "1m", "name": "first", "send": {"from": "alice", "to": "bob"}},
+             {"at": "2m", "name": "again", "retry": {"session": "alice", "tool": "send"}}]
+    assert _judged([
+        {"replies": {"step": "again", "contains": "Not stored again", "count": 2}},
+        {"replies": {"step": 1, "ok": True}},
+        {"replies": {"step": "first", "ok": True}},                       # never replied: fails
+        {"hooks": {"session": "bob", "hook": "Stop", "decision": "block", "count": 1}},
+        {"hooks": {"session": "bob", "hook": "Stop", "decision": "none", "count": 1}},
+        {"hooks": {"session": "bob", "contains": "unread message for", "count": 1}},
+        {"turn_ends": {"session": "bob", "count": 2, "between": ["2m", "3m"]}},
+        {"turn_ends": {"session": "bob", "count": 1}},                     # two ended: fails
+        {"prunes": {"pruned": "bob", "count": 1, "swept": 2}},
+        {"prunes": {"pruned": "alice", "count": 0}},
+        {"prunes": {"pruned": "bob", "count": 1, "swept": 1}},             # swept 2: fails
+        {"host_id": {"session": "bob", "is": "abc-123", "server": "ABC-123"}},
+        {"at": "2m55s", "host_id": {"session": "bob", "is": "abc-123"}},   # before the fork: fails
+    ], h, db, MCP_BOB, steps) == ["pass", "pass", "fail", "pass", "pass", "pass", "pass", "fail", "pass", "pass",
+                                  "fail", "pass", "fail"]
