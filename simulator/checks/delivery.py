@@ -15,7 +15,7 @@ from simulator.checks.faults import crash_lost_a_stamp
 from simulator.checks.mail import acting_identity
 from simulator.checks.registry import Promise, passed, promised_procs, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
-from simulator.checks.wakes import rolling_excess, wakes_by_incarnation
+from simulator.checks.wakes import reload_positions, rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, SECOND_MS, STAMP_RESOLUTION_MS
 from simulator.events import CRASH, POLL, PROCESS_START, STATUS, STORE_ERROR, STREAM_EVENT, TURN_START, WAKE, data_of
 from simulator.result import Verdict
@@ -107,7 +107,8 @@ def _capped(view: RunView, fn, groups: dict[tuple, list[dict]]) -> dict[tuple, l
 
 @prop("P2", "rate-cap", rules=("R22",), promise=WAKE_CAP)
 def p2_rate_cap(view: RunView) -> Verdict:
-    """Per process incarnation and session, at most 6 wake prompts fall in any rolling hour."""
+    """Per process runtime (an incarnation, anew after a plugin reload) and session, at most 6 wake prompts fall in
+    any rolling hour."""
     groups = _capped(view, p2_rate_cap, wakes_by_incarnation(view))
     if not groups:
         return skipped(p2_rate_cap, "no wake prompt in the run")
@@ -352,12 +353,15 @@ def _gate_breach(view: RunView) -> Optional[Verdict]:
     for e in view.of(STATUS):
         statuses.setdefault((e.get("proc"), e.get("session")), []).append(e)
     at = {key: [e["i"] for e in evs] for key, evs in statuses.items()}
+    reloads = reload_positions(view)
     for w in view.of(WAKE):
         key = (w.get("proc"), w.get("session"))
         k = bisect.bisect_left(at.get(key, []), w["i"])
         last = statuses[key][k - 1] if k else None
         if last is None or last["t"] >= w["t"] or view.inc_of(last) is not view.inc_of(w):
             continue
+        if any(last["i"] < i < w["i"] for i in reloads.get(w.get("proc"), ())):
+            continue  # a plugin reload between: the fresh runtime knows no status it was told before
         state = "compacting" if data_of(last).get("compacting") else data_of(last).get("status")
         if state in ("busy", "compacting"):
             return verdict(p3_at_least_once, "fail", f"{w.get('session')} was woken at t={span(w['t'])} by "

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Optional
 
 from simulator.checks.registry import Promise, passed, prop, sample_row, skipped, verdict
-from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, whole_messages
+from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, unseen_from, whole_messages
 from simulator.checks.view import Call, RunView
 from simulator.design import DEDUP_REPLY_MARK, FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS
 from simulator.events import REGISTERED, SAMPLE, STATUS, data_of, sample_rows
@@ -228,7 +228,7 @@ def p13_whole_message(view: RunView) -> Verdict:
         if not r["read_at"] or label is None or (not mine and _died_reading(view, label)):
             continue
         judged += 1
-        if covered(mine) < len(str(r["body"] or "")):
+        if unseen_from(mine, len(str(r["body"] or ""))) is not None:
             reads = [s.call for s in mine] or view.calls_of("read", label)
             return verdict(p13_whole_message, "fail", _unseen_story(view, r, label, mine, parts.get(r["id"])),
                            [w for c in reads[:3] for w in c.witness()])

@@ -14,7 +14,9 @@ judges ask, per stored row, which characters of its body some output showed:
   (counted in UTF-16 units) for as long as its output holds the body.
 
 A piece counts only when it runs to the body's end, to the output's end (the
-host's cut) or for a whole page (the design's cut), never a chance overlap.
+host's cut) or for a whole page (the design's cut, whose marker tells the
+reader how to read on), never a chance overlap; a body is unseen from where
+its pieces stop short with no such marker.
 Nothing else here reads a header or a marker: the spans come from the stored
 bodies and the call's own arguments, so a change of the design's page header
 or clip marker text cannot move them.
@@ -59,14 +61,21 @@ def may_act_as(view: RunView, call: Call) -> set[Optional[str]]:
     return out
 
 
+# How a shown piece of a body ends: at the body's end, at the end of the output (the host cut it there, or the
+# output ended: nothing after it told the reader there is more), or at the design's own page cut, whose clip
+# marker follows in the output and says how to read on.
+BODY_END, OUTPUT_END, PAGE_CUT = "body-end", "output-end", "page-cut"
+
+
 @dataclass(frozen=True)
 class Shown:
-    """Characters [start, end) of one stored row's body, shown by one read call."""
+    """Characters [start, end) of one stored row's body, shown by one read call, and how the piece ends."""
 
     row_id: int
     call: Call
     start: int
     end: int
+    cut: str
 
     @property
     def host_clipped(self) -> bool:
@@ -100,11 +109,18 @@ def _drained_by(view: RunView, call: Call) -> list[dict]:
     return sorted(out, key=lambda r: r["id"])
 
 
-def _whole_piece(body: str, start: int, k: int, text: str, where: int) -> bool:
-    """A match is a piece the read showed (not a chance overlap of a few characters) when it runs to the body's
-    end, to the end of the output (the host cut it there), or for one whole page of the design (its own cut)."""
+def _cut(body: str, start: int, k: int, text: str, where: int) -> Optional[str]:
+    """How a match of body[start:start+k] at `where` in `text` ends, when it is a piece the read showed; None for
+    a chance overlap of a few characters (a piece runs to the body's end, to the output's end, or for one whole
+    page of the design)."""
+    if not k:
+        return None
+    if start + k == len(body):
+        return BODY_END
+    if where + k == len(text):
+        return OUTPUT_END
     whole_page = utf16_len(body[start:start + k]) >= LATER_READ_PAGE_LEN - 1  # a pair at the cut backs off by one
-    return start + k == len(body) or where + k == len(text) or whole_page
+    return PAGE_CUT if whole_page else None
 
 
 def _drain_spans(view: RunView, call: Call) -> list[Shown]:
@@ -115,8 +131,9 @@ def _drain_spans(view: RunView, call: Call) -> list[Shown]:
         k, where = _longest_from(INBOX_BODY_OPEN + body, 0, call.text, cursor)
         k -= len(INBOX_BODY_OPEN)
         where += len(INBOX_BODY_OPEN)
-        if k > 0 and _whole_piece(body, 0, k, call.text, where):
-            out.append(Shown(r["id"], call, 0, k))
+        cut = _cut(body, 0, k, call.text, where) if k > 0 else None
+        if cut is not None:
+            out.append(Shown(r["id"], call, 0, k, cut))
             cursor = where + k
     return out
 
@@ -134,7 +151,8 @@ def _page_spans(view: RunView, call: Call) -> list[Shown]:
     body = str(row["body"] or "")
     start = index_at_units(body, max(offset, 0))
     k, where = _longest_from(body, start, call.text)
-    return [Shown(row_id, call, start, start + k)] if k and _whole_piece(body, start, k, call.text, where) else []
+    cut = _cut(body, start, k, call.text, where)
+    return [Shown(row_id, call, start, start + k, cut)] if cut is not None else []
 
 
 def shown_spans(view: RunView) -> dict[int, list[Shown]]:
@@ -145,6 +163,16 @@ def shown_spans(view: RunView) -> dict[int, list[Shown]]:
         for s in (_page_spans(view, call) if paged else _drain_spans(view, call)):
             out.setdefault(s.row_id, []).append(s)
     return out
+
+
+def unseen_from(spans: list[Shown], length: int) -> Optional[int]:
+    """Where the characters of a body its reader was neither shown nor told how to read begin: the reach of the
+    spans from its start, when that stops short of the end at no design page cut (whose marker says how to read
+    on); None when it was shown whole or the reader was told."""
+    reach = covered(spans)
+    if reach >= length or any(s.end == reach and s.cut == PAGE_CUT for s in spans):
+        return None
+    return reach
 
 
 def covered(spans: list[Shown]) -> int:

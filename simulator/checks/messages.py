@@ -8,7 +8,7 @@ from typing import Optional
 from simulator.checks.faults import crash_cut_short
 from simulator.checks.later import suppressed_unseen
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
-from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, whole_messages
+from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, unseen_from, whole_messages
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     BROADCAST_RE,
@@ -125,7 +125,9 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
         needle = inbox_needle(r["created_at"], r["body"])
         # The strict identity: a broadcast gives every recipient a row of one body and one time,
         # so the caller's own copy would read as the claimed session's.
-        seen = [c for c in reads if acting_identity(view, c) == label and needle in c.text]
+        # A line ends with its body: a shorter body that opens a longer one's line (a split send's repeated text)
+        # is not that line.
+        seen = [c for c in reads if acting_identity(view, c) == label and needle + "\n" in c.text]
         twins = sum(1 for x in view.db["messages"]
                     if x["to_session"] == r["to_session"] and inbox_needle(x["created_at"], x["body"]) == needle)
         if len(seen) > twins:
@@ -159,8 +161,8 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
         if any(c.result is None for c in view.calls if c.tool == "read" and label in may_act_as(view, c)):
             continue
         mine = spans.get(r["id"], [])
-        if mine and not _clipped_short(mine, len(str(r["body"] or ""))):
-            continue
+        if mine and unseen_from(mine, len(str(r["body"] or ""))) is None:
+            continue  # shown whole, or cut by the design's own page, whose marker says how to read on
         got = [c for c in reads if label in may_act_as(view, c)]
         if mine:
             return verdict(p5_no_loss, "fail", _clipped_story(view, r, label, mine),
@@ -171,17 +173,11 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
     return None
 
 
-def _clipped_short(mine: list[Shown], length: int) -> bool:
-    """Every output that showed the row was cut by its host, and together they stop short of its end
-    (a cut by the design's own page is no loss: its marker says how to read on)."""
-    return all(s.host_clipped for s in mine) and covered(mine) < length
-
-
 def _clipped_story(view: RunView, r: dict, label: str, mine: list[Shown]) -> str:
     clip = max(len(s.call.text) for s in mine)
-    return (f"message #{r['id']} to {label} is stamped read at {r['read_at']} but its host clipped every "
-            f"chat_read output that returned it to {clip} characters: the model saw characters "
-            f"0-{covered(mine)} of its {len(str(r['body'] or ''))}, the rest was marked read unseen")
+    return (f"message #{r['id']} to {label} is stamped read at {r['read_at']} but its host clipped the chat_read "
+            f"outputs that returned it (to {clip} characters): the model saw characters 0-{covered(mine)} of its "
+            f"{len(str(r['body'] or ''))}, with nothing telling it there was more; the rest was marked read unseen")
 
 
 def _suppressed_unseen(view: RunView) -> Optional[Verdict]:

@@ -1,13 +1,18 @@
 """Wake prompts per process incarnation, and the rolling hour of the cap (R22).
 
 P2 and P10 judge the cap with these; the rate-cap reach claim shows it at work.
+The nudge counts live in the plugin's memory: a restarted process starts a
+fresh count (R22), and so does a plugin reload in the same process (a fresh
+runtime that knows nothing the old one kept in memory), so an incarnation's
+wakes are counted per runtime: `#1` is the incarnation, `#1.r2` its second
+reload.
 """
 
 from __future__ import annotations
 
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
-from simulator.events import WAKE
+from simulator.events import FAULT_FIRED, WAKE, data_of
 
 
 def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dict] | None:
@@ -19,12 +24,28 @@ def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dic
     return None
 
 
+def reload_positions(view: RunView) -> dict[str, list[int]]:
+    """Process label -> the history positions of its plugin reloads (each a fresh runtime in the same process)."""
+    out: dict[str, list[int]] = {}
+    for r in view.of(FAULT_FIRED):
+        target = (data_of(r).get("detail") or {}).get("target")
+        if data_of(r).get("fault") == "reload" and target:
+            out.setdefault(target, []).append(r["i"])
+    return out
+
+
 def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[tuple, list[dict]]:
-    """Wakes grouped by (process label, incarnation number, session label), optionally of `labels` only."""
+    """Wakes grouped by (process label, runtime: the incarnation number, `N.rK` after its K-th reload, session
+    label), optionally of `labels` only."""
     out: dict[tuple, list[dict]] = {}
+    reloads_of = reload_positions(view)
     for w in view.of(WAKE):
         if labels is not None and w.get("session") not in labels:
             continue
         inc = view.inc_of(w)
-        out.setdefault((w.get("proc"), inc.n if inc else None, w.get("session")), []).append(w)
+        runtime = inc.n if inc else None
+        reloads = sum(1 for i in reloads_of.get(w.get("proc"), ()) if inc is None or inc.start_i < i < w["i"])
+        if reloads and runtime is not None:
+            runtime = f"{runtime}.r{reloads}"
+        out.setdefault((w.get("proc"), runtime, w.get("session")), []).append(w)
     return out

@@ -63,6 +63,7 @@ class Settings:
     swarm: Optional[Swarm] = None              # every run's feature set, given (a guided run's rerun)
     include: tuple[str, ...] = ()              # properties judged on any design (`--include-properties`)
     interleave: bool = False                   # draw interleavings into serial worlds (`--interleave`)
+    design: Optional[str] = None               # every world's named design (`--design`; None: the seed's own)
 
     @property
     def measured(self) -> bool:
@@ -166,6 +167,8 @@ def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None
         parts.append(f"--include-properties {','.join(settings.include)}")
     if settings.interleave:
         parts.append("--interleave")
+    if settings.design:
+        parts.append(f"--design {settings.design}")
     return " ".join(parts)
 
 
@@ -182,7 +185,7 @@ def checks_determinism(seed: int, settings: Settings) -> bool:
 def generated(seed: int, settings: Settings, swarm: Optional[Swarm] = None) -> Generated:
     dispatch = "serial" if checks_determinism(seed, settings) else settings.dispatch
     return generate(seed, settings.size, dispatch=dispatch, swarm=swarm or settings.swarm, include=settings.include,
-                    interleave=settings.interleave)
+                    interleave=settings.interleave, design=settings.design)
 
 
 def run_spec(spec: Scenario, settings: Settings, keep: str = "failed") -> Outcome:

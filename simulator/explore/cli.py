@@ -30,6 +30,7 @@ from simulator.explore.swarm import SIZES
 from simulator.explore.writer import scenario_yaml
 from simulator.scenario.durations import parse_duration
 from simulator.scenario.model import PROPERTY_IDS
+from simulator.scenario.policies import POLICY_SETS
 
 
 HELP = "generate scenarios from seeds, run them, shrink and file every failure"
@@ -74,6 +75,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="draw interleavings into serial worlds of two or more processes: a tool call pauses at a "
                         "statement boundary while other processes' calls run (races on demand, judged by P15 "
                         "among others)")
+    p.add_argument("--design", choices=tuple(POLICY_SETS), default=None,
+                   help="run every world under this named design (thatch-later: the later design's options, with "
+                        "its incidents' faults and long bodies drawn in); default: the scenario's own, thatch")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the campaign summary as JSON")
     p.add_argument("--print", action="store_true", help="print each seed's scenario YAML instead of running it")
     mode = p.add_mutually_exclusive_group()
@@ -118,7 +122,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides=load_overrides(args.overrides) if args.overrides else None, overrides_ref=args.overrides,
         wall_timeout_s=args.timeout, guided=args.guided, measure=args.measure_coverage,
         corpus=Path(args.corpus) if args.corpus else None, swarm=swarm_arg(args.swarm) if args.swarm else None,
-        include=included(args.include_properties), interleave=args.interleave)
+        include=included(args.include_properties), interleave=args.interleave, design=args.design)
 
 
 def included(text: str) -> tuple[str, ...]:
@@ -134,7 +138,7 @@ def included(text: str) -> tuple[str, ...]:
 def _print_seeds(settings: Settings) -> int:
     for seed in range(settings.seed, settings.seed + (settings.runs or 1)):
         gen = generate(seed, settings.size, dispatch=settings.dispatch, swarm=settings.swarm, include=settings.include,
-                       interleave=settings.interleave)
+                       interleave=settings.interleave, design=settings.design)
         sys.stdout.write(scenario_yaml(gen.spec, comments=(f"seed {seed}: {gen.swarm.describe()}",)))
         sys.stdout.write("---\n" if seed < settings.seed + (settings.runs or 1) - 1 else "")
     return 0

@@ -82,13 +82,15 @@ def _faker(rng: random.Random):
 
 
 def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
-             swarm: Optional[Swarm] = None, include: tuple[str, ...] = (), interleave: bool = False) -> Generated:
+             swarm: Optional[Swarm] = None, include: tuple[str, ...] = (), interleave: bool = False,
+             design: Optional[str] = None) -> Generated:
     """The scenario seed `seed` names (`dispatch` forces serial or concurrent).
 
     `swarm` (a guided run's feature set) replaces the drawn one; the feature draws are made all
     the same, so the rest of the world comes from the same point of the seed's stream. `include`:
     properties judged on any design, with the later design's incidents drawn in when it names theirs;
     `interleave`: interleavings drawn in (interleave_draws.py).
+    `design`: a named set of options every world runs under (its later options' faults and features drawn in).
     """
     rng = random.Random(seed)
     draw = _Draw(rng, _faker(rng), size)
@@ -96,8 +98,8 @@ def generate(seed: int, size: Size = DEFAULT, *, dispatch: Optional[str] = None,
     if swarm is not None and dispatch is not None:
         swarm = replace(swarm, dispatch=dispatch)
     doc = draw.document(seed, swarm or drawn)
-    if include:
-        doc = add_later_draws(doc, seed, include)
+    if include or design is not None:
+        doc = add_later_draws(doc, seed, include, design=design)
     if interleave:
         doc = add_interleavings(doc, seed)
     return Generated(seed=seed, swarm=swarm or drawn, spec=Scenario.model_validate(doc), doc=doc,

@@ -15,6 +15,11 @@ one it always drew and only these additions differ:
   extraction child, showing up idle at a drawn time;
 - a clipping host: a process clips tool outputs at 2000 characters, and some
   of its peers' sends to it carry a body a few thousand characters long.
+
+`explore --design thatch-later` runs every world under the later design
+itself, with the same draws from the same stream (long bodies to anyone
+instead of a clipping host), so its code is judged by chance as well as by
+script.
 """
 
 from __future__ import annotations
@@ -34,19 +39,31 @@ def later_rng(seed: int) -> random.Random:
     return random.Random(f"later-{seed}")
 
 
-def add_later_draws(doc: dict[str, Any], seed: int, include: tuple[str, ...]) -> dict[str, Any]:
-    """`doc` with `properties: {include: [...]}` and the later incidents' faults and features drawn in."""
+def add_later_draws(doc: dict[str, Any], seed: int, include: tuple[str, ...], *,
+                    design: Optional[str] = None) -> dict[str, Any]:
+    """`doc` with `properties: {include: [...]}` (when it names some) and the later incidents' faults and
+    features drawn in; with `design` (a named set of the later design's options) the world runs under it.
+
+    Under the later design itself a clipping host is not drawn: the scripted readers drain and never page, so
+    a host that hides a page's clip marker loses characters by the reader's doing, not the design's (the
+    scripted incidents show that story). Long bodies go to any recipient instead, so sends split into parts."""
     rng = later_rng(seed)
-    doc = {**doc, "properties": {"include": list(include)}}
+    doc = {**doc, "properties": {"include": list(include)}} if include else dict(doc)
+    if design is not None:
+        doc["policy"] = design
     rates = {k: rng.uniform(lo, hi) for k, (_, (lo, hi)) in EXPLORE_LATER_FAULTS.items() if rng.random() < 0.7}
     features = {f for f in ("machinery", "clip") if rng.random() < 0.5}
     polling = [p for p in doc["processes"] if HOSTS[p.get("kind", DEFAULT_HOST)].polls and p.get("start") != "never"]
     if "machinery" in features and polling:
         _machinery_child(rng, rng.choice(polling), doc)
-    clipped = _clip(rng, polling) if "clip" in features and polling else None
+    if design is not None:
+        long_to: Optional[set[str]] = {s["id"] for p in doc["processes"] for s in p["sessions"]}
+    else:
+        clipped = _clip(rng, polling) if "clip" in features and polling else None
+        long_to = {s["id"] for p in doc["processes"] if p["id"] == clipped for s in p["sessions"]} if clipped else None
     steps = []
     for step in doc["steps"]:
-        steps.append(_long_body(rng, step, clipped, doc) if clipped else step)
+        steps.append(_long_body(rng, step, long_to) if long_to else step)
         steps.extend(_faults_after(rng, step, rates, polling))
     return keep_fitting({**doc, "steps": steps})
 
@@ -68,11 +85,11 @@ def _clip(rng: random.Random, polling: list[dict[str, Any]]) -> Optional[str]:
     return proc["id"]
 
 
-def _long_body(rng: random.Random, step: dict[str, Any], clipped: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """A send to a session of the clipping host gets a body of a few thousand characters, half the time."""
+def _long_body(rng: random.Random, step: dict[str, Any], to: set[str]) -> dict[str, Any]:
+    """A send to one of `to` (the clipping host's sessions) gets a body of a few thousand characters, half the
+    time."""
     args = step.get("send")
-    hosts = {s["id"]: p["id"] for p in doc["processes"] for s in p["sessions"]}
-    if args is None or hosts.get(args.get("to")) != clipped or rng.random() < 0.5:
+    if args is None or args.get("to") not in to or rng.random() < 0.5:
         return step
     words = f"{args['from']} handoff part "
     return {**step, "send": {**args, "body": {"repeat": words, "times": rng.randint(2500, 6000) // len(words)}}}

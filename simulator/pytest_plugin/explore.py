@@ -54,6 +54,7 @@ from simulator.explore.report import format_summary
 from simulator.explore.swarm import SIZES
 from simulator.pytest_plugin.settings import SETTINGS
 from simulator.pytest_plugin.tally import VERDICTS_ATTR, encode_verdicts
+from simulator.scenario.policies import POLICY_SETS
 
 EXPLORE_ATTR = "sim_explore"
 COLLECTOR = "explore"
@@ -75,6 +76,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sim-explore-guided", action="store_true", default=False,
                     help="coverage-guided: measure thatch_core's branches per run and draw feature sets from the runs "
                          "that reached new ones (corpus in the out dir, corpus.jsonl)")
+    group.addoption("--sim-explore-design", choices=tuple(POLICY_SETS), default=None,
+                    help="run every explored world under this named design (thatch-later: the later design)")
     group.addoption("--sim-explore-json", default=None, metavar="FILE",
                     help="write the campaign summary, merged over every worker, as JSON")
 
@@ -106,7 +109,8 @@ def settings_of(config: pytest.Config) -> Settings:
                     out=(config.invocation_params.dir / out) if out else config.rootpath / "scenarios" / "found",
                     overrides=overrides, overrides_ref=ref, guided=config.getoption("sim_explore_guided"),
                     wall_timeout_s=float(config.getoption("sim_timeout") or 120),
-                    include=config.stash[SETTINGS].include if SETTINGS in config.stash else ())
+                    include=config.stash[SETTINGS].include if SETTINGS in config.stash else (),
+                    design=config.getoption("sim_explore_design"))
 
 
 class ExploreFailed(Exception):

@@ -106,7 +106,7 @@ def test_p5_names_a_clipped_read_with_the_read_as_its_witness(tmp_path):
     P5 says so, with that read as its witness (no empty database-row line)."""
     r = run_scenario(_library("incidents/clipped-read.yaml"), run_dir=tmp_path / "run")
     v = r.verdict("P5")
-    assert v.status == "fail" and "its host clipped every chat_read output that returned it" in v.message, v.message
+    assert v.status == "fail" and "its host clipped the chat_read outputs that returned it" in v.message, v.message
     assert [e["kind"] for e in v.witness] == ["tool-call", "tool-result"]
 
 

@@ -102,17 +102,29 @@ def test_p13_a_split_batch_stored_in_part_fails(tmp_path):
 
 
 def test_p13_a_part_is_judged_by_its_own_pages_not_by_a_twin_elsewhere(tmp_path):
-    """Two parts with one repeated text: part 1 is paged whole, part 2 only once and clipped by the host. The
-    characters part 2 lacks are on part 1's pages, and still never reached the reader as part 2's."""
+    """Two parts with one repeated text: part 1 is paged whole, part 2 only once and clipped by the host (as the
+    drain was). The characters part 2 lacks are on part 1's pages, and still never reached the reader as part 2's."""
     body = "abc " * 750
     h = H(); base_world(h)
-    read_of(h, 120_000, "[from ba-sil-00001, Jan 5 09:01Z] " + body[:2000] + "\n[from ba-sil-00001, Jan 5 09:01Z] "
-            + body[:2000])
+    head = "[from ba-sil-00001, Jan 5 09:01Z] "
+    drained = head + body[:2000] + "\n[clipped: more]\n" + head + body[:1000]  # the host cut it in row 2's line
+    read_of(h, 120_000, drained, clipped_from=4500)
     read_of(h, 130_000, "[page] " + body[2000:], message=1, offset=2000)
     read_of(h, 140_000, ("[page] " + body)[:1500], clipped_from=2450, message=2, offset=0)
     twins = ((ALICE, BOB, body, 60_000, 120_000, 0), (ALICE, BOB, body, 60_000, 120_000, 0))
     v = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / "t.db", messages=twins))["P13"]
-    assert v.status == "fail" and "message #2" in v.message and "characters 0-2000" in v.message, v.message
+    assert v.status == "fail" and "message #2" in v.message and "characters 0-1493" in v.message, v.message
+
+
+def test_p13_a_part_cut_by_the_designs_own_page_is_not_unseen(tmp_path):
+    """A drain shows each message up to a page and a marker saying how to read on: a reader that did not page
+    was told, so the rest is not hidden by the host (P5 and P13 pass)."""
+    body = "abc " * 750
+    h = H(); base_world(h)
+    read_of(h, 120_000, "[from ba-sil-00001, Jan 5 09:01Z] " + body[:2000] + "\n[clipped: showing 2000 of 3000]")
+    db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, body, 60_000, 120_000, 0),))
+    vs = verdicts(make_spec(properties=INCLUDE), h, db)
+    assert vs["P13"].status == "pass" and vs["P5"].status == "pass", (vs["P13"].message, vs["P5"].message)
 
 
 def test_offsets_count_utf16_units():
