@@ -13,7 +13,9 @@ import sqlite3
 import repo
 from thatch_core import clock
 from thatch_core.db import StoreBusy, immediate
+from thatch_core.staleness import is_stale
 from thatch_core.store import ChatStore
+from thatch_core.store_guard import ROW_COLS, row_of
 from thatch_core.types import BroadcastResult
 
 OVERRIDES = "explorekit:no_tombstone"
@@ -64,20 +66,27 @@ def planted_seed() -> int:
 class DeferredBroadcastStore(ChatStore):
     """A planted contention bug, the real thatch's broadcast shape (seed 002's `db.transaction`): a
     deferred transaction reads the roster first and inserts after, so a write another process commits
-    in between makes its first insert fail at once (SQLITE_BUSY_SNAPSHOT), whatever the busy timeout."""
+    in between makes its first insert fail at once (SQLITE_BUSY_SNAPSHOT), whatever the busy timeout,
+    and nothing retries it. Otherwise it is the design's broadcast: stale opencode rows are skipped."""
 
     def broadcast(self, from_session, body, *, policy=None):
         conn = self.conn
         conn.execute("BEGIN")
         try:
-            rows = conn.execute("SELECT session_id, name FROM chat_sessions WHERE session_id != ? ORDER BY name",
-                                (from_session,)).fetchall()
-            now = clock.iso()
+            if self._get(from_session) is None:
+                conn.execute("ROLLBACK")
+                return super().broadcast(from_session, body)  # the design's own refusals
+            now_ms = clock.now_ms()
+            rows = [row_of(r) for r in conn.execute(
+                f"SELECT {ROW_COLS} FROM chat_sessions WHERE session_id != ? ORDER BY name COLLATE NOCASE",
+                (from_session,)).fetchall()]
+            live = [r for r in rows if not (r.host_kind == "opencode" and is_stale(r, now_ms))]
             ids = [conn.execute("INSERT INTO chat_messages (from_session, to_session, body, created_at, via_broadcast)"
-                                " VALUES (?, ?, ?, ?, 1)", (from_session, sid, body, now)).lastrowid
-                   for sid, _ in rows]
+                                " VALUES (?, ?, ?, ?, 1)", (from_session, r.session_id, body,
+                                                            clock.iso(now_ms))).lastrowid for r in live]
             conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             conn.execute("ROLLBACK")
             raise StoreBusy(f"database is locked by another process while broadcasting: {exc}") from exc
-        return BroadcastResult(ok=True, recipients=tuple(name for _, name in rows), message_ids=tuple(ids))
+        return BroadcastResult(ok=True, recipients=tuple(r.name for r in live), message_ids=tuple(ids),
+                               skipped=tuple(r.name for r in rows if r not in live))
