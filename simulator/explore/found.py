@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from simulator.sut import sut_from_env
 from simulator.explore.shrink import Shrunk
 from simulator.explore.story import tell
 from simulator.explore.writer import scenario_yaml, short_hash
@@ -63,7 +64,8 @@ def write_found(shrunk: Shrunk, *, seed: int, check: str, title: str, message: s
     if rules:
         doc["rules"] = list(dict.fromkeys(rules))
     spec = Scenario.model_validate(_ordered(doc))
-    rerun = f"python -m simulator run {(home / path.name).as_posix()}"
+    sut = sut_from_env()
+    rerun = f"python -m simulator run {(home / path.name).as_posix()}" + ("" if sut.is_core else f" --sut {sut.name}")
     comments = _header(seed, check, message.splitlines()[0] if message else check, shrunk, rerun, explore_command)
     path.write_text(scenario_yaml(spec, comments=comments, schema_from=home), encoding="utf-8")
     return FoundFile(path=path, spec=load_file(path).spec, rerun=rerun)

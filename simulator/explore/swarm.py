@@ -11,7 +11,7 @@ one random generator; `Size` bounds the world it may build.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from simulator.scenario.kinds import EXPLORE_ACTIONS, EXPLORE_ALWAYS_ACTIONS, EXPLORE_FAULTS, HOSTS, STEPS
 
@@ -94,3 +94,12 @@ def draw_swarm(rng: random.Random, *, dispatch: str | None = None) -> Swarm:
     dispatch = dispatch or drawn
     return Swarm(hosts=hosts, agents=agents, windows=windows, actions=actions, faults=faults,
                  details=details, dispatch=dispatch, drawn_dispatch=drawn)
+
+
+def without(swarm: Swarm, families: frozenset) -> Swarm:
+    """`swarm` with the named families (actions, faults, details) off."""
+    if not families:
+        return swarm
+    return replace(swarm, actions={k: v for k, v in swarm.actions.items() if k not in families},
+                   faults={k: v for k, v in swarm.faults.items() if k not in families},
+                   details=tuple(d for d in swarm.details if d not in families))

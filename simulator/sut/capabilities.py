@@ -62,18 +62,23 @@ class Capability:
     present: Callable[[Description], bool]
     rules: tuple[str, ...] = ()                   # design rules that need it
     properties: tuple[str, ...] = ()              # properties that judge it
+    explore: tuple[str, ...] = ()                 # exploration's families that exercise it (not drawn without it)
 
 
-# The behaviours a checkout may or may not have, each with the rules and properties that need it.
+# The behaviours a checkout may or may not have, each with the rules and properties that need it. P11's
+# reference model states seed 000's directory (assigned names, tombstones, two-beat staleness), so a
+# checkout without one of those is not judged by it.
 CAPABILITIES: tuple[Capability, ...] = (
     Capability("assigned-names", "no assigned counter names (it claims names from its pool)",
-               lambda d: "assign" not in d.store and "CHAT_NAME_POOL" in d.source, ("R2",), ("P6",)),
-    Capability("tombstones", "no leave tombstones", lambda d: "hasLeaveTombstone" in d.store, ("R7",), ("P7",)),
-    Capability("prune", "no prune of silent sessions", lambda d: "pruneStaleAuto" in d.store, ("R26",)),
+               lambda d: "assign" not in d.store and "CHAT_NAME_POOL" in d.source, ("R2",), ("P6", "P11")),
+    Capability("tombstones", "no leave tombstones", lambda d: "hasLeaveTombstone" in d.store, ("R7",), ("P7", "P11"),
+               ("churn", "unread-leaves")),
+    Capability("prune", "no prune of silent sessions", lambda d: "pruneStaleAuto" in d.store, ("R26",), (),
+               ("prune",)),
     Capability("two-beat-staleness", "no staleness at two missed beats (60 s)",
-               lambda d: d.stale_ms == 60_000, ("R14", "R15", "R35"), ("P4",)),
+               lambda d: d.stale_ms == 60_000, ("R14", "R15", "R35"), ("P4", "P8", "P11")),
     Capability("continuation", "no continuation adoption", lambda d: "continueSession" in d.store,
-               ("R33",), ("P9",)),
+               ("R33",), ("P9",), ("fork",)),
     Capability("host-pid-anchors", "no host-pid anchors", lambda d: "recordHostPid" in d.store, ("R32",)),
     Capability("topic-refresh", "no topic refresh of auto rows", lambda d: "refreshAutoTopic" in d.store, ("R3",)),
     Capability("worktree-kind", "no checkout kind on rows", lambda d: "worktree" in d.source, ("R4",)),
@@ -105,6 +110,10 @@ class Capabilities:
 
     def missing_for_property(self, pid: str) -> Optional[Capability]:
         return next((c for c in CAPABILITIES if self.lacks(c.key) and pid in c.properties), None)
+
+    def unexplorable(self) -> frozenset:
+        """Exploration's families that exercise a behaviour this system lacks."""
+        return frozenset(f for c in CAPABILITIES if self.lacks(c.key) for f in c.explore)
 
     def summary(self) -> str:
         have = ", ".join(c.key for c in CAPABILITIES if not self.lacks(c.key)) or "none"
