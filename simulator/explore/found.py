@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.sut import sut_from_env
+from simulator.sut.capabilities import capabilities_of
 from simulator.explore.shrink import Shrunk
 from simulator.explore.story import tell
 from simulator.explore.writer import scenario_yaml, short_hash
@@ -61,11 +62,14 @@ def write_found(shrunk: Shrunk, *, seed: int, check: str, title: str, message: s
     doc = {**shrunk.doc, "name": found_name(check, digest),
            "story": tell(shrunk.doc, check, title, message.splitlines()[0] if message else check),
            "seed": seed}
+    # The rules it exercises on the system it failed on: a rule whose behaviour that system lacks would
+    # make the file not applicable there (simulator/sut/capabilities.py).
+    caps = capabilities_of(sut_from_env())
+    rules = [r for r in dict.fromkeys(rules or ()) if not caps.missing_for_rules([r])]
     if rules:
-        doc["rules"] = list(dict.fromkeys(rules))
+        doc["rules"] = rules
     spec = Scenario.model_validate(_ordered(doc))
-    sut = sut_from_env()
-    rerun = f"python -m simulator run {(home / path.name).as_posix()}" + ("" if sut.is_core else f" --sut {sut.name}")
+    rerun = f"python -m simulator run {(home / path.name).as_posix()}" + ("" if caps.core else f" --sut {caps.sut}")
     comments = _header(seed, check, message.splitlines()[0] if message else check, shrunk, rerun, explore_command)
     path.write_text(scenario_yaml(spec, comments=comments, schema_from=home), encoding="utf-8")
     return FoundFile(path=path, spec=load_file(path).spec, rerun=rerun)
