@@ -100,7 +100,8 @@ def _header(result: RunResult, layout: Layout) -> list[str]:
     pill = '<span class="pill ok">ok</span>' if result.ok else '<span class="pill bad">FAILED</span>'
     out = ["<header>",
            f"<h1>{_e(result.scenario)} {pill}</h1>",
-           f'<div class="meta">seed <b>{result.seed}</b> · virtual time <b>{fmt_span(layout.end_t)}</b> · '
+           f'<div class="meta">system under test <b>{_e(result.sut)}</b> · seed <b>{result.seed}</b> · '
+           f'virtual time <b>{fmt_span(layout.end_t)}</b> · '
            f"dispatches <b>{result.dispatches}</b> · wall <b>{result.wall_s:.2f} s</b> · "
            f"events <b>{len(result.history)}</b> · run dir <code>{_e(result.run_dir)}</code></div>"]
     if result.error:
