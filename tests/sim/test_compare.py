@@ -27,10 +27,11 @@ def test_compare_prints_the_table_and_writes_the_page(tmp_path, capsys):
     rows = {line.split()[0]: line.split() for line in out.splitlines() if re.match(r"^  (thatch|qoder) +\d", line)}
     assert set(rows) == {"thatch", "qoder"}
     # policy promises script sent held refused expired declined peak-wakes/h(cap) median worst unread
-    assert rows["thatch"][1] == "8/8" and rows["thatch"][2] == "10/10"
+    # 9 promises judged under thatch: P15 (contention-safe) joined the 8 before it
+    assert rows["thatch"][1] == "9/9" and rows["thatch"][2] == "10/10"
     # under qoder (no wake cap) P2 and P10 are not applicable, nor is thatch's reply model P11:
-    # 7 judged, not 10 (D-props-10, D-props-model-3)
-    assert rows["qoder"][1] == "7/7" and rows["qoder"][3] == "7" and rows["qoder"][5] == "1"
+    # 8 judged, not 11 (D-props-10, D-props-model-3)
+    assert rows["qoder"][1] == "8/8" and rows["qoder"][3] == "7" and rows["qoder"][5] == "1"
     # The busiest rolling hour beside the cap: thatch's 6 is at its cap, not past it (the run's
     # average, bursts over three hours and the drain, read 7.8 here).
     assert " ".join(rows["thatch"][8:11]) == "6 (cap 6)" and " ".join(rows["qoder"][8:11]) == "3 (no cap)"
