@@ -35,6 +35,15 @@ def _crash_point(a: dict[str, Any]) -> str:
     return f"after {a['after']}" if a.get("after") else str(a.get("before"))
 
 
+def _interleaving(a: dict[str, Any]) -> str:
+    pause = a.get("pause") or {}
+    who = pause.get("session") or pause.get("process")
+    calls = [f"{next(iter(c))} ({', '.join(str(v) for v in next(iter(c.values())).values() if isinstance(v, str))})"
+             for c in a.get("run") or () if c]
+    return (f"{who}'s next {pause.get('call')} call is to pause {pause.get('when', 'before')} its statement "
+            f"{pause.get('statement')} while {' then '.join(calls)} run")
+
+
 def _step(step: dict[str, Any]) -> str:
     action = action_of(step)
     a = step[action] if isinstance(step[action], dict) else {}
@@ -54,6 +63,7 @@ def _step(step: dict[str, Any]) -> str:
         "resume": lambda: f"{a.get('session')} is resumed with {a.get('how', '-s')} in {a.get('process')}",
         "restart": lambda: f"the daemon {a.get('process')} restarts into {a.get('into')}",
         "fork": lambda: f"{a.get('session')}'s Claude Code session id forks",
+        "interleave": lambda: _interleaving(a),
     }.get(action, lambda: f"{a.get('session') or a.get('process') or 'the CLI'} does `{action}`")()
     return f"at {at} {text}"
 
