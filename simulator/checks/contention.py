@@ -47,7 +47,7 @@ def _witness(view: RunView, failed: dict) -> list[dict]:
     return around[:WITNESS_MAX - 1] + [failed]
 
 
-@prop("P15", "contention-safe", rules=("R9", "R10", "R12", "R24", "R26"))
+@prop("P15")
 def p15_contention_safe(view: RunView) -> Verdict:
     """No tool call, hook, poll or prune fails because another process wrote at the same time: no store
     error of a lock not got (database is locked, a busy error) reaches a reply, a hook line or the poller's

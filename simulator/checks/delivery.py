@@ -54,7 +54,7 @@ def _due_again(label: str, wakes: list[dict], b: dict, reads: list) -> bool:
                for w in wakes if w["i"] < b["i"])
 
 
-@prop("P1", "single-deliverer", rules=("R25", "R18", "R24"))
+@prop("P1")
 def p1_single_deliverer(view: RunView) -> Verdict:
     """Every wake comes from a live host of the session, and no batch is woken by two processes or twice by one."""
     wakes = view.of(WAKE)
@@ -95,8 +95,7 @@ def p1_single_deliverer(view: RunView) -> Verdict:
 
 
 # thatch's receiver-side cap (R22); a policy with `wake_cap: off` (qoder) or a looser cap does not promise it.
-WAKE_CAP = Promise(lambda o: o.wake_cap is not None and o.wake_cap <= MAX_WAKES_PER_HOUR,
-                   f"a wake cap of at most {MAX_WAKES_PER_HOUR} per rolling hour (thatch's design)")
+WAKE_CAP = Promise(lambda o: o.wake_cap is not None and o.wake_cap <= MAX_WAKES_PER_HOUR)
 
 
 def _capped(view: RunView, fn, groups: dict[tuple, list[dict]]) -> dict[tuple, list[dict]]:
@@ -105,7 +104,7 @@ def _capped(view: RunView, fn, groups: dict[tuple, list[dict]]) -> dict[tuple, l
     return {key: ws for key, ws in groups.items() if key[0] in procs}
 
 
-@prop("P2", "rate-cap", rules=("R22",), promise=WAKE_CAP)
+@prop("P2", promise=WAKE_CAP)
 def p2_rate_cap(view: RunView) -> Verdict:
     """Per process runtime (an incarnation, anew after a plugin reload) and session, at most 6 wake prompts fall in
     any rolling hour."""
@@ -370,7 +369,7 @@ def _gate_breach(view: RunView) -> Optional[Verdict]:
     return None
 
 
-@prop("P3", "at-least-once", rules=("R18", "R19", "R20", "R21", "R22", "R23", "R29"))
+@prop("P3")
 def p3_at_least_once(view: RunView) -> Verdict:
     """Unread mail to a session is woken within one poll cycle of the session becoming deliverable, again 15 min
     after each wake while it stays unread, and at once after a crash lost the wake's stamp."""
@@ -402,7 +401,7 @@ def p3_at_least_once(view: RunView) -> Verdict:
                   judged)
 
 
-@prop("P10", "ping-pong-bounded", rules=("R22",), promise=WAKE_CAP)
+@prop("P10", promise=WAKE_CAP)
 def p10_ping_pong(view: RunView) -> Verdict:
     """Ping-pong sessions stay under the wake cap, and each pair's messages stay bounded by its turns and seeds."""
     pp = {label for label, a in view.agents.items() if getattr(a, "kind", "") == "ping-pong"}

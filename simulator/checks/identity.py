@@ -43,7 +43,7 @@ def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
-@prop("P6", "names", rules=("R2", "R5", "R6", "R26", "R33"))
+@prop("P6")
 def p6_names(view: RunView) -> Verdict:
     """Assigned names are well formed, unique case-insensitively, never shared by two sessions, kept while a
     session stays registered, and never reissued."""
@@ -89,7 +89,7 @@ def p6_names(view: RunView) -> Verdict:
     return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued", len(owner))
 
 
-@prop("P7", "tombstones", rules=("R7", "R17"))
+@prop("P7")
 def p7_tombstones(view: RunView) -> Verdict:
     """After an ok leave, a session shows registered again only after its own ok explicit chat_register."""
     leaves = view.leaves()
@@ -112,7 +112,7 @@ def p7_tombstones(view: RunView) -> Verdict:
     return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
 
 
-@prop("P9", "continuation", rules=("R33",))
+@prop("P9")
 def p9_continuation(view: RunView) -> Verdict:
     """After a session-id fork within 10 hops of its last anchor the session keeps its name and mail; past 10 hops
     it starts afresh under a new name."""

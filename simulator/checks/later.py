@@ -36,9 +36,9 @@ from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS
 from simulator.scenario.policies import options_by_process
 
-RETRY_DEDUP = Promise(lambda o: o.retry_dedup_ms is not None, "retry de-duplication (`retry_dedup_ms`)")
-SPLIT_BODIES = Promise(lambda o: o.split_part_len is not None, "split bodies (`split_part_len`)")
-MACHINERY = Promise(lambda o: o.machinery_markers, "machinery markers (`machinery_markers`)")
+RETRY_DEDUP = Promise(lambda o: o.retry_dedup_ms is not None)
+SPLIT_BODIES = Promise(lambda o: o.split_part_len is not None)
+MACHINERY = Promise(lambda o: o.machinery_markers)
 SEND_TOOLS = ("send", "broadcast")
 
 
@@ -86,7 +86,7 @@ def _landed(view: RunView, first: Call, last: Call) -> dict[str, list[dict]]:
     return out
 
 
-@prop("P12", "retry-lands-once", promise=RETRY_DEDUP)
+@prop("P12", promise=RETRY_DEDUP)
 def p12_retry_lands_once(view: RunView) -> Verdict:
     """A send (or a broadcast's batch to one recipient) that its host calls again with identical arguments within
     the design's window lands at most once while its first copy is unread (the later design's retry
@@ -212,7 +212,7 @@ def _unseen_story(view: RunView, r: dict, label: str, mine: list[Shown], part: O
             f"only characters 0-{got} of it{how}: {body[got:got + 30]!r}... never reached it")
 
 
-@prop("P13", "whole-message", promise=SPLIT_BODIES)
+@prop("P13", promise=SPLIT_BODIES)
 def p13_whole_message(view: RunView) -> Verdict:
     """A split batch is stored all or nothing, and every character of every message (every part) its reader read
     reached the reader through the tool outputs its host showed it, clip included (the later design's split
@@ -305,7 +305,7 @@ def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
     return None, judged
 
 
-@prop("P14", "no-machinery-rows", promise=MACHINERY)
+@prop("P14", promise=MACHINERY)
 def p14_no_machinery_rows(view: RunView) -> Verdict:
     """No plugin-made machinery child or sub-agent child is ever in the directory unless it registered explicitly,
     and no polled row's heartbeat advances while no live process hosts its session (the later design's machinery

@@ -300,7 +300,7 @@ def _judge_stale_marks(view: RunView) -> tuple[int, Optional[Verdict]]:
     return checked, None
 
 
-@prop("P4", "liveness", rules=("R14", "R15", "R35"))
+@prop("P4")
 def p4_liveness(view: RunView) -> Verdict:
     """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before;
     and every reply that places a row by its age (list, send, broadcast, the CLI) follows the one rule."""

@@ -207,7 +207,7 @@ def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optio
     return None
 
 
-@prop("P5", "no-loss", rules=("R9", "R10", "R11", "R26"))
+@prop("P5")
 def p5_no_loss(view: RunView) -> Verdict:
     """Every accepted send is stored exactly once, every message is read at most once and stamped read, and
     nothing vanishes but what prune sweeps."""
@@ -256,7 +256,7 @@ def _retries_of(c, calls) -> int:
     return sum(1 for x in calls if _is_retry(x) and x.session == c.session and x.args == c.args and x.i > c.i)
 
 
-@prop("P8", "broadcast", rules=("R12", "R35"))
+@prop("P8")
 def p8_broadcast(view: RunView) -> Verdict:
     """Each ok broadcast stored one row per named recipient and none for the sender or the skipped (only stale
     opencode rows), and one cut by a crash stored none."""

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
-from simulator.checks.registry import Promise, not_applicable, passed, skipped, verdict
+from simulator.checks.registry import Promise, judges, not_applicable, passed, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
 from simulator.design import (
     CAP_REFUSAL_RE, HELD_REPLY_RE, HOUR_MS, INBOUND_REFUSAL_RE, MINUTE_MS, NOTICE_RE, REVIEW_REPLY_RE, SECOND_MS,
@@ -39,23 +39,11 @@ from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, options_by_process
 from simulator.scenario.durations import format_duration as span
+from simulator.verdicts import PROMISE
 
-PolicyCheck = Callable[[RunView, dict[str, PolicyOptions]], Verdict]
-POLICY_CHECKS: list[PolicyCheck] = []
 _STRICT = {"accept": 0, "hold": 1, "refuse": 2}
 _WORD = {"deliver": "delivered", "hold": "held", "refuse": "refused"}
 _EXPIRES_IN = re.compile(r"if nobody answers within (\d+(?:ms|s|m|h))")
-
-
-def policy_check(qid: str, title: str, promise: Promise) -> Callable[[PolicyCheck], PolicyCheck]:
-    """Register one promise (a docstring states it) with the options that make it, judged in registration order."""
-    def deco(fn: PolicyCheck) -> PolicyCheck:
-        if not (fn.__doc__ or "").strip():
-            raise ValueError(f"policy check {qid} ({fn.__name__}) needs a docstring stating it")
-        fn.pid, fn.title, fn.rules, fn.promise = qid, title, (), promise  # type: ignore[attr-defined]
-        POLICY_CHECKS.append(fn)
-        return fn
-    return deco
 
 
 # -- the rules, restated ---------------------------------------------------------------
@@ -171,7 +159,7 @@ def held_sends(view: RunView) -> list[HeldSend]:
 # -- Q1 ----------------------------------------------------------------------------------
 
 
-@policy_check("Q1", "sender-cap", Promise(lambda o: o.sender_cap is not None, "a sender cap (`sender_cap: N`)"))
+@prop("Q1", promise=Promise(lambda o: o.sender_cap is not None))
 def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     """Under `sender_cap: N` a session gets at most N sends to one peer accepted between its user's prompts, and
     the cap refuses none before that."""
@@ -285,8 +273,7 @@ def _can_hold(o: PolicyOptions) -> bool:
     return standing(o).action == "hold" or (o.unregistered == "hold" and o.interactive)
 
 
-@policy_check("Q2", "inbound", Promise(_gates_inbound, "inbound options other than thatch's (`inbound`, "
-                                       "`repository_inbound`, `unregistered`)"))
+@prop("Q2", promise=Promise(_gates_inbound))
 def q2_inbound(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     """Every send to a session under a policy is delivered, held or refused as its standing says; a held message
     stays unseen until its user approves it, and a refused one stores nothing."""
@@ -337,7 +324,7 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
     return None
 
 
-@policy_check("Q3", "dropped-reported", Promise(_can_hold, "options under which a message is held for review"))
+@prop("Q3", promise=Promise(_can_hold))
 def q3_dropped_reported(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     """A declined held message is reported to its sender as refused, and one whose approval prompt ran out as
     expired, within one poll cycle of its deadline."""
@@ -360,7 +347,7 @@ def check_policies(spec: Optional[Scenario], view: RunView) -> list[Verdict]:
     if not options:
         return []
     out = []
-    for fn in POLICY_CHECKS:
+    for fn in judges(PROMISE):
         na = not_applicable(fn, spec)
         if na is not None:
             out.append(na)

@@ -1,7 +1,9 @@
-"""The property registry: P1-P14 as small registered checkers, and running them.
+"""The registry of judges: each property (P-id) and policy promise (Q-id) of the catalogue
+(simulator/verdicts.py) as a small registered checker, and running the properties.
 
-Each checker is a function decorated with `@prop(pid, title, rules=...)`
-whose docstring states the property in one sentence (the precise definitions
+Each checker is a function decorated with `@prop(id)`, which takes its title and rules from the
+catalogue (refusing an id it does not list, a judge other than the one it names, a second
+registration or a missing docstring), and whose docstring states the property in one sentence (the precise definitions
 and their tolerances are in docs/decisions/props.md). A checker gets a
 `RunView` and returns a `Verdict`: "pass", "fail" (a short message and the few
 events that break it), or "skipped" when the situation never occurred in the
@@ -31,17 +33,18 @@ from simulator.events import sample_rows
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, options_by_process
+from simulator.verdicts import CATALOGUE
 
 
 @dataclass(frozen=True)
 class Promise:
-    """Which designs make a property's promise: `made_by` one process's options, `by` in words."""
+    """Which designs make a property's promise: `made_by` one process's options (the catalogue's `applies`
+    says it in words)."""
 
     made_by: Callable[[PolicyOptions], bool]
-    by: str
 
 
-EVERY_DESIGN = Promise(lambda o: True, "every design")
+EVERY_DESIGN = Promise(lambda o: True)
 
 WITNESS_MAX = 8
 
@@ -49,19 +52,28 @@ Checker = Callable[[RunView], Verdict]
 REGISTRY: dict[str, tuple[str, tuple[str, ...], Checker]] = {}
 
 
-def prop(pid: str, title: str, *, rules: tuple[str, ...] = (),
-         promise: Promise = EVERY_DESIGN) -> Callable[[Checker], Checker]:
-    """Register a property checker under its P-id (refused twice, or without a docstring), with the designs
-    that make its promise."""
+def prop(pid: str, *, promise: Promise = EVERY_DESIGN) -> Callable[[Checker], Checker]:
+    """Register the judge of catalogue entry `pid` (refused for an id the catalogue does not list, a judge other
+    than the one it names, twice, or without a docstring), with the designs that make its promise."""
     def deco(fn: Checker) -> Checker:
+        entry = CATALOGUE.get(pid)
+        if entry is None:
+            raise ValueError(f"{pid} ({fn.__name__}) is not in the catalogue of verdicts (simulator/verdicts.py)")
+        if f"{fn.__module__}:{fn.__name__}" != entry.judge:
+            raise ValueError(f"{pid}'s judge is {entry.judge} in the catalogue, not {fn.__module__}:{fn.__name__}")
         if pid in REGISTRY:
-            raise ValueError(f"property {pid} is registered twice ({REGISTRY[pid][2].__name__} and {fn.__name__})")
+            raise ValueError(f"{pid} is registered twice ({REGISTRY[pid][2].__name__} and {fn.__name__})")
         if not (fn.__doc__ or "").strip():
-            raise ValueError(f"property {pid} ({fn.__name__}) needs a one-sentence docstring stating it")
-        REGISTRY[pid] = (title, tuple(rules), fn)
-        fn.pid, fn.title, fn.rules, fn.promise = pid, title, tuple(rules), promise  # type: ignore[attr-defined]
+            raise ValueError(f"{pid} ({fn.__name__}) needs a one-sentence docstring stating it")
+        REGISTRY[pid] = (entry.title, entry.rules, fn)
+        fn.pid, fn.title, fn.rules, fn.promise = pid, entry.title, entry.rules, promise  # type: ignore[attr-defined]
         return fn
     return deco
+
+
+def judges(family: str) -> list[Any]:
+    """The registered judges of one catalogue family, in catalogue order."""
+    return [REGISTRY[e.id][2] for e in CATALOGUE.values() if e.family == family and e.id in REGISTRY]
 
 
 def promised_procs(fn: Any, spec: Any) -> frozenset[str]:
@@ -75,7 +87,7 @@ def not_applicable(fn: Any, spec: Any) -> Verdict | None:
         return None
     policies = sorted({o.describe() for o in options_by_process(spec).values()})
     return Verdict(fn.pid, fn.title, "not-applicable",
-                   f"not applicable: made by {fn.promise.by}, and no process runs under such options "
+                   f"not applicable: made by {CATALOGUE[fn.pid].applies}, and no process runs under such options "
                    f"(policy in force: {'; '.join(policies) or 'none'})", fn.rules)
 
 

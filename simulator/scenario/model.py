@@ -29,6 +29,9 @@ from simulator.scenario.labels import BLOCK_LABEL_PATTERN, LABEL_PATTERN
 from simulator.scenario import replicas as replica_blocks
 from simulator.scenario.policies import POLICY_DESC, POLICY_SETS, PolicyField
 from simulator.scenario.replicas import MAX_REPLICAS
+# The property ids (and the policies' promise ids, never listed in `properties:` but tallied beside them)
+# are the catalogue's.
+from simulator.verdicts import POLICY_PROMISE_IDS, PROPERTY_IDS  # noqa: F401 - read from here by other phases
 
 
 # ---------------------------------------------------------------------------
@@ -335,11 +338,6 @@ Reach = Literal[
     "stale", "prune", "refusal", "echo", "tombstone-gate", "store-busy", "stop-reminder", "cursor-followup",
     "event-in-wake",
 ]
-
-PROPERTY_IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14", "P15")
-# The messaging policies' promises (simulator/checks/policies.py), judged where a process runs under a policy;
-# never listed in `properties:`, but tallied and reported beside the P-ids.
-POLICY_PROMISE_IDS = ("Q1", "Q2", "Q3")
 
 # The pytest markers a scenario's `markers:` may carry, with their meaning: the
 # one list the loader validates against and the pytest plugin registers.

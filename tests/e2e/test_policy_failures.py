@@ -26,7 +26,7 @@ import pytest
 
 import repo
 from scenario_builders import assert_break, act, explain, opencode, run, scenario, send, session
-from simulator.checks.policies import POLICY_CHECKS
+from simulator.verdicts import POLICY_PROMISE_IDS
 from simulator.scenario.loader import load_file
 from simulator.scenario.policies import PolicySpec
 from thatch_core import clock
@@ -165,4 +165,4 @@ def test_q3_fails_when_an_expiry_is_reported_as_a_refusal(tmp_path):
 
 
 def test_every_policy_promise_is_broken_once():
-    assert sorted(PROVEN) == sorted(fn.pid for fn in POLICY_CHECKS)
+    assert sorted(PROVEN) == sorted(POLICY_PROMISE_IDS)

@@ -7,9 +7,8 @@ import pytest
 
 from historykit import RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
-from simulator.checks.policies import POLICY_CHECKS
-from simulator.checks.registry import REGISTRY
-from simulator.scenario.model import POLICY_PROMISE_IDS
+from simulator.checks.registry import REGISTRY, judges
+from simulator.verdicts import CATALOGUE, POLICY_PROMISE_IDS, PROMISE
 
 TWO_HOSTS = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "sessions": [{"id": "carol"}]}]
 
@@ -31,11 +30,11 @@ def verdicts(spec, h, db) -> dict:
 
 
 def test_every_promise_declares_who_makes_it():
-    """P1-P10 and Q1-Q3 each carry a Promise with the words a not-applicable verdict shows."""
+    """Every property and policy promise carries a Promise, and the catalogue the words a not-applicable verdict
+    shows."""
     for pid, (_title, _rules, fn) in REGISTRY.items():
-        assert fn.promise.by, pid
-    assert tuple(fn.pid for fn in POLICY_CHECKS) == POLICY_PROMISE_IDS
-    assert all(fn.promise.by for fn in POLICY_CHECKS)
+        assert callable(fn.promise.made_by) and CATALOGUE[pid].applies, pid
+    assert tuple(fn.pid for fn in judges(PROMISE)) == POLICY_PROMISE_IDS
 
 
 @pytest.mark.rules("R22")
