@@ -11,7 +11,6 @@ cut is always between two characters, so a surrogate pair never splits.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Mapping
 
@@ -95,61 +94,53 @@ def max_body(configured: int, environ: Mapping[str, str] | None = None) -> int:
 
 def too_long_text(count: int, limit: int) -> str:
     """The later design's refusal names the attempted count, so a caller can split deterministically."""
-    return f"Message too long ({count} characters; max {limit} characters)."
+    return f"Message too long: attempted {count} characters (max {limit}). Split the content across several messages."
+
+
+def empty_text(count: int) -> str:
+    """The later design's empty-body refusal names the attempted (untrimmed) length."""
+    return f"Message body cannot be empty (attempted {count} characters)."
 
 
 # -- split bodies ----------------------------------------------------------------
 
 
-def _cut(body: str, start: int, budget: int) -> int:
-    """Where the part starting at ``start`` ends: the whole rest if it fits,
-    else after the last blank line in the budget (when that keeps at least
-    half of it), else the hard cut."""
-    hard = index_at_units(body, budget, start)
-    if hard >= len(body):
-        return len(body)
-    blank = body.rfind(PART_SEPARATOR, start, hard)
-    if blank != -1:
-        end = blank + len(PART_SEPARATOR)
-        while end < hard and body[end] == "\n":
-            end += 1
-        if units(body[start:end]) * 2 >= budget:
-            return end
-    return max(hard, start + 1)
-
-
-def _chunks(body: str, limit: int, count: int) -> list[str]:
-    prefix = units(first_part_prefix(count) + PART_SEPARATOR)
-    suffix = units(PART_SEPARATOR + PART_CONTINUED)
-    out: list[str] = []
-    start = 0
-    while start < len(body):
-        room = limit - (prefix if not out else 0)
-        if units(body[start:]) <= room:  # the last part carries no suffix
-            out.append(body[start:])
-            break
-        end = _cut(body, start, room - suffix)
-        out.append(body[start:end])
-        start = end
-    return out
+def _split_point(text: str, budget: int) -> int:
+    """Where the first chunk of ``text`` (longer than ``budget``) ends: at the
+    last blank line inside the budget, else at the budget, backed off so a
+    surrogate pair stays whole on the right."""
+    window = index_at_units(text, budget)
+    blank = text.rfind(PART_SEPARATOR, 0, window)
+    if blank > 0:
+        return blank
+    return max(window, 1)
 
 
 def split_body(body: str, limit: int | None) -> list[str]:
-    """The stored parts of ``body``: the body alone when it fits ``limit``
-    units (or splitting is off), else parts of at most ``limit`` units each,
-    the first prefixed ``(message 1 of N)``, all but the last suffixed
-    ``(continued in next message)``. The chunks between the markers join
-    back to ``body`` exactly."""
-    if limit is None or units(body) <= limit:
+    """The stored parts of ``body``: the trimmed body alone when it fits
+    ``limit`` units (or splitting is off), none when it is blank, else chunks
+    of at most ``limit`` units each (the markers outside the budget), the
+    first prefixed ``(message 1 of N)``, all but the last suffixed
+    ``(continued in next message)``. Each cut drops its own blank line and the
+    whitespace around it, as the real splitChatBody does."""
+    if limit is None:
         return [body]
-    count = max(2, math.ceil(units(body) / limit))
-    for _ in range(8):  # the count's digits change the first part's room: settle it
-        chunks = _chunks(body, limit, count)
-        if len(chunks) == count:
-            break
-        count = len(chunks)
+    rest = body.strip()
+    if units(rest) <= limit:
+        return [rest] if rest else []
+    chunks: list[str] = []
+    while units(rest) > limit:
+        cut = _split_point(rest, limit)
+        part, rest = rest[:cut].strip(), rest[cut:].strip()
+        if part:
+            chunks.append(part)
+    if rest:
+        chunks.append(rest)
+    if len(chunks) <= 1:
+        return chunks
+    count = len(chunks)
     parts = [first_part_prefix(count) + PART_SEPARATOR + chunks[0]] + chunks[1:]
-    return [p + PART_SEPARATOR + PART_CONTINUED if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+    return [p + PART_SEPARATOR + PART_CONTINUED if i < count - 1 else p for i, p in enumerate(parts)]
 
 
 # -- paged reads ------------------------------------------------------------------
@@ -165,8 +156,8 @@ def page_of(body: str, offset: int, length: int = READ_PAGE_LEN) -> tuple[str, i
 
 
 def clip_marker(shown: int, total: int, message_id: int) -> str:
-    return (f"[clipped: showing {shown} of {total} characters; read the rest with chat_read "
-            f"message={message_id} offset={shown} - paging marks nothing read]")
+    return (f"[clipped: showing {shown} of {total} characters - continue with chat_read, "
+            f"message {message_id}, offset {shown}]")
 
 
 def clipped(body: str, message_id: int, length: int = READ_PAGE_LEN) -> str:
@@ -178,56 +169,63 @@ def clipped(body: str, message_id: int, length: int = READ_PAGE_LEN) -> str:
     return f"{text}\n{clip_marker(end, total, message_id)}"
 
 
-PAGING_NOTE = ("Each line starts with its message id (#N). A message longer than one page (2000 characters) is "
-               "clipped; read the rest with chat_read message=N offset=<characters already shown> (paging marks "
-               "nothing read).")
-NO_SUCH_MESSAGE = "No message #{id} in your inbox (chat_read pages only messages addressed to you)."
+def page_text(body: str, message_id: int, offset: int, length: int = READ_PAGE_LEN) -> tuple[bool, str]:
+    """(ok, text) of one page of a message: the window's position line and its
+    characters, or the refusal of an offset outside the body."""
+    total = units(body)
+    if offset < 0 or offset >= total:
+        return False, (f"Offset {offset} is outside message {message_id} ({total} characters) - use an offset "
+                       f"from 0 to {max(0, total - 1)}.")
+    text, start, end = page_of(body, offset, length)
+    where = (f"next page: chat_read, message {message_id}, offset {end}" if end < total else "final page")
+    return True, f"[showing characters {start}-{end} of {total} - {where}]\n{text}"
+
+
+def page_line(message_id: int, sender: str, stamp: str) -> str:
+    """The line naming the paged message, where a drain line names its sender."""
+    return f"[message {message_id} from {sender}, {stamp}]"
+
+
+PAGE_DONE = "(1 message, paged - nothing marked read)"
+PAGING_NOTE = ("Each line ends its header with the message id (id N). A message longer than one page (2000 "
+               "characters) is clipped; page through the rest with chat_read message=N offset=<characters already "
+               "shown> (paging marks nothing read).")
+NO_SUCH_MESSAGE = "No message {id} in your mailbox - ids appear in chat_read's drain output and clip markers."
+OFFSET_WITHOUT_MESSAGE = ("The offset argument requires a message id - drain with no arguments, or page with both "
+                          "message and offset.")
 BAD_PAGE_ARGS = ('chat_read pages one message: "message" must be a message id (a positive whole number) and '
                  '"offset" a character offset (0 or more).')
 PAGING_OFF = 'chat_read takes no "message" or "offset" here: call it with no arguments to drain your inbox.'
 
 
-def page_head(message_id: int, sender: str, start: int, end: int, total: int) -> str:
-    return (f"[thatch] chat message #{message_id} from {sender}: characters {start}-{end} of {total} "
-            "(a page; nothing marked read).")
-
-
-def page_tail(message_id: int, end: int, total: int) -> str:
-    return f"(next page: chat_read message={message_id} offset={end})" if end < total else "(end of message)"
-
-
 # -- retry de-duplication -------------------------------------------------------------
 
-DEDUP_NOTE = ("Not stored again: an identical message from you is still UNREAD in the recipient's inbox "
-              "(sent within the last {span}), so this looks like a retried call and added nothing. Once it has "
-              "been read, the same text delivers again.")
-
-
-def dedup_note(window_ms: int) -> str:
-    seconds = window_ms / 1000
-    span = f"{seconds:g}s"
-    return DEDUP_NOTE.format(span=span)
+DEDUP_NOTE = ("DUPLICATE SUPPRESSED: an identical message sent moments ago is still UNREAD in the recipient's "
+              "inbox, so no second copy was created - the original delivery stands. The same body delivers again "
+              "once they have read it (or a few seconds past the dedupe window).")
 
 
 def parts_note(count: int, limit: int) -> str:
-    return (f"SENT AS {count} PARTS: the body was over {limit} characters, so it was split into {count} messages, "
-            f'stored together; the first starts "{first_part_prefix(count)}" and every part but the last ends '
-            f'"{PART_CONTINUED}". The reader assembles them before acting.')
+    return (f"SENT AS {count} PARTS: the body exceeded {limit} characters and was auto-split. The recipient sees "
+            f'"{first_part_prefix(count)}" on the first part and "{PART_CONTINUED}" markers, so they can read all '
+            "parts before acting.")
 
 
-def broadcast_notes(text: str, suppressed, parts: int, limit: int) -> str:
-    """A broadcast reply with the later design's facts added: who already had
-    the identical copy unread (nothing stored again) and the split."""
+def broadcast_notes(text: str, suppressed: int, parts: int, limit: int) -> str:
+    """A broadcast reply with the later design's facts added after its recipients:
+    the split, and how many recipients already had the identical copy unread."""
     extra = []
     if parts > 1:
-        extra.append(f"SENT AS {parts} PARTS to each recipient (the body was over {limit} characters).")
+        extra.append(f"sent as {parts} parts per recipient (the body exceeded {limit} characters and was auto-split)")
     if suppressed:
-        extra.append("not stored again (an identical broadcast is still UNREAD in the recipient's inbox): "
-                     + ", ".join(suppressed))
+        extra.append(f"duplicate suppressed: an identical broadcast sent moments ago is still UNREAD at "
+                     f"{suppressed} recipient{'' if suppressed == 1 else 's'} - the original delivery stands; the "
+                     "same body delivers again to a recipient once they have read it")
     if not extra:
         return text
-    head, sep, rest = text.partition("\n\n")
-    return "\n".join([head, *extra]) + sep + rest
+    lines = text.split("\n")
+    at = next((i + 1 for i, line in enumerate(lines) if line.startswith("recipients: ")), 1)
+    return "\n".join(lines[:at] + extra + lines[at:])
 
 
 # -- project-bound claims and the MCP server's project ---------------------------------
@@ -238,12 +236,12 @@ PROJECT_ENV_SEED = ("CURSOR_PROJECT_DIR", "CLAUDE_PROJECT_DIR")
 
 def claim_refused(name: str, theirs: str | None, ours: str | None) -> str:
     """A claimed `as` outside the caller's project, and the way out: one fresh identity for this project."""
-    if theirs is None:
-        where = "has no project on record"
-    elif ours is None:
-        where = f"belongs to project {theirs}, and this server has no project"
-    else:
-        where = f"belongs to project {theirs}, not to this one ({ours})"
-    return (f'"{name}" {where}, so it cannot be claimed with "as" here. Register a fresh identity for this '
-            'project once (chat_register without "as"), then pass that name as "as" on every call - '
-            "do not re-register every turn.")
+    return (f'The identity "{name}" is registered to another project ({theirs or "none"}; this session\'s is '
+            f"{ours or 'none'}). Call chat_register WITHOUT `as` to get a fresh identity for this project - once - "
+            "then reuse the name it returns.")
+
+
+def claim_replaced(name: str, theirs: str | None) -> str:
+    """chat_register's `as` naming another project's identity: a fresh identity is registered instead."""
+    return (f'The `as` name "{name}" belongs to another project ({theirs or "none"}); registered a fresh identity '
+            "for this project instead - use the name below from now on.")

@@ -250,6 +250,15 @@ class McpChatServer:
         if tool in _NEEDS_IDENTITY and identity is None and claimed is not None:
             return ToolReply(text=unknown_claim(claimed), ok=False, echo=None)
         refused = self._foreign_claim(claimed, identity)
+        if refused is not None and tool == "thatch_chat_register":
+            # The real reclaim path never confirms another project's row: it
+            # registers a fresh identity for this project and says why (D-later-6).
+            fresh = self.tools.call(tool, args, identity=None)
+            if not fresh.ok:
+                return fresh
+            row = self.store.get(identity)
+            prefix = later.claim_replaced(claimed, row.project if row is not None else None)
+            return ToolReply(text=f"{prefix}\n{fresh.text}", ok=True, echo=fresh.echo)
         if refused is not None:
             return ToolReply(text=refused, ok=False, echo=None)
         return self.tools.call(tool, args, identity=identity)

@@ -173,9 +173,9 @@ def short_stamp(iso: str) -> str:
 
 def inbox_line(sender: str, created_at: str, body: str, message_id: int | None = None) -> str:
     """One message of chat_read: `[from NAME, Sep 11 14:32Z] body`; under the
-    later design's paged reads it carries its id: `[#12 from NAME, ...] body`."""
-    mark = f"#{message_id} " if message_id is not None else ""
-    return f"[{mark}from {sender}, {short_stamp(created_at)}] {body}"
+    later design's paged reads it carries its id: `[from NAME, Sep 11 14:32Z, id 12] body`."""
+    mark = f", id {message_id}" if message_id is not None else ""
+    return f"[from {sender}, {short_stamp(created_at)}{mark}] {body}"
 
 
 def chat_inbox_frame(lines: Sequence[str], note: str | None = None) -> str:
@@ -189,9 +189,10 @@ def chat_inbox_frame(lines: Sequence[str], note: str | None = None) -> str:
     return "\n".join([*head, FRAME_WARNING, FRAME_BEGIN, *lines, FRAME_END, f"({plural(n, 'message')}, marked read)"])
 
 
-def chat_page_frame(head: str, text: str, tail: str) -> str:
+def chat_page_frame(lines: Sequence[str], tail: str) -> str:
     """A page of one message (the later design's paged reads): framed like the inbox, nothing marked read."""
-    return "\n".join([head, FRAME_WARNING, FRAME_BEGIN, text, FRAME_END, tail])
+    return "\n".join(["[thatch] chat message page: nothing marked read.", FRAME_WARNING, FRAME_BEGIN, *lines,
+                      FRAME_END, tail])
 
 
 def system_prompt_section(enabled: bool = True) -> str:
@@ -274,12 +275,10 @@ SEND_NOTE_STALE = ("The recipient is stale (stale in chat_list): its host proces
                    "message waits unread - a dead session never reads it.")
 
 
-def sent_reply(name: str, session_id: str, note: str, split: str | None = None) -> str:
+def sent_reply(name: str, session_id: str, note: str, *later_notes: str) -> str:
     """chat_send's answer: `[sent] to NAME (<id[:12]>)`, a blank line, the liveness note
-    (under the later design a split send says so first: `SENT AS N PARTS`)."""
-    if split:
-        return f"[sent] to {name} ({session_id[:12]})\n\n{split}\n\n{note}"
-    return f"[sent] to {name} ({session_id[:12]})\n\n{note}"
+    (under the later design its split and duplicate notes follow, each after a blank line)."""
+    return "\n\n".join([f"[sent] to {name} ({session_id[:12]})", note, *later_notes])
 
 
 def broadcast_reply(recipients: Sequence[str], skipped: Sequence[str], held: Sequence[str] = (),

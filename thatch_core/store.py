@@ -17,7 +17,7 @@ import sqlite3
 import threading
 from typing import Iterable, Sequence
 
-from thatch_core import clock
+from thatch_core import clock, later
 from thatch_core.constants import MAX_BODY_LEN
 from thatch_core.db import StoreError, immediate
 from thatch_core.git import detect_worktree_kind
@@ -330,9 +330,10 @@ class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
         if body is not None and text_problem(body):
             return None, err_body_text(text_problem(body))
         trimmed = (body or "").strip()
+        later_cap = policy.split_part_len is not None or policy.max_body_chars != MAX_BODY_LEN
         if not trimmed:
-            return None, ERR_EMPTY
-        if policy.split_part_len is not None or policy.max_body_chars != MAX_BODY_LEN:
+            return None, (later.empty_text(later.units(body or "")) if later_cap else ERR_EMPTY)
+        if later_cap:
             problem = later_body_problem(trimmed, policy)  # the later design's cap (D-later-3)
             return (None, problem) if problem else (trimmed, None)
         if len(trimmed) > MAX_BODY_LEN:
@@ -380,10 +381,10 @@ class ChatStore(UpkeepMixin, PolicyMixin, LaterMixin):
         parts = parts_of(trimmed, policy)
         stale = is_stale(recipient)
         if self._unread_copy(from_session, recipient.session_id, parts, 0, policy.retry_dedup_ms):
-            return SendResult(ok=True, recipient=recipient, recipient_stale=stale, suppressed=True)
+            return SendResult(ok=True, recipient=recipient, recipient_stale=stale, suppressed=True, parts=len(parts))
         ids = self._insert_parts(from_session, recipient.session_id, parts, clock.iso(), 0)
         return SendResult(ok=True, message_id=ids[0], recipient=recipient, recipient_stale=stale,
-                          message_ids=tuple(ids))
+                          message_ids=tuple(ids), parts=len(ids))
 
     @guarded
     def broadcast(self, from_session: str, body: str, *, policy: Policy = DEFAULT_POLICY) -> BroadcastResult:

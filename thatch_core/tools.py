@@ -25,7 +25,7 @@ from thatch_core.prompts import (
     ORIGIN_CLAIMED, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, REGISTER_FAILED, SEND_NOTE_ACTIVE,
     SEND_NOTE_BETWEEN_TURNS, SEND_NOTE_STALE, STALE_EXPLAINER, UNREGISTERED_REPLY, broadcast_reply, chat_echo_text,
     chat_inbox_frame, chat_page_frame, checkout_mark, inbox_line, not_sent, registered_reply, roster_header,
-    roster_section, sent_reply, short_tool, status_reply,
+    roster_section, sent_reply, short_stamp, short_tool, status_reply,
 )
 from thatch_core.policy import DEFAULT as DEFAULT_POLICY
 from thatch_core.policy import Policy
@@ -228,14 +228,16 @@ class ChatTools:
         else:
             note = SEND_NOTE_ACTIVE
         sid = rcpt.session_id if rcpt is not None else to
-        echo = chat_echo_text("send", to=name, body=body.strip())
-        if getattr(res, "suppressed", False):  # a retry: the copy is there, nothing new to echo (D-later-1)
-            return ToolReply(text=sent_reply(name, sid, later.dedup_note(policy.retry_dedup_ms)), ok=True, echo=None)
-        parts = len(getattr(res, "message_ids", ()) or ())
+        suppressed = getattr(res, "suppressed", False)
+        notes = [note]
+        parts = getattr(res, "parts", 1)
         if parts > 1:  # the reply says it was split (D-later-3)
-            limit = later.part_len(policy.split_part_len) or 0
-            return ToolReply(text=sent_reply(name, sid, note, later.parts_note(parts, limit)), ok=True, echo=echo)
-        return ToolReply(text=sent_reply(name, sid, note), ok=True, echo=echo)
+            notes.append(later.parts_note(parts, later.part_len(policy.split_part_len) or 0))
+        if suppressed:  # a retry: the copy is there (D-later-1)
+            notes.append(later.DEDUP_NOTE)
+        # A suppressed retry stored nothing new, so there is nothing new to echo.
+        echo = None if suppressed else chat_echo_text("send", to=name, body=body.strip())
+        return ToolReply(text=sent_reply(name, sid, *notes), ok=True, echo=echo)
 
     def _read(self, args: Mapping[str, Any], identity: str | None) -> ToolReply:
         if identity is None or self.store.get(identity) is None:
@@ -260,17 +262,19 @@ class ChatTools:
     def _page(self, args: Mapping[str, Any], identity: str) -> ToolReply:
         """One page of one message addressed to the caller; drains nothing, marks nothing read."""
         message_id, offset = args.get("message"), args.get("offset", 0)
+        if message_id is None:
+            return _refuse(later.OFFSET_WITHOUT_MESSAGE)
         offset = 0 if offset is None else offset
         if not (type(message_id) is int and message_id >= 1 and type(offset) is int and offset >= 0):
             return _refuse(later.BAD_PAGE_ARGS)
         item = self.store.message_for(identity, message_id)
         if item is None:
             return _refuse(later.NO_SUCH_MESSAGE.format(id=message_id))
-        text, start, end = later.page_of(item.body, offset)
-        total = later.units(item.body)
-        framed = chat_page_frame(later.page_head(item.id, item.from_name, start, end, total), text,
-                                 later.page_tail(item.id, end, total))
-        return ToolReply(text=framed, ok=True, echo=None)
+        ok, text = later.page_text(item.body, item.id, offset)
+        if not ok:
+            return _refuse(text)
+        line = later.page_line(item.id, item.from_name, short_stamp(item.created_at))
+        return ToolReply(text=chat_page_frame([line, text], later.PAGE_DONE), ok=True, echo=None)
 
     def _policy(self) -> Policy:
         """The caller's messaging policy, re-read per call like the other switches."""
@@ -296,7 +300,7 @@ class ChatTools:
             return _refuse(not_sent(res.error or "the store refused the message."))
         n = len(res.recipients)
         text = broadcast_reply(res.recipients, res.skipped, getattr(res, "held", ()), getattr(res, "refused", ()))
-        text = later.broadcast_notes(text, getattr(res, "suppressed", ()), getattr(res, "parts", 1),
+        text = later.broadcast_notes(text, len(getattr(res, "suppressed", ())), getattr(res, "parts", 1),
                                      later.part_len(policy.split_part_len) or 0)
         return ToolReply(text=text, ok=True, echo=chat_echo_text("broadcast", count=n, body=body.strip()))
 

@@ -60,6 +60,7 @@ class SendResult:
     # that stored nothing because an identical copy is still unread.
     message_ids: tuple[int, ...] = ()
     suppressed: bool = False
+    parts: int = 1
 
 
 @dataclass(frozen=True)

@@ -106,19 +106,20 @@ def test_a_cross_project_claim_is_refused_with_the_re_register_hint(store):
     store.register("mcp_bbbbbbbbbbbb", kind="mcp", project="blog")
     reply = cursor(store, "blog").call("chat_send", {"as": name, "to": "mcp_bbbbbbbbbbbb", "body": "hi"})
     assert not reply.ok and reply.text == (
-        f'"{name}" belongs to project shop, not to this one (blog), so it cannot be claimed with "as" here. '
-        'Register a fresh identity for this project once (chat_register without "as"), then pass that name as '
-        '"as" on every call - do not re-register every turn.')
+        f'The identity "{name}" is registered to another project (shop; this session\'s is blog). Call '
+        "chat_register WITHOUT `as` to get a fresh identity for this project - once - then reuse the name it "
+        "returns.")
     assert store.conn.execute("SELECT COUNT(*) FROM chat_messages").fetchone() == (0,)
 
 
 def test_a_project_less_claim_is_refused(store):
     name = store.register("mcp_aaaaaaaaaaaa", kind="mcp", project=None).name
     reply = cursor(store, "shop").call("chat_status", {"as": name})
-    assert not reply.ok and reply.text.startswith(f'"{name}" has no project on record, so it cannot be claimed')
+    assert not reply.ok and reply.text.startswith(f'The identity "{name}" is registered to another project (none;')
     theirs = store.register("mcp_cccccccccccc", kind="mcp", project="shop").name
     nowhere = cursor(store, None).call("chat_status", {"as": theirs})
-    assert nowhere.text.startswith(f'"{theirs}" belongs to project shop, and this server has no project')
+    assert nowhere.text.startswith(f'The identity "{theirs}" is registered to another project (shop; this '
+                                   "session's is none)")
 
 
 def test_seed_000s_design_honours_any_claim(store):

@@ -51,10 +51,10 @@ def test_2000_is_shown_whole_and_2001_is_clipped_with_the_marker(store):
     reply = tools(store).call("chat_read", {}, identity="ses_b")
     lines = framed_lines(reply.text)
     name = store.get("ses_a").name
-    assert lines[0].startswith(f"[#{mid - 1} from {name}, ") and lines[0].endswith("] " + "a" * 2000)
-    assert lines[1].startswith(f"[#{mid} from {name}, ") and lines[1].endswith("] " + "b" * 2000)
-    assert lines[2] == (f"[clipped: showing 2000 of 2001 characters; read the rest with chat_read message={mid} "
-                        "offset=2000 - paging marks nothing read]")
+    assert lines[0].startswith(f"[from {name}, ") and lines[0].endswith(f", id {mid - 1}] " + "a" * 2000)
+    assert lines[1].startswith(f"[from {name}, ") and lines[1].endswith(f", id {mid}] " + "b" * 2000)
+    assert lines[2] == (f"[clipped: showing 2000 of 2001 characters - continue with chat_read, message {mid}, "
+                        "offset 2000]")
     assert later.PAGING_NOTE in reply.text and unread(store) == 0
 
 
@@ -66,27 +66,32 @@ def test_paging_walks_one_message_and_marks_nothing_read(store):
     while True:
         reply = t.call("chat_read", {"message": mid, "offset": offset}, identity="ses_b")
         assert reply.ok and reply.echo is None and unread(store) == 1  # nothing drained, nothing read
-        head, text = reply.text.split("\n")[0], framed_lines(reply.text)[0]
+        named, where, text = framed_lines(reply.text)
+        assert named.startswith(f"[message {mid} from {store.get('ses_a').name}, ")
+        assert reply.text.endswith("(1 message, paged - nothing marked read)")
         pages.append(text)
-        assert head.endswith(f"characters {offset}-{offset + len(text)} of 4500 (a page; nothing marked read).")
-        if reply.text.endswith("(end of message)"):
+        end = offset + len(text)
+        if end == 4500:
+            assert where == f"[showing characters {offset}-4500 of 4500 - final page]"
             break
-        assert reply.text.endswith(f"(next page: chat_read message={mid} offset={offset + 2000})")
-        offset += 2000
+        assert where == f"[showing characters {offset}-{end} of 4500 - next page: chat_read, message {mid}, offset {end}]"
+        offset = end
     assert "".join(pages) == body and [len(p) for p in pages] == [2000, 2000, 500]
 
 
 def test_an_offset_inside_a_surrogate_pair_backs_off_to_its_start(store):
+    """Safer than the real, which slices UTF-16 units and can show half a pair."""
     mid = store.send("ses_a", "ses_b", "x" + "\U0001F600" * 3).message_id
     reply = tools(store).call("chat_read", {"message": mid, "offset": 2}, identity="ses_b")
-    assert framed_lines(reply.text)[0] == "\U0001F600" * 3
-    assert "characters 1-7 of 7" in reply.text.split("\n")[0]
+    assert framed_lines(reply.text)[1:] == ["[showing characters 1-7 of 7 - final page]", "\U0001F600" * 3]
 
 
-def test_an_offset_past_the_end_is_an_empty_last_page(store):
+@pytest.mark.parametrize("offset", [5, 99])
+def test_an_offset_at_or_past_the_end_is_refused(store, offset):
     mid = store.send("ses_a", "ses_b", "short").message_id
-    reply = tools(store).call("chat_read", {"message": mid, "offset": 99}, identity="ses_b")
-    assert reply.ok and "characters 5-5 of 5" in reply.text and reply.text.endswith("(end of message)")
+    reply = tools(store).call("chat_read", {"message": mid, "offset": offset}, identity="ses_b")
+    assert not reply.ok and reply.text == (f"Offset {offset} is outside message {mid} (5 characters) - use an "
+                                           "offset from 0 to 4.")
 
 
 def test_a_read_message_still_pages_and_anothers_never_does(store):
@@ -96,14 +101,20 @@ def test_a_read_message_still_pages_and_anothers_never_does(store):
     assert t.call("chat_read", {"message": mid}, identity="ses_b").ok
     other = t.call("chat_read", {"message": mid}, identity="ses_a")
     assert not other.ok
-    assert other.text == f"No message #{mid} in your inbox (chat_read pages only messages addressed to you)."
+    assert other.text == (f"No message {mid} in your mailbox - ids appear in chat_read's drain output and clip "
+                          "markers.")
 
 
 @pytest.mark.parametrize("args", [{"message": 0}, {"message": "3"}, {"message": 1, "offset": -1},
-                                  {"message": True}, {"offset": 5}])
+                                  {"message": True}])
 def test_bad_paging_arguments_are_refused(store, args):
     reply = tools(store).call("chat_read", args, identity="ses_b")
     assert not reply.ok and reply.text == later.BAD_PAGE_ARGS
+
+
+def test_an_offset_without_a_message_is_refused(store):
+    reply = tools(store).call("chat_read", {"offset": 5}, identity="ses_b")
+    assert not reply.ok and reply.text == later.OFFSET_WITHOUT_MESSAGE and "requires a message id" in reply.text
 
 
 @pytest.mark.rules("R10")

@@ -40,8 +40,8 @@ def no_env(monkeypatch):
     monkeypatch.delenv(later.MAX_BODY_ENV, raising=False)
 
 
-def joined(parts: list[str]) -> str:
-    """The body back from its parts: the markers off, the chunks joined."""
+def chunks(parts: list[str]) -> list[str]:
+    """The chunks of a split body: the markers off (and checked where they belong)."""
     n = len(parts)
     out = []
     for i, p in enumerate(parts):
@@ -52,37 +52,48 @@ def joined(parts: list[str]) -> str:
             assert p.endswith(SUFFIX)
             p = p[:-len(SUFFIX)]
         out.append(p)
-    return "".join(out)
+    return out
+
+
+def joined(parts: list[str]) -> str:
+    """The body back from hard-cut parts: the chunks joined as they are."""
+    return "".join(chunks(parts))
 
 
 def test_a_body_of_exactly_the_budget_is_one_message_and_one_more_unit_splits():
+    """The budget counts body characters; the markers ride outside it."""
     assert later.split_body("x" * 2000, 2000) == ["x" * 2000]
     parts = later.split_body("x" * 2001, 2000)
     assert len(parts) == 2 and parts[0].startswith("(message 1 of 2)\n\n")
     assert parts[0].endswith("(continued in next message)") and not parts[1].endswith("(continued in next message)")
-    assert joined(parts) == "x" * 2001 and all(later.units(p) <= 2000 for p in parts)
+    assert joined(parts) == "x" * 2001 and [later.units(c) for c in chunks(parts)] == [2000, 1]
 
 
-def test_cuts_prefer_blank_lines():
+def test_a_cut_at_a_blank_line_drops_it():
     paragraphs = ["p%d " % i + "w" * 880 for i in range(5)]
     body = "\n\n".join(paragraphs)
     parts = later.split_body(body, 2000)
-    assert joined(parts) == body
-    assert all(p[:-len(SUFFIX)].endswith("\n\n") for p in parts[:-1])  # every cut right after a blank line
-    assert all(later.units(p) <= 2000 for p in parts)
+    assert "\n\n".join(chunks(parts)) == body  # the blank lines the cuts took are the only loss
+    assert all(not c.endswith("\n") and not c.startswith("\n") for c in chunks(parts))
+    assert all(later.units(c) <= 2000 for c in chunks(parts))
+
+
+def test_a_whitespace_only_body_gives_no_parts():
+    assert later.split_body(" \n\t ", 2000) == []
 
 
 def test_a_surrogate_pair_never_splits():
     body = "a" + "\U0001F600" * 1500  # 3001 UTF-16 units
     parts = later.split_body(body, 2000)
-    assert joined(parts) == body and all(later.units(p) <= 2000 for p in parts)
+    assert joined(parts) == body and all(later.units(c) <= 2000 for c in chunks(parts))
     for p in parts:
         p.encode("utf-8")  # a lone surrogate would not encode
 
 
 def test_the_count_of_parts_is_in_the_first_prefix():
-    parts = later.split_body("y" * 19_000, 2000)
-    assert len(parts) == 10 and parts[0].startswith("(message 1 of 10)") and joined(parts) == "y" * 19_000
+    """Parts derive from the body alone: ceil(total / budget)."""
+    parts = later.split_body("y" * 20_000, 2000)
+    assert len(parts) == 10 and parts[0].startswith("(message 1 of 10)") and joined(parts) == "y" * 20_000
 
 
 @pytest.mark.parametrize(("raw", "want"), [("499", 500), ("500", 500), ("9000", 9000), ("9001", 9000),
@@ -131,9 +142,10 @@ def test_the_whole_body_cap_names_the_count(store):
     """R9: 20,000 accepted, 20,001 refused with the attempted count (the later design)."""
     assert store.send("ses_a", "ses_b", "m" * 20_000, policy=LATER).ok
     res = store.send("ses_a", "ses_b", "m" * 20_001, policy=LATER)
-    assert not res.ok and res.error == "Message too long (20001 characters; max 20000 characters)."
+    assert not res.ok and res.error == (
+        "Message too long: attempted 20001 characters (max 20000). Split the content across several messages.")
     assert store.send("ses_a", "ses_b", "\U0001F600" * 10_001, policy=LATER).error == (
-        "Message too long (20002 characters; max 20000 characters).")
+        "Message too long: attempted 20002 characters (max 20000). Split the content across several messages.")
 
 
 @pytest.mark.rules("R9")
@@ -146,16 +158,25 @@ def test_seed_000s_design_refuses_over_ten_thousand(store):
 
 def test_the_env_moves_the_part_budget_of_a_send(store, monkeypatch):
     monkeypatch.setenv(later.SPLIT_PART_ENV, "499")
-    assert len(store.send("ses_a", "ses_b", "e" * 1001, policy=LATER).message_ids) == 3  # parts of at most 500
+    assert len(store.send("ses_a", "ses_b", "e" * 1001, policy=LATER).message_ids) == 3  # chunks of at most 500
 
 
 def test_the_reply_says_sent_as_n_parts(store):
     t = ChatTools(store, StaticConfig(ChatConfig(policy=LATER)), project="p")
     reply = t.call("chat_send", {"to": "ses_b", "body": "r" * 4500}, identity="ses_a")
-    first, _, second = reply.text.split("\n")[:3]
-    assert reply.ok and first.startswith("[sent] to ") and second.startswith("SENT AS 3 PARTS: ")
+    head, _note, split = reply.text.split("\n\n")
+    assert reply.ok and head.startswith("[sent] to ") and split.startswith("SENT AS 3 PARTS: ")
     assert '"(message 1 of 3)"' in reply.text and '"(continued in next message)"' in reply.text
     refused = t.call("chat_send", {"to": "ses_b", "body": "r" * 20_001}, identity="ses_a")
-    assert refused.text == "Not sent: Message too long (20001 characters; max 20000 characters)."
+    assert refused.text == ("Not sent: Message too long: attempted 20001 characters (max 20000). "
+                            "Split the content across several messages.")
     broadcast = t.call("chat_broadcast", {"body": "r" * 2500}, identity="ses_a")
-    assert "SENT AS 2 PARTS to each recipient" in broadcast.text
+    assert broadcast.text.split("\n")[2] == ("sent as 2 parts per recipient (the body exceeded 2000 characters "
+                                             "and was auto-split)")
+
+
+def test_the_empty_refusal_names_the_attempted_length(store):
+    """The later design's empty-body refusal counts the untrimmed body; seed 000's stays bare (R9)."""
+    assert store.send("ses_a", "ses_b", "   ", policy=LATER).error == (
+        "Message body cannot be empty (attempted 3 characters).")
+    assert store.send("ses_a", "ses_b", "   ").error == "Message body cannot be empty."
