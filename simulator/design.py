@@ -59,13 +59,13 @@ PART_CONTINUED = "(continued in next message)"
 SENT_PARTS_RE = re.compile(r"SENT AS (?P<count>\d+) PARTS")
 DEDUP_REPLY_MARK = "still UNREAD in the recipient's inbox"
 CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+) characters")
-# The parts of a split body are joined by a blank line to their markers; a paged read of one message
-# opens with `[thatch] chat message #ID from NAME: characters A-B of N`.
+# The parts of a split body carry their markers after/before a blank line; a drain line under the
+# later design ends its head with `, id ID]` (the real chat_read at 2ed97f2a).
 PART_SEPARATOR = "\n\n"
-PAGE_HEAD_RE = re.compile(r"^\[thatch\] chat message #(?P<id>\d+) from ", re.M)
-# The page's range: `characters A-B of N` (body offsets, end exclusive); its body sits between the inbox fences.
-PAGE_RANGE_RE = re.compile(r"^\[thatch\] chat message #(?P<id>\d+) from .*?: characters (?P<start>\d+)-(?P<end>\d+) "
-                           r"of (?P<total>\d+)", re.M)
+# A page of one message (chat_read message=ID offset=K) holds `[message ID from NAME, STAMP]`, then its
+# range `[showing characters A-B of N - ...]` (body offsets, end exclusive) and the characters.
+PAGE_RANGE_RE = re.compile(r"^\[showing characters (?P<start>\d+)-(?P<end>\d+) of (?P<total>\d+)", re.M)
+DRAIN_ID_RE = re.compile(r"(\d\d:\d\dZ), id \d+\] ")
 
 
 def utf16_len(text: str) -> int:
@@ -87,8 +87,9 @@ def index_at_units(text: str, units: int) -> int:
 
 
 def joined_parts(bodies: list[str]) -> str:
-    """The body the stored parts of one split send join back to: the first part's `(message 1 of N)` and
-    every part's `(continued in next message)` taken off with their blank lines (the chunks join exactly)."""
+    """The chunks of one split send, joined: the first part's `(message 1 of N)` and every part's
+    `(continued in next message)` taken off with their blank lines. A cut drops its own blank line and
+    the whitespace around it, so the chunks give the body back up to whitespace (`split_key`)."""
     out = []
     for n, body in enumerate(bodies):
         if n == 0:
@@ -98,6 +99,19 @@ def joined_parts(bodies: list[str]) -> str:
             body = body.removesuffix(PART_SEPARATOR + PART_CONTINUED)
         out.append(body)
     return "".join(out)
+
+
+def split_key(body: str) -> str:
+    """What a split body and its joined chunks have in common: the text without its whitespace."""
+    return "".join(body.split())
+
+
+def drain_lines(text: str) -> str:
+    """A chat_read output with the later design's `, id N` taken out of each line's head, so a stored
+    row's `inbox_needle` finds its line under either design."""
+    return DRAIN_ID_RE.sub(r"\1] ", text)
+
+
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
 MAX_CONTINUATION_HOPS = 10
 # R33 (docs/transcripts.md): Claude Code keeps `<host session id>.jsonl` per session; a conversation
@@ -182,8 +196,8 @@ INBOX_END = "===[ end chat inbox ]==="
 # Under the later design's paged reads the line carries its message id: `[#12 from NAME, ...] body`.
 # A drain line's body follows its head's closing bracket and one space.
 INBOX_BODY_OPEN = "] "
-INBOX_LINE_RE = re.compile(r"^\[(?:#(?P<id>\d+) )?from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)\] ",
-                           re.M)
+INBOX_LINE_RE = re.compile(
+    r"^\[from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)(?:, id (?P<id>\d+))?\] ", re.M)
 # R20: the opencode wake prompt names the senders and the count, never a body.
 WAKE_NUDGE_RE = re.compile(r"You have (?P<count>\d+) unread chat messages? from (?P<names>.*?)\. "
                            r"Call thatch_chat_read")

@@ -33,7 +33,8 @@ from typing import Optional
 
 from simulator.checks.view import Call, RunView
 from simulator.design import (
-    FIRST_PART_RE, INBOX_BODY_OPEN, LATER_READ_PAGE_LEN, STAMP_RESOLUTION_MS, index_at_units, joined_parts, utf16_len,
+    FIRST_PART_RE, INBOX_BODY_OPEN, LATER_READ_PAGE_LEN, STAMP_RESOLUTION_MS, index_at_units, joined_parts, split_key,
+    utf16_len,
 )
 from simulator.events import data_of
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
@@ -187,7 +188,8 @@ def covered(spans: list[Shown]) -> int:
 
 def whole_messages(view: RunView) -> list[tuple[dict, str]]:
     """(row, body) per stored message; a split batch (the later design: `(message 1 of N)` and the N-1 rows
-    after it, same sender and recipient) is one message, its first row with the body its parts join to."""
+    after it, same sender and recipient) is one message, its first row with the `split_key` of the body its
+    parts join to (each cut dropped its blank line and the whitespace around it)."""
     rows = sorted(view.db["messages"], key=lambda r: r["id"])
     by_id = {r["id"]: r for r in rows}
     out, inside = [], set()
@@ -199,7 +201,7 @@ def whole_messages(view: RunView) -> list[tuple[dict, str]]:
         if m and all(b is not None and (b["from_session"], b["to_session"]) == (r["from_session"], r["to_session"])
                      for b in batch):
             inside.update(b["id"] for b in batch)
-            out.append((r, joined_parts([b["body"] for b in batch])))
+            out.append((r, split_key(joined_parts([b["body"] for b in batch]))))
         else:
             out.append((r, r["body"]))
     return out

@@ -15,10 +15,13 @@ from simulator.design import (
     DEDUP_REPLY_MARK,
     HELD_REPLY_RE,
     MAIL_SWEEP_AGE_MS,
+    SENT_PARTS_RE,
     SENT_RE,
     STAMP_RESOLUTION_MS,
+    drain_lines,
     inbox_needle,
     reply_names,
+    split_key,
 )
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
@@ -68,9 +71,10 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
             continue  # the later design stored nothing new: its unread twin is its row (P12 judges the retry)
         m = SENT_RE.match(c.text)
         to = m.group("to") if m else str(c.args.get("to", ""))
+        body = split_key(c.body) if SENT_PARTS_RE.search(c.text) else c.body  # stored as parts
         # Recipients compare by label when known: a name can change after a leave.
         results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(),
-                            c.body), []).append(c)
+                            body), []).append(c)
     return results
 
 
@@ -127,7 +131,7 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
         # so the caller's own copy would read as the claimed session's.
         # A line ends with its body: a shorter body that opens a longer one's line (a split send's repeated text)
         # is not that line.
-        seen = [c for c in reads if acting_identity(view, c) == label and needle + "\n" in c.text]
+        seen = [c for c in reads if acting_identity(view, c) == label and needle + "\n" in drain_lines(c.text)]
         twins = sum(1 for x in view.db["messages"]
                     if x["to_session"] == r["to_session"] and inbox_needle(x["created_at"], x["body"]) == needle)
         if len(seen) > twins:
@@ -141,7 +145,7 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
         # stamped one of them, so the unstamped twin is lost only when more were returned than stamped.
         stamped = sum(1 for x in view.db["messages"] if x["to_session"] == r["to_session"] and x["read_at"]
                       and inbox_needle(x["created_at"], x["body"]) == needle)
-        returned = sum(max(1, c.text.count(needle + "\n")) for c in seen)
+        returned = sum(max(1, drain_lines(c.text).count(needle + "\n")) for c in seen)
         if seen and not r["read_at"] and not crashes and returned > stamped:
             return verdict(p5_no_loss, "fail",
                            f"message #{r['id']} to {label} was returned by chat_read but is not stamped read",
@@ -271,7 +275,8 @@ def p8_broadcast(view: RunView) -> Verdict:
             continue  # judged with the call it repeats: one more copy the design may or may not store (P12)
         copies = 1 + _retries_of(c, bcasts)
         mine = [r for r, body in whole_messages(view)  # a split batch counts once (the later design)
-                if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session and body == c.body]
+                if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session
+                and body in (c.body, split_key(c.body))]
         if c.result is None or not c.ok:
             crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of(CRASH))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]

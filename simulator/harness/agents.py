@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from simulator.design import CLIP_MARKER_RE, FIRST_PART_RE, INBOX_BEGIN, INBOX_END, INBOX_LINE_RE, PAGE_RANGE_RE
+from simulator.design import CLIP_MARKER_RE, FIRST_PART_RE, INBOX_END, INBOX_LINE_RE, PAGE_RANGE_RE
 
 # Turn causes that mean "you have mail": the agent acts on these only.
 MAIL_CAUSES = frozenset({"wake", "reminder", "followup"})
@@ -112,7 +112,7 @@ def page_through(tools: ToolPath, message_id: int, offset: int) -> None:
         if not getattr(reply, "ok", False) or page is None:
             return
         start, end, total = (int(page.group(k)) for k in ("start", "end", "total"))
-        body = reply.text.partition(INBOX_BEGIN + "\n")[2]
+        body = reply.text[page.end():].partition("\n")[2]  # the characters after the range line
         seen = end if INBOX_END in body else start + len(body)  # a cut page: what of it was visible
         if seen <= offset or seen >= total:
             return
