@@ -74,7 +74,8 @@ def test_paging_walks_one_message_and_marks_nothing_read(store):
         if end == 4500:
             assert where == f"[showing characters {offset}-4500 of 4500 - final page]"
             break
-        assert where == f"[showing characters {offset}-{end} of 4500 - next page: chat_read, message {mid}, offset {end}]"
+        assert where == (f"[showing characters {offset}-{end} of 4500 - next page: chat_read, message {mid}, "
+                         f"offset {end}]")
         offset = end
     assert "".join(pages) == body and [len(p) for p in pages] == [2000, 2000, 500]
 

@@ -32,8 +32,29 @@ REAL_TITLES = (
     "find resolves by name or session id; misses return null",
     "unregister removes the row but keeps message history",
     "send validates endpoints",
+    "an identical resend within the dedupe window lands one row, outside it lands two",
+    "a retried broadcast suppresses per-recipient duplicates and keeps the recipient list",
     "broadcast reaches every other fresh session, skipping stale ones",
     "read drains the inbox oldest-first and stamps messages read",
+    # chat body auto-split
+    "a body within the part budget passes through as one undecorated part",
+    "splits at a paragraph boundary and decorates first and non-final parts",
+    "three-plus parts: only the first carries the prefix, only the last lacks the suffix",
+    "a hard cut never splits a surrogate pair",
+    "BMP multibyte text splits on UTF-16 units without corruption",
+    "an oversized send lands every part in order, reported in the result",
+    "a retried split send suppresses the whole batch",
+    "an identical resend within the window delivers again once the first was read",
+    "a split batch retry stays suppressed until EVERY part was read (partial-read edge)",
+    "identical chunks inside one body never suppress each other",
+    "a split send that fails partway leaves no rows (one-transaction batch)",
+    "empty-after-trim refusal reports the attempted length",
+    "the whole-body ceiling refuses with the attempted count; parts derive at the ceiling",
+    "an oversized broadcast delivers every part to every live recipient",
+    # chat read clip and paging
+    "the drain clips long bodies with a marker that names characters",
+    "paging windows are deterministic and name the unit",
+    "chat_read pages one message by id without marking anything read",
     # assigned names
     "slugifyTitle lowercases, hyphenates, and caps at 32",
     "isDefaultSessionTitle flags opencode placeholders",
@@ -49,6 +70,8 @@ REAL_TITLES = (
     "stale is two missed beats: one late beat is still fresh",
     "mcp rows are turn-driven: idle is the normal between-prompts state",
     "splitChatRoster separates stale opencode rows; mcp rows are always active",
+    "sortChatRoster orders by project, then most recently seen; unknown project last",
+    "splitChatRoster staleCapMs hides stale rows older than the cap and reports the count",
     # wake gate
     "map-absent session falls through to the live check and wakes",
     "known busy/retry rejects without fetching",
@@ -65,12 +88,21 @@ REAL_TITLES = (
     # staleness
     "isStale flips on heartbeat age",
     "heartbeat refreshes last_seen for hosted sessions only",
+    # chat identity directory binding
+    "setup: register an alpha-project identity",
+    "same-project as claim resolves; cross-project is refused",
+    "a session-ID-based as claim is bound by the same rule",
+    "a claimed row with a null project is refused (fail safe)",
+    "an anchor miss falls through to `as` and is bound",
+    "chat_register reclaim: same project confirms, cross project registers fresh",
     # chat transcript echo text
     "register echoes the claimed name; failures stay silent",
     "send echoes the resolved recipient name with a clipped body",
     "read echoes the inbox; empty inbox stays silent",
     "broadcast echoes the fan-out count with a clipped body",
     "list and unregister never echo",
+    "chat_send surfaces the duplicate-suppression note on a retried send",
+    "chat_send reports a split delivery so a caller cannot mistake it for one message",
     "every chat tool's real success output is a chatEchoText parse target",
     # name pool invariants
     "every pool name satisfies the shared charset",
@@ -84,6 +116,7 @@ REAL_TITLES = (
     # ChatPoller
     "poll heartbeats hosted sessions",
     "messages wait while the gate is closed, then deliver when idle",
+    "split parts arrive as ONE grouped nudge, not one per part",
     "delivery failure leaves messages pending",
     "unhosted sessions are never delivered to",
     "the nudge rate cap stops repeated wake prompts",
@@ -111,6 +144,19 @@ REAL_TITLES = (
     "a rendered-name flip in follow mode resurfaces no sent events",
     "follow diffs over the seeded state re-emit no sent events",
     "a new matching row in follow mode emits, a non-matching one does not",
+    # host-pid identity anchor
+    "records and resolves a fresh mapping when the session exists",
+    "stale mappings are ignored (pid reuse hazard)",
+    "mapping to a pruned session resolves to null",
+    "re-registration under the same session id revives the mapping",
+    # continuation adoption
+    "continuedInTarget reads the hand-off record from the file tail",
+    "scanPredecessorTranscript finds the sibling handing off to this session",
+    "resolveRegisteredPredecessor walks to the nearest registered ancestor",
+    "continueSession moves the identity, mail, anchors, and tombstone",
+    "continueSession with no old row is a no-op",
+    # chat name reclaim after reap
+    "a reaped auto session reclaims its name; other sessions never do",
 )
 
 QUOTED = re.compile(r'^"([^"]+)"')
@@ -141,8 +187,8 @@ def readme_titles() -> list[str]:
 
 
 def test_real_titles_are_distinct():
-    """The catalogue itself lists each real title once (79 cases)."""
-    assert len(REAL_TITLES) == len(set(REAL_TITLES)) == 79
+    """The catalogue itself lists each real title once (119 cases)."""
+    assert len(REAL_TITLES) == len(set(REAL_TITLES)) == 119
 
 
 def test_every_test_names_a_real_case():

@@ -7,6 +7,7 @@ import pytest
 from thatch_core import clock
 from thatch_core.constants import AUTO_TTL_DAYS, DAY_MS
 from thatch_core.names import render_participant
+from thatch_core.policy import LATER
 from thatch_core.poller import ChatPoller
 from thatch_core.staleness import is_stale
 
@@ -260,3 +261,17 @@ def test_start_stop_dispose_timer(poller):
     assert poller.running is False
     poller.dispose()
     assert poller.running is False
+
+
+@pytest.mark.rules("R20")
+def test_split_parts_one_nudge(store, host, poller):
+    """
+    "split parts arrive as ONE grouped nudge, not one per part": under the
+    later design a three-part body is three rows, and one poll wakes its
+    recipient once, naming the sender once and counting 3 (R20).
+    """
+    body = "\n\n".join(c * 1_900 for c in "ABC")
+    assert len(store.send("ses_a", BOB, body, policy=LATER).message_ids) == 3
+    host.gate_open = True
+    poller.poll()
+    assert host.deliveries == [("ses_b", ["a-corn-00001"], 3)]

@@ -6,8 +6,8 @@ import pytest
 
 from thatch_core import clock
 from thatch_core.cli import format_roster
-from thatch_core.constants import POLL_INTERVAL_MS, STALE_MS
-from thatch_core.staleness import human_age, is_stale, split_roster
+from thatch_core.constants import DAY_MS, POLL_INTERVAL_MS, STALE_MS
+from thatch_core.staleness import human_age, is_stale, sort_roster, split_roster
 from thatch_core.types import SessionRow
 
 NOW = clock.parse_iso_ms("2026-09-14T12:00:00Z")
@@ -127,3 +127,38 @@ def test_roster_split_keeps_mcp_active():
     active, stale, _ = split_roster([fresh, dead, mcp], NOW)
     assert [r.session_id for r in active] == ["ses_f", "ses_m"]
     assert [r.session_id for r in stale] == ["ses_d"]
+
+
+@pytest.mark.rules("R16")
+def test_roster_order_project_then_recency():
+    """
+    "sortChatRoster orders by project, then most recently seen; unknown project
+    last": alphabetical projects, newest beat first inside one, the no-project
+    row at the end; the input rows are untouched (R16).
+    """
+    zeta = row(session_id="ses_z", name="z-00001", project="zeta/app", last_seen=ago(2 * DAY_MS))
+    alpha_old = row(session_id="ses_a2", name="a2-00001", project="alpha/app", last_seen=ago(DAY_MS))
+    alpha_new = row(session_id="ses_a1", name="a1-00001", project="alpha/app", last_seen=ago(60_000))
+    orphan = row(session_id="ses_o", name="o-00001", project=None, last_seen=ago(60_000))
+    given = [zeta, orphan, alpha_old, alpha_new]
+    ordered = sort_roster(given)
+    assert [r.session_id for r in ordered] == ["ses_a1", "ses_a2", "ses_z", "ses_o"]
+    assert [r.session_id for r in given] == ["ses_z", "ses_o", "ses_a2", "ses_a1"]
+
+
+@pytest.mark.rules("R16")
+def test_stale_cap_hides_and_counts():
+    """
+    "splitChatRoster staleCapMs hides stale rows older than the cap and reports
+    the count": no cap hides nothing; a one-day cap hides the week-old stale row
+    and counts it, shows the row exactly a day old, and leaves the week-old mcp
+    row Active (the cap bounds only the Stale section) (R16).
+    """
+    rows = [row(session_id="ses_f", name="f-00001"),
+            row(session_id="ses_d1", name="d1-00001", last_seen=ago(DAY_MS)),
+            row(session_id="ses_d7", name="d7-00001", last_seen=ago(7 * DAY_MS)),
+            row(session_id="ses_m", name="m-00001", host_kind="mcp", last_seen=ago(7 * DAY_MS))]
+    assert split_roster(rows, NOW).hidden == 0
+    capped = split_roster(rows, NOW, stale_cap_ms=DAY_MS)
+    assert [r.session_id for r in capped.stale] == ["ses_d1"] and capped.hidden == 1
+    assert [r.session_id for r in capped.active] == ["ses_f", "ses_m"]

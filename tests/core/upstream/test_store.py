@@ -14,6 +14,7 @@ import pytest
 
 from thatch_core import clock
 from thatch_core.names import NAME_POOL, render_participant
+from thatch_core.policy import LATER
 
 ISO_SECOND = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 COUNTED = re.compile(r"^(.+)-(\d{5})$")
@@ -225,6 +226,8 @@ def test_send_validates_endpoints(store, reg):
     "send validates endpoints": unknown recipient, unregistered sender, self
     address, blank body and a body over 10,000 characters are refused; a good
     send carries the resolved recipient row; a session id addresses too (R9, R8).
+    Seed 000's cap wins by default; under the later design the 10,001
+    characters go as six parts (five of 2,000 and one of 1), as the real does.
     """
     bob = reg("ses_b", "ba-sil").name
     reg("ses_a", "a-corn")
@@ -233,10 +236,55 @@ def test_send_validates_endpoints(store, reg):
     assert not store.send("ses_a", "ses_a", "note to self").ok
     assert not store.send("ses_a", bob, "   ").ok
     assert not store.send("ses_a", bob, "x" * 10_001).ok
+    assert store.send("ses_a", bob, "x" * 10_001, policy=LATER).parts == 6
     ok = store.send("ses_a", bob, "hello bob")
     assert ok.ok
     assert (ok.recipient.name, ok.recipient.session_id) == ("ba-sil-00001", "ses_b")
     assert store.send("ses_b", "ses_a", "hello alice").ok
+
+
+def _count(raw) -> int:
+    return raw.execute("SELECT COUNT(*) FROM chat_messages").fetchone()[0]
+
+
+@pytest.mark.rules("R9")
+def test_resend_within_dedupe_window(store, reg, raw):
+    """
+    "an identical resend within the dedupe window lands one row, outside it
+    lands two": under the later design a retry of an unread copy succeeds and
+    stores nothing; another recipient or body is never a retry; once the first
+    copy is older than the window the same body is a new message (R9).
+    """
+    bob = reg("ses_b", "ba-sil").name
+    reg("ses_a", "a-corn")
+    assert store.send("ses_a", bob, "status: green", policy=LATER).ok
+    retry = store.send("ses_a", bob, "status: green", policy=LATER)
+    assert retry.ok and retry.suppressed and _count(raw) == 1
+    carol = reg("ses_c", "ca-ra-mel").name
+    assert not store.send("ses_a", carol, "status: green", policy=LATER).suppressed
+    assert not store.send("ses_a", bob, "status: red", policy=LATER).suppressed
+    assert _count(raw) == 3
+    raw.execute("UPDATE chat_messages SET created_at = ? WHERE body = 'status: green' AND to_session = 'ses_b'",
+                (clock.iso_minutes_ago(1),))
+    later_send = store.send("ses_a", bob, "status: green", policy=LATER)
+    assert later_send.ok and not later_send.suppressed and _count(raw) == 4
+
+
+@pytest.mark.rules("R12")
+def test_retried_broadcast_per_recipient(store, reg, raw):
+    """
+    "a retried broadcast suppresses per-recipient duplicates and keeps the
+    recipient list": under the later design the retry stores nothing for the
+    two recipients whose copy is unread and still lists both; another body
+    goes out fresh (R12).
+    """
+    for sid, base in (("ses_a", "a-corn"), ("ses_b", "ba-sil"), ("ses_c", "ca-ra-mel")):
+        reg(sid, base)
+    assert store.broadcast("ses_a", "rebase if you are based on main", policy=LATER).ok
+    retry = store.broadcast("ses_a", "rebase if you are based on main", policy=LATER)
+    assert retry.ok and len(retry.suppressed) == 2
+    assert sorted(retry.recipients) == ["ba-sil-00001", "ca-ra-mel-00001"] and _count(raw) == 2
+    assert store.broadcast("ses_a", "different body", policy=LATER).suppressed == ()
 
 
 @pytest.mark.rules("R12", "R35")
@@ -245,7 +293,8 @@ def test_broadcast_skips_stale(store, reg, raw):
     "broadcast reaches every other fresh session, skipping stale ones": the
     fresh others each get one inbox row, the stale opencode row is skipped and
     reported, the sender gets nothing; validation mirrors send; a broadcast
-    with nobody left succeeds with no recipients (R12, R35).
+    with nobody left succeeds with no recipients (R12, R35). Seed 000's cap
+    refuses 10,001 characters; the later design sends them as six parts.
     """
     for sid, base in (("ses_a", "a-corn"), ("ses_b", "ba-sil"), ("ses_c", "ca-ra-mel"), ("ses_ghost", "gin-ger")):
         reg(sid, base)
@@ -258,6 +307,7 @@ def test_broadcast_skips_stale(store, reg, raw):
     assert not store.broadcast("ses_a", "   ").ok
     assert not store.broadcast("ses_unregistered", "hi").ok
     assert not store.broadcast("ses_a", "x" * 10_001).ok
+    assert store.broadcast("ses_a", "x" * 10_001, policy=LATER).parts == 6
     store.unregister("ses_b")
     store.unregister("ses_c")
     empty = store.broadcast("ses_a", "anyone there?")

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from thatch_core.config import ChatConfig, StaticConfig
+from thatch_core.policy import LATER
 from thatch_core.tools import ChatTools
 
 
@@ -149,3 +150,47 @@ def test_every_success_output_is_echo_parse_target(tools):
     broadcast = tools.call("thatch_chat_broadcast", {"body": "to everyone"}, identity="ses_other")
     assert re.match(r"\[broadcast\] to \d+ sessions?\b", broadcast.text)
     assert "broadcast" in broadcast.echo
+
+
+@pytest.fixture
+def later_tools(store):
+    return ChatTools(store, StaticConfig(ChatConfig(policy=LATER)), project="echo/rt")
+
+
+def _join(tools, sid: str) -> str:
+    return tools.call("chat_register", {}, identity=sid).text.splitlines()[0].removeprefix("[registered] ")
+
+
+@pytest.mark.rules("R9", "R27")
+def test_send_reports_duplicate_suppression(later_tools):
+    """
+    "chat_send surfaces the duplicate-suppression note on a retried send":
+    under the later design the first send is a plain ``[sent]``; the retry
+    still succeeds, says ``DUPLICATE SUPPRESSED`` and echoes nothing new (R9,
+    R27).
+    """
+    _join(later_tools, "ses_rt")
+    other = _join(later_tools, "ses_other")
+    first = later_tools.call("chat_send", {"to": other, "body": "once"}, identity="ses_rt")
+    assert first.text.startswith("[sent]") and "DUPLICATE SUPPRESSED" not in first.text
+    retry = later_tools.call("chat_send", {"to": other, "body": "once"}, identity="ses_rt")
+    assert retry.ok and retry.text.startswith("[sent]") and "DUPLICATE SUPPRESSED" in retry.text
+    assert retry.echo is None
+
+
+@pytest.mark.rules("R9", "R12")
+def test_send_and_broadcast_report_split(later_tools, store):
+    """
+    "chat_send reports a split delivery so a caller cannot mistake it for one
+    message": a two-part send says ``SENT AS 2 PARTS`` and the recipient holds
+    both rows; a two-part broadcast says ``sent as 2 parts per recipient`` (R9,
+    R12).
+    """
+    _join(later_tools, "ses_rt")
+    other = _join(later_tools, "ses_other")
+    body = f"{'A' * 1_900}\n\n{'B' * 1_900}"
+    sent = later_tools.call("chat_send", {"to": other, "body": body}, identity="ses_rt")
+    assert sent.text.startswith("[sent]") and "SENT AS 2 PARTS" in sent.text
+    assert store.status("ses_other").total == 2
+    broadcast = later_tools.call("chat_broadcast", {"body": body}, identity="ses_other")
+    assert broadcast.text.startswith("[broadcast]") and "sent as 2 parts per recipient" in broadcast.text
