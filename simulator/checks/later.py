@@ -30,7 +30,9 @@ from typing import Optional
 from simulator.checks.registry import Promise, passed, prop, sample_row, skipped, verdict
 from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, unseen_from, whole_messages
 from simulator.checks.view import Call, RunView
-from simulator.design import DEDUP_REPLY_MARK, FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS
+from simulator.design import (
+    DEDUP_REPLY_MARK, FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS, split_key,
+)
 from simulator.events import REGISTERED, SAMPLE, STATUS, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS
@@ -138,7 +140,8 @@ def _copies(view: RunView, call: Call) -> list[list[dict]]:
     out = []
     for r, body in whole_messages(view):
         created = view.vt(r["created_at"])
-        if (body != call.body or created is None or view.label_of.get(r["from_session"]) != sender
+        if (body not in (call.body, split_key(call.body)) or created is None
+                or view.label_of.get(r["from_session"]) != sender
                 or view.label_of.get(r["to_session"]) != recipient
                 or not call.t - window - STAMP_RESOLUTION_MS <= created <= call.t):
             continue
