@@ -423,16 +423,15 @@ SHOWN_TEXTS: tuple[ShownText, ...] = (
     ShownText("stop.cursor", "turn end", "Cursor's stop hook follows up (`followup_message`): the wake's words",
               "[thatch chat] You have <N> unread chat message from <NAMES>. Call thatch_chat_read to read them."),
     ShownText("later.sent-parts", "later design", "chat_send of a body over the part budget (thatch-later)",
-              "SENT AS <N> PARTS: the body was over <N> characters, so it was split into <N> messages"),
+              "SENT AS <N> PARTS: the body exceeded <N> characters and was auto-split."),
     ShownText("later.part", "later design", "the first stored part of a split body",
               "(message 1 of <N>)\n\n<BODY>\n\n(continued in next message)"),
     ShownText("later.dedup", "later design", "a retried identical chat_send within 10 s (thatch-later)",
-              "Not stored again: an identical message from you is still UNREAD in the recipient's inbox"),
+              "DUPLICATE SUPPRESSED: an identical message sent moments ago is still UNREAD in the recipient's inbox"),
     ShownText("later.clipped", "later design", "chat_read of a message longer than one page (thatch-later)",
-              "[clipped: showing <N> of <N> characters; read the rest with chat_read message=<ID> offset=<N> - "
-              "paging marks nothing read]"),
+              "[clipped: showing <N> of <N> characters - continue with chat_read, message <ID>, offset <N>]"),
     ShownText("later.page", "later design", "chat_read message=ID offset=K (thatch-later)",
-              "[thatch] chat message #<ID> from <NAME>: characters <N>-<N> of <N> (a page; nothing marked read)."),
+              "[showing characters <N>-<N> of <N> - next page: chat_read, message <ID>, offset <N>]"),
 )
 
 

@@ -16,10 +16,11 @@ same WAL database. Three habits keep that safe (see docs/pitfalls.md):
 Schema versions (``PRAGMA user_version``):
 
 - 0: a fresh file, a file the real thatch wrote (it never stamps a version;
-  its chat tables are already the current ones), or the 002-era schema
-  (:data:`LEGACY_SCHEMA_002`): ``chat_sessions`` without ``auto``/``worktree``
-  and with a case-sensitive ``name``, ``chat_messages`` without
-  ``via_broadcast``, no counters, tombstones or host-pid tables.
+  its chat tables are already the current ones), or the 002-era schema of
+  thatch 0.1.41 (:data:`LEGACY_SCHEMA_002`): ``chat_sessions`` without
+  ``auto``/``worktree`` and with a case-sensitive ``name``, ``chat_messages``
+  with ``via_broadcast``, no counters, tombstones or host-pid tables. Its
+  rows become legacy rows (``auto = 0``), as the real thatch reads them.
 - 2: thatch_core's earlier schema: the real tables without their defaults,
   ``chat_name_counters.counter`` (the last number drawn) and
   ``chat_host_pids (pid, session_id, recorded_at)``.
@@ -163,9 +164,11 @@ _REAL_ONLY_DDL = (
     f" session_id TEXT PRIMARY KEY, reason TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT {_NOW_DEFAULT})",
 )
 
-# The 002-era layout, exactly as chat.ts created it (never stamped a
-# user_version). Nothing here creates it: it is what `_migrate` must accept,
-# kept as one definition for the simulator's `legacy:` worlds and the tests.
+# The 002-era layout (thatch 0.1.41, the version seed 002's chat.ts is from),
+# never stamped with a user_version: the columns that chat.ts writes and reads,
+# `chat_messages.via_broadcast` included (its send stores 0, its broadcast 1).
+# Nothing here creates it: it is what `_migrate` must accept, kept as one
+# definition for the simulator's `legacy:` worlds and the tests.
 LEGACY_SCHEMA_002 = (
     """
 CREATE TABLE chat_sessions (
@@ -185,7 +188,8 @@ CREATE TABLE chat_messages (
     body          TEXT NOT NULL,
     created_at    TEXT NOT NULL,
     delivered_at  TEXT,
-    read_at       TEXT
+    read_at       TEXT,
+    via_broadcast INTEGER NOT NULL DEFAULT 0
 )""",
 )
 

@@ -104,7 +104,7 @@ def _long_read(w: World, paged: bool) -> str:
     if not paged:
         return w.call("read", "ses_b", w.later).text
     message = w.store.conn.execute("SELECT id FROM chat_messages").fetchone()[0]
-    return w.call("read", "ses_b", w.later, message=message, offset=2000).text
+    return w.call("read", "ses_b", w.later, message=message, offset=0).text
 
 
 def _retried(w: World) -> str:
