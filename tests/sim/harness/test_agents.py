@@ -119,9 +119,8 @@ def _paged_tools(body: str, clip: int):
         if "message" not in args:
             text = chat_inbox_frame([inbox_line("ba-sil-00001", "2026-01-05T09:00:31Z", later.clipped(body, 7), 7)])
         else:
-            page, start, end = later.page_of(body, args["offset"])
-            text = chat_page_frame(later.page_head(7, "ba-sil-00001", start, end, len(body)), page,
-                                   later.page_tail(7, end, len(body)))
+            _, page = later.page_text(body, 7, args["offset"])
+            text = chat_page_frame([later.page_line(7, "ba-sil-00001", "Jan 5 09:00Z"), page], later.PAGE_DONE)
         return Reply(True, text[:clip])
 
     return tools, calls
@@ -140,7 +139,7 @@ def test_the_reader_pages_until_the_whole_body_has_reached_it():
     for offset in offsets:
         assert offset <= covered, "a page skipped characters nobody showed"
         page = tools("thatch_chat_read", {"message": 7, "offset": offset}).text
-        shown = page.partition("===[ begin chat inbox ]===\n")[2]
+        shown = page.partition("===[ begin chat inbox ]===\n")[2].partition("\n")[2].partition("\n")[2]
         covered = max(covered, offset + len(shown.partition("\n===[ end chat inbox ]===")[0]))
     assert covered >= len(body)
 
