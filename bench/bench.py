@@ -24,6 +24,8 @@ Prints, side by side in one run:
   windowed <= 1.3x, lockstep <= 2x), run / raw SQL (target <= 3x);
 - the cost per simulated poll for 1, 2, 4, 8, 16, 32 processes over a
   shorter virtual span, per engine (target: flat within 1.5x);
+- what each connection setting of the real ThatchDB (synchronous FULL, foreign
+  keys on) costs thatch_core's sends, one setting changed at a time;
 - the scenario suite's wall time on 2 cores (`pytest -n 2 scenarios -q` in a
   subprocess; target <= 20 s); `--no-suite` skips it, `--no-scaling` the scaling rows.
 
@@ -233,6 +235,13 @@ def scaling(scale: tuple, scale_ms: int, root: Path, wall_timeout_s: float) -> N
         print(f"{engine} spread (max / min us per poll): {spread:.2f}x  {'ok' if spread <= 1.5 else 'MISSED'}")
 
 
+def settings(root: Path, sends: int) -> None:
+    """What each connection setting of the real ThatchDB costs thatch_core's sends (D-store-23)."""
+    print(f"connection settings, {sends} sends in one process on the bench's scratch directory:")
+    for label, rate in floors.settings_cost(root, sends):
+        print(f"  {label:<22}{rate:>10.0f} sends/s")
+
+
 def suite_wall() -> None:
     """The scenario suite on 2 cores, as CI runs it."""
     t0 = time.perf_counter()
@@ -323,6 +332,8 @@ def measure(argv: list[str]) -> int:
         if not opts.no_scaling:
             print()
             scaling(scale, scale_ms, root, opts.wall_timeout)
+        print()
+        settings(root, 200 if opts.quick else 1000)
     if not (opts.quick or opts.no_suite):
         print()
         suite_wall()

@@ -74,10 +74,13 @@ def prepare_db(path: Path, procs: int) -> list[str]:
 
 def _connect(path: Path) -> sqlite3.Connection:
     # A floor waits out a held lock however long a loaded machine holds it:
-    # it measures the statements, not a give-up policy.
+    # it measures the statements, not a give-up policy. It syncs as the store
+    # does, so the ratios compare statements, not durability settings.
+    from thatch_core.db import SYNCHRONOUS
+
     conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 60000")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
     return conn
 
 
@@ -336,3 +339,31 @@ def _turns(world: _World, events: list, at: int) -> None:
         world.counts["read"] += rt.call_tool(sid, "thatch_chat_read", {}).ok
         world.seq += 1
         heapq.heappush(events, (at + TURN_MS, -1, world.seq, "idle", sid))
+
+
+# The connection settings the real ThatchDB chooses (D-store-23), each beside the one thatch_core used before.
+SETTINGS = (("synchronous", "NORMAL"), ("synchronous", "FULL"), ("foreign_keys", "OFF"), ("foreign_keys", "ON"))
+
+
+def settings_cost(root: Path, sends: int = 1000) -> list[tuple[str, float]]:
+    """(setting, sends per second) through thatch_core's store in one process, one setting changed from
+    `open_db`'s at a time (the foreign-key rows under `open_db`'s synchronous), on a file under `root`.
+    The busy timeout has no cost without a competing writer: it only bounds how long a call waits for
+    one (D-store-18)."""
+    from thatch_core.db import open_db
+    from thatch_core.store import ChatStore
+
+    out = []
+    for pragma, value in SETTINGS:
+        with tempfile.TemporaryDirectory(dir=root) as tmp:
+            conn = open_db(Path(tmp) / "settings.db")
+            conn.execute(f"PRAGMA {pragma} = {value}")
+            store = ChatStore(conn, rng=random.Random(0))
+            store.register("ses_a", project="p")
+            store.register("ses_b", project="p")
+            t0 = time.perf_counter()
+            for n in range(sends):
+                store.send("ses_a", "ses_b", f"message {n}")
+            out.append((f"{pragma} {value}", sends / (time.perf_counter() - t0)))
+            conn.close()
+    return out

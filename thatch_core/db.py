@@ -74,13 +74,18 @@ class StoreFault(StoreError):
 
 SCHEMA_VERSION = 3
 
+# The connection settings are the real ThatchDB's (busy_timeout 5000,
+# foreign_keys ON, SQLite's default synchronous FULL): one thatch.db is opened
+# by both, and each connection is governed by its own (D-store-23).
+BUSY_TIMEOUT_MS = 5000
+SYNCHRONOUS = "FULL"
+FOREIGN_KEYS = True
 # Retry budget for SQLITE_BUSY that escapes the busy handler. Counted in
 # attempts, never in elapsed time: time.monotonic is frozen under freezegun.
 # Each attempt waits at most the busy timeout, so one store call waits at most
-# BUSY_RETRIES x BUSY_TIMEOUT_MS (plus the backoff): 12 s, under the 30 s poll
+# BUSY_RETRIES x BUSY_TIMEOUT_MS (plus the backoff): 25 s, under the 30 s poll
 # interval (D-store-18).
-BUSY_RETRIES = 6
-BUSY_TIMEOUT_MS = 2000
+BUSY_RETRIES = 5
 _BACKOFF_BASE_S = 0.005
 _BACKOFF_CAP_S = 0.25
 
@@ -397,10 +402,12 @@ def _rollback(conn: sqlite3.Connection) -> None:
 # Opening and schema
 # --------------------------------------------------------------------------
 
-def open_db(path: "str | os.PathLike[str]", *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+def open_db(path: "str | os.PathLike[str]", *, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+            synchronous: str = SYNCHRONOUS) -> sqlite3.Connection:
     """Open (creating and migrating as needed) the shared chat database.
 
-    WAL, ``synchronous=NORMAL``, foreign keys off, ``isolation_level=None``.
+    WAL, ``synchronous`` (FULL, the real thatch's), foreign keys on (the chat
+    tables have none: R11), ``isolation_level=None``.
     Safe when several processes open the same fresh file at once: the schema
     step runs under ``BEGIN IMMEDIATE`` and re-inspects the tables inside it.
     ``check_same_thread`` is off because the poller's timer thread uses the
@@ -425,8 +432,10 @@ def open_db(path: "str | os.PathLike[str]", *, busy_timeout_ms: int = BUSY_TIMEO
         )
         if str(mode).lower() != "wal":
             raise StoreError(f"could not switch {os.fspath(path)!r} to WAL (journal_mode={mode})")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = OFF")
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if FOREIGN_KEYS else 'OFF'}")
         with immediate(conn):
             _migrate(conn)
     except BaseException:

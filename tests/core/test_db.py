@@ -44,8 +44,9 @@ def table_columns(conn, table):
 
 def test_open_sets_pragmas(conn):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
-    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 0
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL, as the real ThatchDB
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert dbmod.BUSY_TIMEOUT_MS == 5000
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == dbmod.BUSY_TIMEOUT_MS
     assert conn.isolation_level is None
     assert schema_version(conn) == SCHEMA_VERSION
