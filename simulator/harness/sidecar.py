@@ -10,7 +10,7 @@ reach the model's replies and the judges unchanged, and the host never
 knows which system it drives.
 
 Two eras of the real API are served, told apart by what the checkout
-exports (`Era`): 0.1.41 (seed 002: `assign` draws a pool name, `register`
+exports (`Description`): 0.1.41 (seed 002: `assign` draws a pool name, `register`
 claims one, no tombstones, prune or anchors) and the later one
 (`register(id, project, topic, kind, nameBase, worktree)`, tombstones,
 `pruneStaleAuto`, `continueSession`, host-pid anchors, de-duplication).
@@ -44,7 +44,7 @@ from thatch_core.types import (
 )
 
 from simulator.child.crash_points import crash_points
-from simulator.child.hygiene import PR_SET_PDEATHSIG, _PRCTL
+from simulator.child.hygiene import die_with_parent
 from simulator.sut.bun import sidecar_argv
 from simulator.sut.capabilities import Description
 
@@ -56,13 +56,6 @@ FOREIGN_KEYS = True
 
 class SidecarDied(RuntimeError):
     """The sidecar ended while serving a call: an engine error, never a store refusal."""
-
-
-def _die_with_harness() -> None:  # pragma: no cover - runs in the forked child before exec
-    """The sidecar gets SIGKILL when its harness dies (a crash fault), so none outlives its run."""
-    if _PRCTL is not None:
-        import signal
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class _Lines:
@@ -97,11 +90,13 @@ class Sidecar:
         report_r, report_w = os.pipe()
         go_r, go_w = os.pipe()
         env = dict(os.environ, THATCH_SIM_HOOK_FDS=f"{report_w},{go_r}")
+        harness = os.getpid()
         with open(self.stderr_path, "wb") as err:
+            # The sidecar gets SIGKILL when its harness dies (a crash fault), so none outlives its run.
             self.proc = subprocess.Popen(
                 sidecar_argv(self.checkout), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0,
-                preexec_fn=_die_with_harness, cwd=str(self.checkout), close_fds=True, pass_fds=(report_w, go_r),
-                env=env)
+                preexec_fn=lambda: die_with_parent(harness), cwd=str(self.checkout), close_fds=True,
+                pass_fds=(report_w, go_r), env=env)
         os.close(report_w)
         os.close(go_r)
         self.out = _Lines(self.proc.stdout.fileno())
