@@ -162,6 +162,9 @@ class _Call:
     actors: frozenset = frozenset()
     began: bool = False
     durable: bool = False     # the call committed a transaction before the current statement
+    # the connection was inside a transaction when the current statement started: an `after` crash
+    # waits for its commit; otherwise (a BEGIN, an autocommit statement) it fires once the statement returned
+    opened_before: bool = False
     calls: int = 0            # calls of the method seen since the first arm
     longest: int = 0          # the most statements one of them ran
 
@@ -372,6 +375,7 @@ class CrashPoints:
                 state.texts, state.began = [], False
                 state.calls += 1
             state.durable = state.began and not in_transaction and not _BEGIN.match(text)
+            state.opened_before = in_transaction
             state.began = state.began or bool(_BEGIN.match(text))
             state.texts.append(text)
             state.longest = max(state.longest, statement)
@@ -393,7 +397,7 @@ class CrashPoints:
                 continue
             armed.fired_point = STORE_CALL_POINTS.get(call) or "sql"
             armed.fired_when = "after" if state.durable or when == "after" else "before"
-            if when == "after" and in_transaction:
+            if when == "after" and in_transaction and state.opened_before:
                 armed.awaiting_commit, armed.matched_sql = True, sql
             else:
                 self._fire(armed, sql=sql)
