@@ -4,6 +4,7 @@
     pytest scenarios --sim-explore 2000 --sim-explore-shard 3/8     # the 3rd of 8 CI jobs
     pytest scenarios --sim-explore 400 --tx 2*popen --tx ssh=ci@box2 --dist load --sim-explore-json s.json
     pytest scenarios --sim-explore 200 --sim-explore-guided -n 2
+    pytest scenarios --sim-explore 100 --sim-explore-interleave -n 2  # races on demand drawn in
 
 Each item `explore::seed-S` generates the scenario seed S names
 (simulator/explore), runs it with every property judged, and on a failure
@@ -76,6 +77,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sim-explore-guided", action="store_true", default=False,
                     help="coverage-guided: measure thatch_core's branches per run and draw feature sets from the runs "
                          "that reached new ones (corpus in the out dir, corpus.jsonl)")
+    group.addoption("--sim-explore-interleave", action="store_true", default=False,
+                    help="draw interleavings into serial worlds of two or more processes (races on demand)")
     group.addoption("--sim-explore-design", choices=tuple(POLICY_SETS), default=None,
                     help="run every explored world under this named design (thatch-later: the later design)")
     group.addoption("--sim-explore-json", default=None, metavar="FILE",
@@ -108,6 +111,7 @@ def settings_of(config: pytest.Config) -> Settings:
     return Settings(size=SIZES[config.getoption("sim_explore_size")],
                     out=(config.invocation_params.dir / out) if out else config.rootpath / "scenarios" / "found",
                     overrides=overrides, overrides_ref=ref, guided=config.getoption("sim_explore_guided"),
+                    interleave=config.getoption("sim_explore_interleave"),
                     wall_timeout_s=float(config.getoption("sim_timeout") or 120),
                     include=config.stash[SETTINGS].include if SETTINGS in config.stash else (),
                     design=config.getoption("sim_explore_design"))

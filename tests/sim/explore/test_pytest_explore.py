@@ -80,3 +80,11 @@ def test_a_guided_campaign_over_two_popen_workers_merges_its_summary_and_corpus(
     branches = [b for line in lines for b in json.loads(line)["branches"]]
     assert len(branches) == len(set(branches)) == coverage["branches"] > 0  # each branch once, first reacher
     assert "thatch_core branches reached (guided)" in done.stdout
+
+
+def test_explored_items_draw_interleavings_on_request(tmp_path):
+    done = _pytest(tmp_path, "--sim-explore", "3", "--sim-explore-seed", "1", "--sim-explore-interleave", "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
+    summary = done.stdout[done.stdout.index("exploration"):]
+    assert "interleave " in summary  # the faults line counts the interleavings armed
