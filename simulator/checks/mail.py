@@ -110,18 +110,22 @@ def _drained_by(view: RunView, call: Call) -> list[dict]:
     return sorted(out, key=lambda r: r["id"])
 
 
-def _cut(body: str, start: int, k: int, text: str, where: int) -> Optional[str]:
-    """How a match of body[start:start+k] at `where` in `text` ends, when it is a piece the read showed; None for
-    a chance overlap of a few characters (a piece runs to the body's end, to the output's end, or for one whole
-    page of the design)."""
+def _cut(body: str, start: int, k: int, text: str, where: int) -> tuple[int, Optional[str]]:
+    """(length, how it ends) of the piece a match of body[start:start+k] at `where` in `text` shows, the how None
+    for a chance overlap (a piece ends its line or the output, and runs to the body's end, to the output's end,
+    or for one whole page of the design)."""
     if not k:
-        return None
+        return k, None
+    while k and text[where + k:where + k + 1] not in ("", "\n") and text[where + k - 1] == "\n":
+        k -= 1  # the body's own line break matched the one that ends its line: the piece ends before it
+    if not k or text[where + k:where + k + 1] not in ("", "\n"):
+        return k, None  # the piece runs on into other text: not where this body's line or page ends
     if start + k == len(body):
-        return BODY_END
+        return k, BODY_END
     if where + k == len(text):
-        return OUTPUT_END
+        return k, OUTPUT_END
     whole_page = utf16_len(body[start:start + k]) >= LATER_READ_PAGE_LEN - 1  # a pair at the cut backs off by one
-    return PAGE_CUT if whole_page else None
+    return k, (PAGE_CUT if whole_page else None)
 
 
 def _drain_spans(view: RunView, call: Call) -> list[Shown]:
@@ -129,10 +133,15 @@ def _drain_spans(view: RunView, call: Call) -> list[Shown]:
     out, cursor = [], 0
     for r in _drained_by(view, call):
         body = str(r["body"] or "")
+        whole = call.text.find(INBOX_BODY_OPEN + body + "\n", cursor)  # a whole line ends with its body
+        if whole >= 0:
+            out.append(Shown(r["id"], call, 0, len(body), BODY_END))
+            cursor = whole + len(INBOX_BODY_OPEN) + len(body)
+            continue
         k, where = _longest_from(INBOX_BODY_OPEN + body, 0, call.text, cursor)
         k -= len(INBOX_BODY_OPEN)
         where += len(INBOX_BODY_OPEN)
-        cut = _cut(body, 0, k, call.text, where) if k > 0 else None
+        k, cut = _cut(body, 0, k, call.text, where) if k > 0 else (k, None)
         if cut is not None:
             out.append(Shown(r["id"], call, 0, k, cut))
             cursor = where + k
@@ -152,7 +161,7 @@ def _page_spans(view: RunView, call: Call) -> list[Shown]:
     body = str(row["body"] or "")
     start = index_at_units(body, max(offset, 0))
     k, where = _longest_from(body, start, call.text)
-    cut = _cut(body, start, k, call.text, where)
+    k, cut = _cut(body, start, k, call.text, where)
     return [Shown(row_id, call, start, start + k, cut)] if cut is not None else []
 
 
