@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from simulator.sut import sut_from_env
 from simulator.explore.determinism import first_difference
 from simulator.explore.found import FoundFile, write_found
 from simulator.explore.generator import Generated, generate
@@ -167,6 +168,9 @@ def explore_command(seed: int, settings: Settings, swarm: Optional[Swarm] = None
         parts.append(f"--include-properties {','.join(settings.include)}")
     if settings.interleave:
         parts.append("--interleave")
+    sut = sut_from_env()
+    if not sut.is_core:
+        parts.append(f"--sut {shlex.quote(sut.name)}")
     if settings.design:
         parts.append(f"--design {settings.design}")
     return " ".join(parts)
