@@ -107,6 +107,7 @@ def shrink(doc: Doc, first: Outcome, run: Runner, *, max_runs: int = 200,
 def _candidates(doc: Doc) -> Iterator[Doc]:
     yield from _serial(doc)
     yield from _fewer_steps(doc)
+    yield from _fewer_run_calls(doc)
     yield from _fewer_processes(doc)
     yield from _fewer_sessions(doc)
     yield from _shorter(doc)
@@ -148,6 +149,18 @@ def _fewer_steps(doc: Doc) -> Iterator[Doc]:
     steps = doc.get("steps", [])
     for a, b in _chunks(len(steps)):
         yield keep_fitting({**doc, "steps": copy.deepcopy(steps[:a] + steps[b:])})
+
+
+def _fewer_run_calls(doc: Doc) -> Iterator[Doc]:
+    """An interleaving with one of its run calls fewer (it keeps one), so the processes and sessions
+    only the dropped call named can go next."""
+    for i, step in enumerate(doc.get("steps", [])):
+        args = step.get("interleave")
+        calls = args.get("run") if isinstance(args, dict) else None
+        for j in range(len(calls) if calls and len(calls) > 1 else 0):
+            out = copy.deepcopy(doc)
+            del out["steps"][i]["interleave"]["run"][j]
+            yield keep_fitting(out)
 
 
 def _mentions(step: dict[str, Any], labels: set[str]) -> bool:
@@ -245,6 +258,8 @@ _SIMPLER_ARGS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("cli_list", "stale"): lambda v: None, ("cli_tail", "limit"): lambda v: None,
     ("crash", "statement"): lambda v: max(1, v - 1), ("crash", "when"): lambda v: None,
     ("send", "as"): lambda v: None, ("read", "as"): lambda v: None,
+    # an earlier boundary of the paused call: fewer of its statements, so fewer rows it needs to reach it
+    ("interleave", "pause"): lambda v: {**v, "statement": max(1, v.get("statement", 1) - 1)},
 }
 
 
