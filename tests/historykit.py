@@ -62,7 +62,7 @@ class H:
 
     def wake(self, t: int, proc: str, session: str, *, hosted: bool = True, senders: tuple = (N_ALICE,),
              count: int = 1) -> dict:
-        return self.ev(t, "wake", proc, session, senders=list(senders), count=count, text="[thatch chat] ...",
+        return self.ev(t, "wake", proc, session, senders=list(senders), count=count, text="[thatch] Chat: ...",
                        hosted=hosted)
 
     def call(self, t: int, proc: str, session: str, tool: str, args: dict, ok: bool, text: str,
@@ -82,7 +82,7 @@ class H:
         """lines: (sender name, created virtual t, body); args: the call's arguments (an MCP host's `as`)."""
         body = "\n".join(f"[from {n}{inbox_needle(iso(ct), b)}" for n, ct, b in lines)
         text = (f"[thatch] chat inbox: {len(lines)} message(s), now marked read.\n{INBOX_WARNING} warning\n"
-                f"{INBOX_BEGIN}\n{body}\n{INBOX_END}\n({len(lines)} messages, marked read)"
+                f"{INBOX_BEGIN}\n{body}\n{INBOX_END}"
                 if lines else INBOX_EMPTY)
         return self.call(t, proc, session, "read", dict(args or {}), True, text)
 

@@ -68,7 +68,7 @@ def _story(h: _Hist, base: int, first: bool, crash: bool) -> tuple[list[dict], i
     h.ev(base + 30000, "h2", "poll", hosted=["bob"])
     h.sample(base + 30000, {})
     wake = h.ev(base + 30000, "h2", "wake", "bob", senders=[ALICE], count=1, hosted=True,
-                text=f"You have 1 unread chat message from {ALICE}. Use chat_read.")
+                text=f"[thatch] Chat: 1 unread message from {ALICE}.\nCall thatch_chat_read to read your inbox.")
     wit = [send, wake]
     t = base + 30000
     if crash:

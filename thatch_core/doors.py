@@ -14,9 +14,10 @@ the answer is rendered as the host reads it: the identity line as plain
 context text (or ``{"additional_context": ...}`` for Cursor's JSON form),
 Claude Code's Stop block ``{"decision": "block", "reason": ...}``, Cursor's
 ``{"followup_message": ...}`` or ``{}``. A payload the hook cannot use (empty,
-not JSON, not an object, oversized, no session id) prints nothing and leaves
-one line on stderr; a hook never fails the host's turn, so the exit status is
-always 0.
+not JSON, not an object, oversized, no session id) prints nothing (Cursor's
+turn-end check prints ``{}``, its answer for "no follow-up", as the real
+``chat-notify`` does, D-real-qa-3) and leaves one line on stderr; a hook never
+fails the host's turn, so the exit status is always 0.
 
 MCP (``JsonRpcHandler``, ``handle_line``): newline-delimited JSON-RPC 2.0 as
 the MCP stdio transport frames it; ``tools/call`` goes to
@@ -168,7 +169,7 @@ def run_hook(event: str, payload: bytes | str | None, *, store, config, ppid: in
             return HookResult("", "", 0)  # a disabled feature prints nothing (R29)
         p = parse_hook_payload(payload)
     except PayloadRefused as exc:
-        return HookResult("", f"{tag} ignored: {exc}", 0)
+        return HookResult("{}" if event in _CURSOR_STOP_EVENTS else "", f"{tag} ignored: {exc}", 0)
     except Exception as exc:  # noqa: BLE001 - a broken config must not break the host's turn
         return HookResult("", f"{tag} failed: {_one_line(exc)}", 0)
     if p.directory is None and env is not None:

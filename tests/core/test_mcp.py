@@ -417,7 +417,7 @@ def test_cursor_stop_hook_points_once_per_renudge_window(store, frozen):
     frozen.tick(14 * 60)
     assert cursor_stop_hook(store, ON, "cur-a", status="completed", loop_count=0) == {}
     frozen.tick(61)
-    assert "2 unread chat messages" in cursor_stop_hook(store, ON, "cur-a", status="completed")["followup_message"]
+    assert "2 unread messages" in cursor_stop_hook(store, ON, "cur-a", status="completed")["followup_message"]
 
     store.read(mcp_session_id("cur-a"))
     frozen.tick(16 * 60)

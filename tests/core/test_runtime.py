@@ -315,7 +315,7 @@ def test_idle_flush_and_busy_compacting_gate(make, store):
     rt.on_compacting("ses_b", False)
     rt.on_session_status("ses_b", "idle")
     wakes = rt.client.wakes("ses_b")
-    assert len(wakes) == 1 and "2 unread chat messages" in wakes[0]
+    assert len(wakes) == 1 and "2 unread messages" in wakes[0]
     assert "secret body" not in wakes[0]
     sid, parts, no_reply = rt.client.prompts[-1]
     assert parts == [{"type": "text", "text": wakes[0], "synthetic": True}] and not no_reply

@@ -142,8 +142,8 @@ def test_wakes_text_of_the_last_wake(db):
     h = H(); base_world(h)
     h.sample(20_000, {"alice": (N_ALICE, False, 19_000), "bob": (N_BOB, False, 19_000)})
     h.ev(30_000, "wake", "h1", "bob", senders=[N_ALICE], count=2, hosted=True,
-         text=f"[thatch chat] You have 2 unread chat messages from {N_ALICE}. Call thatch_chat_read to read them.")
-    vs = judge([{"wakes": {"session": "bob", "count": 1, "contains": "2 unread chat messages from {alice}."}},
+         text=f"[thatch] Chat: 2 unread messages from {N_ALICE}.\nCall thatch_chat_read to read your inbox.")
+    vs = judge([{"wakes": {"session": "bob", "count": 1, "contains": "2 unread messages from {alice}."}},
                 {"wakes": {"session": "bob", "not_contains": "{alice}, {alice}"}},
                 {"wakes": {"session": "bob", "contains": "3 unread"}},
                 {"at": "10s", "wakes": {"session": "bob", "contains": "unread"}}], h, db)

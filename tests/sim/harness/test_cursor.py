@@ -67,7 +67,7 @@ def test_stop_hook_follow_up_starts_a_turn_where_the_agent_reads(workspace):
     d.run_until(30_000)
     stops = hooks(d, "alice", "stop")
     assert stops[0]["decision"] == "followup" and "secret body" not in stops[0]["line"]
-    assert "You have 1 unread chat message from" in stops[0]["line"]  # the wake nudge itself
+    assert "Chat: 1 unread message from" in stops[0]["line"]  # the wake nudge itself
     causes = [e["data"]["cause"] for e in d.events("turn-start", "alice")]
     assert causes == ["user", "followup"]
     d.run_until(60_000)

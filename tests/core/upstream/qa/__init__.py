@@ -1,1 +1,1 @@
-"""The real thatch's QA use cases (tests/qa/auto/uc-*.ts) of the later design, ported to thatch_core."""
+"""The real thatch's QA use cases (tests/qa/auto/uc-*.ts), ported to thatch_core."""
