@@ -25,6 +25,9 @@ python scripts/check_collected.py reports/junit.xml scenarios || status=$((statu
 # fails CI.
 COVERAGE_MIN_CORE="${COVERAGE_MIN_CORE:-80.0}" bash scripts/coverage_report.sh || status=$((status ? status : $?))
 thatch-sim matrix --check || status=$((status ? status : $?))
+# The same library on thatch 0.1.41's own chat.ts (the seed-002 checkout, run by bun): the era table
+# docs/real-thatch.md must be what the two systems give.
+python scripts/era_table.py --check --core-json reports/verdicts-core.json || status=$((status ? status : $?))
 # A short fixed-seed exploration (about a minute on 2 cores): generated worlds pass; a failure is shrunk into reports/found/.
 python -m pytest -q -n 2 -p no:cacheprovider scenarios/found --sim-explore 200 --sim-explore-seed 1000 --sim-explore-out reports/found || status=$((status ? status : $?))
 exit $status
