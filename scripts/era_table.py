@@ -61,6 +61,10 @@ CLASSIFY: tuple[tuple[str, str, str, str], ...] = (
     (r"^fault#\d+$", r"never took effect", HARNESS,
      "the crash names a statement number of thatch_core's call; the checkout numbers its own statements "
      "(0.1.41's send runs three, outside any transaction), so the point is never reached there"),
+    (r".", r"SQLITE_BUSY_SNAPSHOT", BUG,
+     "0.1.41's broadcast reads its roster in a deferred transaction, so a write another process commits after "
+     "that read makes its first insert fail at once (SQLITE_BUSY_SNAPSHOT), whatever the busy timeout: the real "
+     "contention bug, which P15 judges"),
     (r".", r"database is locked|SQLITE_BUSY", BUG,
      "0.1.41 surfaces a busy database to the model: it has no retry once the busy timeout runs out, where "
      "thatch_core retries a whole atomic call (seed 000 calls concurrent access solved under WAL plus a busy "
