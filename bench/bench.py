@@ -97,16 +97,16 @@ def run(spec: Scenario, root: Path, wall_timeout_s: float, engine: str = "lockst
     return result, time.perf_counter() - t0
 
 
-def real_sut(option: Optional[str]) -> Optional[Sut]:
+def real_sut(option: Optional[str], root: Path) -> Optional[Sut]:
     """The checkout the bench sets beside thatch_core: --sut, else $THATCH_SIM_SUT, else the seed-002 checkout
-    (extracted beside the runs); None for `--sut thatch-core` or when none is found."""
+    (extracted under `root`, beside the runs); None for `--sut thatch-core` or when none is found."""
     sut = sut_from_env(option)
     if not sut.is_core or option == THATCH_CORE:
         return None if sut.is_core else sut
     seed = find_seed(ROOT)
     if seed is None:
         return None
-    return parse_sut(str(extract_checkout(seed, Path(tempfile.mkdtemp(prefix="thatch-bench-checkout-")))))
+    return parse_sut(str(extract_checkout(seed, root / "checkout-0.1.41")))
 
 
 def print_real_sut(sut: Sut, core_wall: float, ref_procs: int, ref_ms: int, root: Path, wall_timeout_s: float) -> int:
@@ -313,12 +313,12 @@ def measure(argv: list[str]) -> int:
                     help="the checkout whose column stands beside thatch_core's on the reference world "
                          "(default $THATCH_SIM_SUT, else the seed-002 checkout; thatch-core: none)")
     opts = ap.parse_args(argv)
-    checkout = real_sut(opts.sut)
     ref_procs, ref_ms = (4, HOUR) if opts.quick else (16, 24 * HOUR)
     scale_ms = 10 * 60_000 if opts.quick else 2 * HOUR
     scale = (1, 2, 4) if opts.quick else (1, 2, 4, 8, 16, 32)
     with tempfile.TemporaryDirectory(prefix="thatch-bench-") as tmp:
         root = Path(tmp)
+        checkout = real_sut(opts.sut, root)
         try:
             cols, core = reference(ref_procs, ref_ms, root, opts.wall_timeout)
         except RuntimeError as err:
