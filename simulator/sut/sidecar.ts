@@ -1,6 +1,8 @@
 // The sidecar: serves a thatch checkout's own ChatStore and ChatPoller to one
 // harness process over JSON lines (stdin: requests and callback answers;
-// stdout: replies and callbacks). One request at a time, answered in order.
+// stdout: replies and callbacks). One request at a time, answered in order; a
+// request that comes while the harness answers a callback is served at once,
+// nested, as an in-process call made from inside the callback would be.
 //
 //   bun --preload ./preload.ts ./sidecar.ts CHECKOUT
 //
@@ -11,7 +13,8 @@
 // sidecar asks the harness ({"cb": k, "fn": "deliver", "args"}) and waits for
 // {"cb_re": k} before it goes on. The gate (`canDeliver`) is answered from the
 // map the poll request carries: 0.1.41's gate is synchronous, so it cannot wait
-// for a pipe, and the harness's gate has no side effects.
+// for a pipe, and the harness's gate has no side effects. Statement boundaries
+// (for crash points and pauses) travel on a channel of their own: preload.ts.
 
 import { Database } from "bun:sqlite";
 
@@ -56,14 +59,11 @@ function describe() {
   }
   const methods = (cls: any) =>
     cls ? Object.getOwnPropertyNames(cls.prototype).filter((m) => m !== "constructor") : [];
-  const arity = (cls: any) =>
-    Object.fromEntries(methods(cls).map((m) => [m, typeof cls.prototype[m] === "function" ? cls.prototype[m].length : 0]));
   return {
     exports: Object.keys(chat).sort(),
     constants,
     functions: functions.sort(),
     store: methods(chat.ChatStore),
-    storeArity: arity(chat.ChatStore),
     poller: methods(chat.ChatPoller),
   };
 }
