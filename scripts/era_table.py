@@ -28,6 +28,7 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simulator.result import SUT_CHECK  # noqa: E402
 from simulator.scenario.loader import load_file  # noqa: E402
 from simulator.sut.seed_checkout import extract_checkout, find_seed  # noqa: E402
 
@@ -126,7 +127,7 @@ def short(text: str, limit: int = 140) -> str:
 
 
 def summary(verdicts: dict[str, tuple[str, str]]) -> str:
-    if list(verdicts) == ["sut"]:
+    if list(verdicts) == [SUT_CHECK]:
         return "n/a"
     if list(verdicts) == ["race"]:
         return "timing-dependent"
@@ -136,8 +137,9 @@ def summary(verdicts: dict[str, tuple[str, str]]) -> str:
 
 def differences(core: dict[str, tuple[str, str]], real: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:
     """(check, thatch-core, 0.1.41) for each check whose status differs (a scenario not run: one row)."""
-    if list(real) == ["sut"]:
-        return [("sut", "run", f"{real['sut'][0]}: {real['sut'][1]}")]
+    if list(real) == [SUT_CHECK]:
+        status, message = real[SUT_CHECK]
+        return [(SUT_CHECK, "run", f"{status}: {message}")]
     out = []
     for check in dict.fromkeys([*core, *real]):
         c, r = core.get(check, ("absent", "")), real.get(check, ("absent", ""))
@@ -170,7 +172,7 @@ def page(core: dict, real: dict) -> str:
              ""]
     names = sorted(set(core) | set(real))
     racing = timing_dependent(names)
-    real = {n: ({"race": ("timing-dependent", "")} if n in racing and list(v) != ["sut"] else v)
+    real = {n: ({"race": ("timing-dependent", "")} if n in racing and list(v) != [SUT_CHECK] else v)
             for n, v in real.items()}
     diffs = {n: [] if n in racing else differences(core.get(n, {}), real.get(n, {})) for n in names}
     kinds: dict[str, int] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -18,7 +19,7 @@ from simulator.checks import check_all
 from simulator.checks.faults import fault_verdicts
 from simulator.engine.orchestrator import Orchestrator, SystemUnderTest
 from simulator.engine.world import DB_NAME
-from simulator.result import RunResult, Verdict
+from simulator.result import SUT_CHECK, RunResult, Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import uses_policies
 from simulator.sut import CORE, Sut, sut_from_env
@@ -29,8 +30,6 @@ from simulator.sut.capabilities import Capabilities, capabilities_of, not_applic
 # Named, and loaded when a run starts: importing the simulator (lint, matrix, collection, the
 # checkers, the explore generator) loads no thatch_core code (D-layout-3).
 HARNESS = "simulator.harness"
-# The one verdict of a scenario the system under test cannot be judged on (its capabilities).
-SUT_CHECK = "sut"
 
 
 def code_under_test(sut: Sut = CORE) -> SystemUnderTest:
@@ -90,8 +89,7 @@ def judged_on(caps: Capabilities, verdicts: list[Verdict]) -> list[Verdict]:
     for v in verdicts:
         lacking = caps.missing_for_property(v.check)
         if lacking is not None and v.status != "not-applicable":
-            v = Verdict(check=v.check, title=v.title, status="not-applicable", rules=v.rules,
-                        message=not_applicable(f"was: {v.status}, {v.message}", lacking), judged=v.judged)
+            v = replace(v, status="not-applicable", message=not_applicable(f"was: {v.status}, {v.message}", lacking))
         out.append(v)
     return out
 

@@ -19,12 +19,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from simulator.api import SUT_CHECK, run_scenario
+from simulator.api import run_scenario
 from simulator.checks.view import RunView
 from simulator.design import HELD_REPLY_RE, HOUR_MS, NOTICE_RE
 from simulator.events import WAKE
 from simulator.report.compare import PolicyRun, ScenarioComparison, render_page, text_table
-from simulator.result import RunResult
+from simulator.result import SUT_CHECK, RunResult
 from simulator.scenario.loader import ScenarioError, load_file
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, PolicySetError, parse_policy_set, policy_spec_of
@@ -131,7 +131,7 @@ def compare_one(file: str, spec: Scenario, policy_sets: list[tuple[str, PolicyOp
 
 def verdict_differences(results: dict[str, RunResult]) -> list[tuple[str, list[str]]]:
     """Every check whose status differs between the systems: per system its status, message and witness."""
-    unjudged = {label: r.verdicts[0] for label, r in results.items() if [v.check for v in r.verdicts] == [SUT_CHECK]}
+    unjudged = {label: r.unjudged for label, r in results.items() if r.unjudged is not None}
     if unjudged:  # a system that could not be judged on the scenario: that is the one difference
         return [(SUT_CHECK, [f"{label}: {v.status}: {v.message}" for label, v in unjudged.items()])]
     by_system = {label: {v.check: v for v in r.verdicts} for label, r in results.items()}

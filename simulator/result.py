@@ -12,6 +12,10 @@ from typing import Any, Literal, Optional
 Status = Literal["pass", "fail", "not-reached", "skipped", "not-applicable", "expected-fail"]
 
 
+# The one verdict of a scenario its system under test cannot be judged on (simulator/sut/capabilities.py).
+SUT_CHECK = "sut"
+
+
 @dataclass
 class Verdict:
     """The outcome of one check (a property, a reach claim, a point expectation, a fault)."""
@@ -50,6 +54,11 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.error is None and all(v.ok for v in self.verdicts)
+
+    @property
+    def unjudged(self) -> Optional[Verdict]:
+        """The `sut` verdict of a scenario its system could not be judged on (not run there), else None."""
+        return self.verdicts[0] if [v.check for v in self.verdicts] == [SUT_CHECK] else None
 
     def failures(self) -> list[Verdict]:
         return [v for v in self.verdicts if not v.ok]

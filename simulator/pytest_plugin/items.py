@@ -28,7 +28,6 @@ from typing import Any, Optional
 
 import pytest
 
-from simulator.api import SUT_CHECK
 from simulator.pytest_plugin.collection import is_scenario_file, missing_comment_problem
 from simulator.pytest_plugin.settings import SETTINGS, Settings
 from simulator.pytest_plugin.tally import VERDICTS_ATTR, encode_verdicts
@@ -160,9 +159,9 @@ class ScenarioItem(pytest.Item):
         place_verdicts(result.verdicts, self.loaded)
         self.result = result
         self.user_properties.append(("sut", result.sut))
-        if [v.check for v in result.verdicts] == [SUT_CHECK]:
+        if result.unjudged is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
-            pytest.skip(result.verdicts[0].message)  # shown with its reason, never a silent pass
+            pytest.skip(result.unjudged.message)  # shown with its reason, never a silent pass
         report_dir = self.keep_run(result, settings)
         if not result.ok:
             raise ScenarioFailed(result, report_dir)

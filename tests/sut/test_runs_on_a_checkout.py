@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simulator.api import SUT_CHECK, run_scenario
+from simulator.api import run_scenario
 from simulator.explore.determinism import first_difference
+from simulator.result import SUT_CHECK
 from simulator.scenario.loader import load_scenario, parse_scenario
 from simulator.sut import CORE, SutError, bun
 from simulator.sut.capabilities import capabilities_of

@@ -53,8 +53,9 @@ def test_what_the_real_code_writes_thatch_core_reads_and_back(checkout, db, tmp_
     real.close()
 
 
+@pytest.mark.rules("R9")
 def test_refusals_come_from_the_real_code(checkout, db, tmp_path):
-    """The checkout's own refusal texts reach the caller unchanged, never a traceback."""
+    """R9's refusals: the checkout's own refusal texts reach the caller unchanged, never a traceback."""
     real = sidecar_store(checkout, db, tmp_path)
     with freeze_time(T0):
         real.register("ses_a", kind="opencode")
@@ -103,8 +104,9 @@ def test_the_real_poller_beats_and_wakes_through_the_harness(checkout, db, tmp_p
     real.close()
 
 
+@pytest.mark.rules("R19", "R24")
 def test_a_failed_delivery_is_logged_and_stays_pending(checkout, db, tmp_path):
-    """What the real poller writes to its console reaches the runtime's log; the mail stays pending."""
+    """R19/R24: what the real poller writes to its console reaches the runtime's log; the mail stays pending."""
     real = sidecar_store(checkout, db, tmp_path)
     logged = []
 
