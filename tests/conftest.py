@@ -7,6 +7,7 @@ import random
 import pytest
 from freezegun import freeze_time
 
+from chatkit import World
 from historykit import ALICE, BOB, N_ALICE, N_BOB, make_db
 from simulator import clock
 from thatch_core.db import open_db
@@ -58,3 +59,11 @@ def frozen_sim():
     freezer = freeze_time(clock.START_INSTANT, tick=False)
     yield freezer.start()
     freezer.stop()
+
+
+@pytest.fixture
+def world(db_path, frozen):
+    """A real store with two opencode sessions registered (chatkit.World)."""
+    conn = open_db(db_path)
+    yield World(ChatStore(conn))
+    conn.close()

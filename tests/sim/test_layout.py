@@ -21,7 +21,7 @@ MAX_FUNCTION_LINES = 60
 
 # Who may import whom inside simulator/, by first component after `simulator.`.
 # The leaf vocabulary (clock, protocol, history, events, result, design) is open to all.
-LEAVES = {"clock", "protocol", "history", "events", "result", "design", "verdicts"}
+LEAVES = {"clock", "protocol", "history", "events", "result", "design", "verdicts", "replies"}
 ALLOWED = {
     "scenario": {"sut"},
     "child": set(),

@@ -9,43 +9,19 @@ therefore copies what a run shows (R9, R10, R20, R27, R31, R34).
 
 from __future__ import annotations
 
-import random
 from typing import Callable
 
 import pytest
 
+from chatkit import OFF, ON, World
 from simulator import design
-from thatch_core.config import ChatConfig, StaticConfig
-from thatch_core.db import StoreBusy, open_db
-from thatch_core.mcp import McpChatServer, chat_hook_line, claude_stop_hook, cursor_stop_hook
-from thatch_core.policy import LATER
+from simulator.replies import decode_hook_line
+from thatch_core.db import StoreBusy
+from thatch_core.mcp import chat_hook_line, claude_stop_hook, cursor_stop_hook
 from thatch_core.prompts import chat_notification_nudge
-from thatch_core.store import ChatStore
 from thatch_core.tools import ChatTools
 
 pytestmark = pytest.mark.rules("R9", "R10", "R20", "R27", "R31", "R34")
-ON = StaticConfig(ChatConfig())
-OFF = StaticConfig(ChatConfig(enabled=False))
-
-
-class World:
-    """A real store with an opencode pair (ses_a, ses_b) registered, and ways to call in."""
-
-    def __init__(self, store: ChatStore):
-        self.store = store
-        self.tools = ChatTools(store, ON, project="p")
-        self.later = ChatTools(store, StaticConfig(ChatConfig(policy=LATER)), project="p")
-        self.call("register", "ses_a")
-        self.call("register", "ses_b")
-
-    def call(self, tool: str, who: str, tools: ChatTools | None = None, **args):
-        return (tools or self.tools).call(f"thatch_chat_{tool}", args, identity=who)
-
-    def name(self, session_id: str) -> str:
-        return self.store.get(session_id).name
-
-    def mcp(self) -> McpChatServer:
-        return McpChatServer(self.store, ON, env={}, rng=random.Random(1))
 
 
 def _register_mcp(w: World) -> str:
@@ -77,7 +53,7 @@ def _frame(w: World) -> str:
 
 def _hook_with_mail(w: World) -> str:
     line = chat_hook_line(w.store, ON, "host-1")
-    w.call("send", "ses_a", to=design.HOOK_LINE_RE.match(line)["name"], body="hi")
+    w.call("send", "ses_a", to=decode_hook_line(line).name, body="hi")
     return chat_hook_line(w.store, ON, "host-1")
 
 
@@ -89,7 +65,7 @@ def _hook_after_leave(w: World) -> str:
 
 def _stop(w: World, hook: Callable) -> dict:
     line = chat_hook_line(w.store, ON, "host-1")
-    w.call("send", "ses_a", to=design.HOOK_LINE_RE.match(line)["name"], body="hi")
+    w.call("send", "ses_a", to=decode_hook_line(line).name, body="hi")
     return hook(w.store, ON, "host-1")
 
 
@@ -152,13 +128,6 @@ PROBES: dict[str, Callable[[World], str]] = {
     "later.clipped": lambda w: _long_read(w, paged=False),
     "later.page": lambda w: _long_read(w, paged=True),
 }
-
-
-@pytest.fixture
-def world(db_path, frozen):
-    conn = open_db(db_path)
-    yield World(ChatStore(conn))
-    conn.close()
 
 
 def test_every_text_has_a_probe_and_every_probe_a_text():
