@@ -21,8 +21,9 @@ from typing import Optional
 
 from simulator.api import run_scenario
 from simulator.checks.view import RunView
-from simulator.design import HELD_REPLY_RE, HOUR_MS, NOTICE_RE
+from simulator.design import HOUR_MS
 from simulator.events import WAKE
+from simulator.replies import HELD, decode_notice, decode_reply
 from simulator.report.compare import PolicyRun, ScenarioComparison, render_page, text_table
 from simulator.result import SUT_CHECK, RunResult
 from simulator.scenario.loader import ScenarioError, load_file
@@ -58,7 +59,7 @@ def _latencies(view: RunView) -> tuple[list[float], int]:
     sent_at = {r["message_id"]: r["created_at"] for r in view.db.get("held") or () if r.get("message_id")}
     waits, unread = [], 0
     for r in view.db["messages"]:
-        if NOTICE_RE.match(r["body"]):
+        if decode_notice(r["body"]) is not None:
             continue
         if not r["read_at"]:
             unread += 1
@@ -90,7 +91,8 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
     """One run's row: its verdicts and what the policy did to the traffic."""
     view = RunView(spec, result.history, result.db_path)
     sends = [c for c in view.calls_of("send") if c.result is not None]
-    notices = [NOTICE_RE.match(r["body"]) for r in view.db["messages"]]
+    notices = [n for n in map(decode_notice, (r["body"] for r in view.db["messages"])) if n is not None]
+    held = [c for c in sends if c.ok and decode_reply("send", True, c.text).kind == HELD]
     waits, unread = _latencies(view)
     promises = {v.check: v.status for v in result.verdicts if _is_promise(v.check)}
     script = [v for v in result.verdicts if not _is_promise(v.check)]
@@ -100,10 +102,10 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
         failed=[v.check for v in result.verdicts if not v.ok],
         failures=[(v.check, v.title + (" (expected under this design)" if v.status == "expected-fail" else ""))
                   for v in result.verdicts if not v.ok or v.status == "expected-fail"],
-        sent=len(sends), delivered=sum(1 for c in sends if c.ok and not HELD_REPLY_RE.match(c.text)),
-        held=sum(1 for c in sends if c.ok and HELD_REPLY_RE.match(c.text)), refused=sum(1 for c in sends if not c.ok),
-        expired=sum(1 for m in notices if m and m["outcome"] == "expired"),
-        declined=sum(1 for m in notices if m and m["outcome"] == "was refused"),
+        sent=len(sends), delivered=sum(1 for c in sends if c.ok) - len(held),
+        held=len(held), refused=sum(1 for c in sends if not c.ok),
+        expired=sum(1 for n in notices if n.outcome == "expired"),
+        declined=sum(1 for n in notices if n.outcome == "refused"),
         wakes=len(view.of(WAKE)), peak_hour=_peak_hour(view), wake_cap=options.wake_cap,
         read_median_s=statistics.median(waits) if waits else None, read_worst_s=max(waits) if waits else None,
         unread=unread, wake_times=[w["t"] for w in view.of(WAKE)], error=result.error)

@@ -31,12 +31,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from simulator.design import CLIP_MARKER_RE, FIRST_PART_RE, INBOX_END, INBOX_LINE_RE, PAGE_RANGE_RE
+from simulator.replies import ReadOutcome, decode_reply
 
 # Turn causes that mean "you have mail": the agent acts on these only.
 MAIL_CAUSES = frozenset({"wake", "reminder", "followup"})
 
-# A departed sender of a chat_read line (design.INBOX_LINE_RE) renders as
+# A departed sender of a chat_read line renders as
 # "unknown (<id[:12]>, departed)", which no one can reply to.
 _DEPARTED = re.compile(r"^unknown \(.*, departed\)$")
 
@@ -53,8 +53,12 @@ ToolPath = Callable[[str, dict[str, Any]], ToolReplyLike]
 def senders_in_read(text: str) -> list[str]:
     """Distinct sender names of a chat_read output, first-seen order; departed
     senders are left out (they cannot be answered)."""
-    names = [m.group("name") for m in INBOX_LINE_RE.finditer(text or "")]
+    names = [m.sender for m in _read(text).messages]
     return [n for n in dict.fromkeys(names) if not _DEPARTED.match(n)]
+
+
+def _read(text: str) -> ReadOutcome:
+    return decode_reply("read", True, text or "")
 
 
 class Agent:
@@ -86,21 +90,16 @@ def unfinished_lines(text: str) -> list[tuple[int, int]]:
     inbox's closing fence (the host cut it), and the parts a seen `(message 1 of N)` announces that no
     seen line showed (a split body's parts are stored together, so their ids follow the first's). Only
     lines that carry their id (paged reads) can be paged."""
-    lines = [m for m in INBOX_LINE_RE.finditer(text or "") if m.group("id")]
-    seen_ids = {int(m.group("id")) for m in lines}
+    lines = [m for m in _read(text).messages if m.id is not None]
+    seen_ids = {m.id for m in lines}
     out = []
     for n, m in enumerate(lines):
-        first = FIRST_PART_RE.match(text[m.end():])
-        if first:
-            out += [(int(m.group("id")) + k, 0) for k in range(1, int(first.group("count")))
-                    if int(m.group("id")) + k not in seen_ids]
-        following = lines[n + 1].start() if n + 1 < len(lines) else len(text)
-        segment = text[m.end():following]
-        marker = CLIP_MARKER_RE.search(segment)
-        if marker:
-            out.append((int(m.group("id")), int(marker.group("shown"))))
-        elif n + 1 == len(lines) and INBOX_END not in segment:
-            out.append((int(m.group("id")), len(segment)))
+        if m.parts:
+            out += [(m.id + k, 0) for k in range(1, m.parts) if m.id + k not in seen_ids]
+        if m.clip:
+            out.append((m.id, m.clip[0]))
+        elif n + 1 == len(lines) and not m.whole_line:
+            out.append((m.id, len(m.body)))
     return out
 
 
@@ -108,13 +107,11 @@ def page_through(tools: ToolPath, message_id: int, offset: int) -> None:
     """Read one message page by page from `offset` until its end has reached the reader."""
     for _ in range(MAX_PAGES_PER_MESSAGE):
         reply = tools("thatch_chat_read", {"message": message_id, "offset": offset})
-        page = PAGE_RANGE_RE.search(getattr(reply, "text", "") or "")
+        page = _read(getattr(reply, "text", "")).page
         if not getattr(reply, "ok", False) or page is None:
             return
-        start, end, total = (int(page.group(k)) for k in ("start", "end", "total"))
-        body = reply.text[page.end():].partition("\n")[2]  # the characters after the range line
-        seen = end if INBOX_END in body else start + len(body)  # a cut page: what of it was visible
-        if seen <= offset or seen >= total:
+        seen = page.end if page.fenced else page.start + len(page.chars)  # a cut page: what of it was visible
+        if seen <= offset or seen >= page.total:
             return
         offset = seen
 

@@ -41,7 +41,7 @@ from thatch_core.config import ConfigSource
 from thatch_core.doors import JsonRpcHandler, handle_line, run_hook
 from thatch_core.mcp import McpChatServer, mcp_session_id
 
-from simulator.design import HOOK_LINE_RE, TRANSCRIPT_SUFFIX, continued_in_record
+from simulator.design import TRANSCRIPT_SUFFIX, continued_in_record
 from simulator.events import FORK, HOOK, MCP_SERVER, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.agents import TurnState, make_agent
 from simulator.harness.base import Harness
@@ -52,6 +52,7 @@ from simulator.harness.hostio import (
 from simulator.harness.mcp_client import McpClient
 from simulator.harness.procs import ChildCrashed, ServerChild, run_in_child
 from simulator.protocol import SessionInfo
+from simulator.replies import IDENTITY, decode_hook_line
 from simulator.harness.support import (
     cli_output, close_store, first_name, make_store, open_connection, registered_name,
 )
@@ -195,9 +196,9 @@ class ClaudeCodeHarness(Harness):
             self.emit(HOOK, label, hook=hook, line=None, decision="crashed")
             return None
         self.emit(HOOK, label, hook=hook, line=line, decision=None)
-        m = HOOK_LINE_RE.match(line or "")
-        if m is not None:
-            name = m.group("name")
+        shown = decode_hook_line(line)
+        if shown.kind == IDENTITY:
+            name = shown.name
             adopted = label in self.forked
             if adopted or self.names.get(label) != name:
                 self.emit(REGISTERED, label, session_id=mcp_session_id(self.host_ids[label]), name=name,

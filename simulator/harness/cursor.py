@@ -33,7 +33,6 @@ from thatch_core.constants import CURSOR_FOLLOWUP_CAP
 from thatch_core.doors import JsonRpcHandler, handle_line, run_hook
 from thatch_core.mcp import McpChatServer, mcp_session_id
 
-from simulator.design import HOOK_LINE_RE
 from simulator.events import HOOK, REGISTERED, TURN_END, USER_PROMPT
 from simulator.harness.base import Harness
 from simulator.harness.hostio import (
@@ -43,6 +42,7 @@ from simulator.harness.hostio import (
 from simulator.harness.mcp_client import McpClient
 from simulator.scenario.kinds import CURSOR, PromptArgs, SessionArg
 from simulator.harness.support import registered_name
+from simulator.replies import IDENTITY, decode_hook_line
 
 # The hooks config (.cursor/hooks.json): the command each Cursor event runs, `thatch-core hook EVENT`.
 HOOK_COMMANDS = {CURSOR_SESSION_START: "SessionStart", CURSOR_PROMPT: "UserPromptSubmit", CURSOR_STOP: "chat-notify"}
@@ -101,10 +101,10 @@ class CursorHarness(Harness):
         fields = {"prompt": prompt} if event == CURSOR_PROMPT else {}
         line = prompt_context(self.hook_stdout(label, event, **fields))
         self.emit(HOOK, label, hook=HOOK_RECORDED[event], line=line, decision=None)
-        m = HOOK_LINE_RE.match(line or "")
-        if m is not None and self.names.get(label) != m.group("name"):
-            self.names[label] = m.group("name")
-            self.emit(REGISTERED, label, session_id=mcp_session_id(self.sid(label)), name=m.group("name"),
+        shown = decode_hook_line(line)
+        if shown.kind == IDENTITY and self.names.get(label) != shown.name:
+            self.names[label] = shown.name
+            self.emit(REGISTERED, label, session_id=mcp_session_id(self.sid(label)), name=shown.name,
                       how="hook")
         return line
 

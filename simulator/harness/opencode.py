@@ -38,28 +38,22 @@ from thatch_core.runtime import OpencodeRuntime
 
 from simulator.child.crash_points import crash_points
 from simulator.events import ECHO, POLL, REGISTERED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE
-from simulator.design import MACHINERY_TITLE, WAKE_NUDGE_RE
+from simulator.design import MACHINERY_TITLE
 from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
 from simulator.harness.sidecar import SidecarPoller
+from simulator.replies import decode_wake
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
 from simulator.scenario.kinds import OPENCODE, PromptArgs, ReviewArgs, SessionArg, TitleArgs
 
-_NAME_TOKEN = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
 _LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: "
                           r"(?P<error>(?:Store|OperationalError|DatabaseError|SQLiteError).*)$", re.S)
 
 
 def parse_nudge(text: str) -> tuple[list[str], int]:
-    """(senders, count) of a wake prompt's text (thatch_core.prompts has no parser).
-    Sender lists are ", "-joined; a departed sender's "unknown (<id>, departed)"
-    holds a comma of its own, hence the token regex."""
-    m = WAKE_NUDGE_RE.search(text or "")
-    if m is None:
-        return [], 0
-    names = m.group("names")
-    senders = [] if names == "another session" else [t.strip() for t in _NAME_TOKEN.findall(names) if t.strip()]
-    return senders, int(m.group("count"))
+    """(senders, count) of a wake prompt's text; none and 0 for a text that is no wake prompt."""
+    nudge = decode_wake(text)
+    return ([], 0) if nudge is None else (list(nudge.senders), nudge.count)
 
 
 def _parts_text(parts) -> str:

@@ -18,15 +18,14 @@ from thatch_core.db import open_db
 from thatch_core.store import ChatStore
 
 from simulator.child.crash_points import crash_points
-from simulator.design import REGISTERED_RE
 from simulator.harness.sidecar import SidecarStore, sidecar_stderr_path
 from simulator.protocol import HarnessContext
+from simulator.replies import decode_reply
 from simulator.scenario.durations import parse_duration
 
 def registered_name(text: str) -> Optional[str]:
-    """The name in chat_register's reply (`[registered] NAME`, design.REGISTERED_RE)."""
-    m = REGISTERED_RE.search(text or "")
-    return m.group("name") if m else None
+    """The name in chat_register's reply (`[registered] NAME`)."""
+    return decode_reply("register", True, text).name
 
 
 def create_database(path) -> None:

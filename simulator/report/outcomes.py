@@ -18,10 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from simulator.clock import parse_iso_ms
-from simulator.design import (
-    CAP_REFUSAL_RE, DEDUP_REPLY_MARK, EXITED_REFUSAL_RE, HELD_DEADLINE_RE, HELD_REPLY_RE, INBOUND_REFUSAL_RE, NOTICE_RE,
-    REVIEW_REPLY_RE, SENT_PARTS_RE,
-)
+from simulator import replies
 
 # The marks a send can get, in the legend's order (delivered is the plain arrow). A suppressed send (the later
 # design's retry de-duplication) stored nothing: its unread copy stands for it.
@@ -36,36 +33,34 @@ def send_outcome(ok: Any, text: str) -> str:
     unread copy) or refused."""
     if not ok:
         return REFUSED
-    if DEDUP_REPLY_MARK in text:
+    sent = replies.decode_reply("send", True, text)
+    if sent.suppressed:
         return SUPPRESSED
-    if HELD_REPLY_RE.match(text):
-        return HELD if HELD_DEADLINE_RE.search(text) else PARKED
+    if sent.kind == replies.HELD:
+        return HELD if sent.held_wait_ms is not None else PARKED
     return DELIVERED
 
 
 def sent_parts(text: str) -> int:
     """How many parts a send's reply says its body was stored as (1: not split)."""
-    m = SENT_PARTS_RE.search(text)
-    return int(m["count"]) if m else 1
+    return replies.decode_reply("send", True, text).parts
+
+
+_REFUSAL_REASONS = {replies.CAPPED: "sender cap", replies.EXITED: "recipient exited",
+                    replies.INBOUND_REFUSED: "recipient refuses"}
 
 
 def refusal_reason(text: str) -> str:
     """Why a send was refused, in two or three words."""
-    if CAP_REFUSAL_RE.match(text):
-        return "sender cap"
-    if EXITED_REFUSAL_RE.match(text):
-        return "recipient exited"
-    if INBOUND_REFUSAL_RE.match(text):
-        return "recipient refuses"
-    return "refused"
+    return _REFUSAL_REASONS.get(replies.decode_reply("send", False, text).kind, "refused")
 
 
 def review_outcome(text: str) -> Optional[tuple[str, str]]:
     """(approved or declined, held id) of a review's reply, or None when it reviewed nothing."""
-    m = REVIEW_REPLY_RE.match(text)
-    if m is None:
+    review = replies.decode_reply("approve", True, text)
+    if review.kind not in (replies.APPROVED, replies.DECLINED):
         return None
-    return (APPROVED if m["decision"] == "Approved" else DECLINED), m["held"]
+    return (APPROVED if review.kind == replies.APPROVED else DECLINED), str(review.held)
 
 
 @dataclass
@@ -94,10 +89,10 @@ def read_notices(db_path: Optional[Path], epoch_ms: Optional[int]) -> list[Notic
         return []
     out = []
     for by, to, body, created in rows:
-        m = NOTICE_RE.match(str(body or ""))
+        notice = replies.decode_notice(body)
         ms = parse_iso_ms(created)
-        if m is None or ms is None:
+        if notice is None or ms is None:
             continue
-        out.append(Notice(ms - epoch_ms, str(by), str(to), m["held"],
-                          EXPIRED if m["outcome"] == "expired" else DECLINED))
+        out.append(Notice(ms - epoch_ms, str(by), str(to), str(notice.held),
+                          EXPIRED if notice.outcome == "expired" else DECLINED))
     return sorted(out, key=lambda n: n.t)
