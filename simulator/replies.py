@@ -16,7 +16,7 @@ test (tests/sim/test_replies.py), not move the decoder with it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from simulator.design import (
@@ -68,6 +68,8 @@ CLI_SECTION_RE = re.compile(r"^# (?P<section>Active|Stale) Sessions$")
 INBOX_LINE_RE = re.compile(
     r"^\[from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)(?:, id (?P<id>\d+))?\] ", re.M)
 CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+) characters")
+# A drain's first line: `[thatch] chat inbox: N message(s), now marked read.`
+INBOX_HEAD_RE = re.compile(r"^\[thatch\] chat inbox: (?P<count>\d+) message")
 # A page of one message (chat_read message=ID offset=K): `[message ID from NAME, STAMP]`, then its range
 # `[showing characters A-B of N - ...]` (body offsets in UTF-16 units, end exclusive) and the characters.
 PAGE_LINE_RE = re.compile(r"^\[message (?P<id>\d+) from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)\]$",
@@ -116,6 +118,8 @@ class Outcome:
     tool: str
     ok: bool
     kind: str
+    # The reply opens as a refusal does (`Not sent: ...`, `[disabled] ...`), whatever its kind.
+    refused: bool = False
 
     @property
     def policy(self) -> bool:
@@ -189,11 +193,13 @@ class Page:
 class ReadOutcome(Outcome):
     """chat_read: `framed` when both fences stand (a drain with mail, or a page); the messages of the lines
     found (also in an output a host cut before its closing fence); the page; `host_clipped_from` the length of
-    the full output when the host showed the model only its first characters."""
+    the full output when the host showed the model only its first characters; `drained` the count a drain's
+    header says it marked read (None: no drain header)."""
 
     messages: tuple[InboxMessage, ...] = ()
     page: Optional[Page] = None
     host_clipped_from: Optional[int] = None
+    drained: Optional[int] = None
 
     @property
     def bodies(self) -> list[str]:
@@ -377,8 +383,9 @@ def _read(ok: bool, text: str, clipped_from: Optional[int]) -> ReadOutcome:
         kind = EMPTY_INBOX
     else:
         kind = FRAMED if INBOX_BEGIN in text and INBOX_END in text else OTHER
+    head = INBOX_HEAD_RE.match(text)
     return ReadOutcome("read", ok, kind, messages=_inbox_messages(text) if INBOX_BEGIN in text else (),
-                       page=_page(text), host_clipped_from=clipped_from)
+                       page=_page(text), host_clipped_from=clipped_from, drained=int(head["count"]) if head else None)
 
 
 def _register(ok: bool, text: str) -> RegisterOutcome:
@@ -448,6 +455,11 @@ def decode_reply(tool: str, ok: bool, text: str, *, clipped_from: Optional[int] 
     """The outcome of one tool reply. `tool` is the short name (`send`, `read`, `cli_list`, ...); `text` what the
     host showed the model, `clipped_from` the full reply's length when the host clipped it."""
     text = text or ""
+    outcome = _decode(tool, ok, text, clipped_from)
+    return replace(outcome, refused=True) if text.startswith((NOT_SENT, DISABLED_PREFIX)) else outcome
+
+
+def _decode(tool: str, ok: bool, text: str, clipped_from: Optional[int]) -> Outcome:
     if tool in ("send", "broadcast"):
         return _send(tool, ok, text)
     if tool == "read":

@@ -17,10 +17,9 @@ from simulator.checks import model_replies as replies
 from simulator.checks.model import ECHOING_TOOLS, Model, Msg, modeled
 from simulator.checks.view import Call, RunView
 from simulator.design import (
-    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOOK_LINE_RE, HOUR_MS, LEAVE_LINE_PREFIX, MAIL_SWEEP_AGE_MS, MCP_ID_PREFIX,
-    TOMBSTONE_TTL_MS,
-    hook_unread, mcp_session_id,
+    AUTO_ROW_TTL_MS, ECHO_PREFIX, HOUR_MS, MAIL_SWEEP_AGE_MS, MCP_ID_PREFIX, TOMBSTONE_TTL_MS, mcp_session_id,
 )
+from simulator.replies import IDENTITY, LEFT, decode_hook_line
 from simulator.events import (
     ECHO, FORK, HOOK, LEAVE, POLL, PROCESS_EXIT, PROCESS_START, REGISTERED, SAMPLE, SLEEP_END, STATUS,
     STEP_DROPPED, TOOL_CALL, TOOL_RESULT, USER_PROMPT, data_of, hook_line, sample_rows, step_of,
@@ -190,8 +189,8 @@ def check_echo(m: Model, c: Call) -> None:
     if not echoes:
         return
     m.judged += 1
-    ok_echo = c.ok and c.tool in ECHOING_TOOLS and not (c.tool == "read" and not c.text.startswith("[thatch]"))
-    ok_echo = ok_echo and not c.text.startswith(("Not sent: ", "[disabled]"))
+    ok_echo = c.ok and c.tool in ECHOING_TOOLS and not c.outcome.refused
+    ok_echo = ok_echo and not (c.tool == "read" and c.outcome.drained is None and c.outcome.page is None)
     if not ok_echo:
         text = str(data_of(echoes[0]).get("text") or "")
         m.surprise(f"transcript echo of {c.session}'s chat_{c.tool} (step {replies._step(c)})",
@@ -381,8 +380,8 @@ def on_hook(m: Model, e: dict) -> None:
         m.blur_label(label)
         return
     turn_end_mail_check(m, e)
-    hit = HOOK_LINE_RE.match(line)
-    if hit and sids:
+    shown = decode_hook_line(line)
+    if shown.kind == IDENTITY and sids:
         # The label's ids include those of forks still to come (a fork gives the conversation a new
         # host id, so a new mcp id): the line speaks for the id in use now.
         future = {mcp_session_id(str(data_of(f).get("new_host_id"))) for f in m.view.of(FORK, session=label)
@@ -390,7 +389,7 @@ def on_hook(m: Model, e: dict) -> None:
         sid = ([s for s in sids if s not in future] or sids)[-1]
         if m.tomb.get(sid) is True:
             m.surprise(f"{label}'s hook line", "the leave line (its tombstone sticks, R7)", line[:120], [e])
-        m.know(sid, True, hit.group("name"), label)
+        m.know(sid, True, shown.name, label)
         m.tomb[sid] = False
         if anchoring:
             m.anchors[id(inc)] = (label, sid, e["t"])
@@ -398,8 +397,8 @@ def on_hook(m: Model, e: dict) -> None:
         # the hook or after it (the merge orders the wave by process): its count is not judged.
         racy = any(x.tool in MUTATING for x in m.overlapping_event(e))
         if len(sids) == 1 and not m.loose and not racy:
-            replies.mail_count(m, None, sid, hook_unread(hit), f"{label}'s hook line ({d.get('hook')})", [e])
-    elif line.startswith(LEAVE_LINE_PREFIX):
+            replies.mail_count(m, None, sid, shown.unread, f"{label}'s hook line ({d.get('hook')})", [e])
+    elif shown.kind == LEFT:
         for sid in sids:
             m.know(sid, False)
             m.tomb[sid] = True

@@ -13,15 +13,11 @@ from typing import Any, Optional
 
 from simulator.checks.model import Box, Model
 from simulator.checks.view import Call
-from simulator.design import (
-    BROADCAST_RE, CAP_REFUSAL_RE, DISABLED_PREFIX, EMPTY_BODY_REPLY, EXITED_REFUSAL_RE, HELD_REPLY_RE,
-    INBOUND_REFUSAL_RE, INBOX_BEGIN, INBOX_EMPTY, INBOX_END, INBOX_LINE_RE, MAX_BODY_CHARS, MCP_ID_PREFIX, NAME_RE,
-    NO_RECIPIENT_RE, NOT_REGISTERED_REPLY, NOT_SENT, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, REGISTERED_ID_RE,
-    REGISTERED_RE, SELF_REPLY, STATUS_NOT_REGISTERED_PREFIX, STATUS_RE, TOO_LONG_REPLY, UNREGISTER_NOT_REGISTERED,
-    UNREGISTERED_REPLY, reply_names,
+from simulator.design import MAX_BODY_CHARS, MCP_ID_PREFIX, NAME_RE
+from simulator.replies import (
+    DISABLED, EMPTY_INBOX, FRAMED, LEFT, NOT_REGISTERED, OTHER, REGISTERED, SENT, UNREGISTERED, Outcome,
 )
 
-SENT_ID_RE = re.compile(r"^\[sent\] to (?P<to>\S+) \((?P<id>[^)\s]+)\)")
 # Characters the store refuses in a body on grounds of its own (controls, lone surrogates): not modeled.
 _ODD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
@@ -39,23 +35,9 @@ def body_class(body: Any) -> Optional[str]:
     return "too_long" if len(trimmed) > MAX_BODY_CHARS else "ok"
 
 
-def send_class(text: str) -> str:
-    """The class of a send or broadcast reply."""
-    for cls, exact in (("empty", EMPTY_BODY_REPLY), ("too_long", TOO_LONG_REPLY), ("self", SELF_REPLY),
-                       ("unregistered", NOT_SENT + NOT_REGISTERED_REPLY)):
-        if text == exact:
-            return cls
-    if text.startswith(DISABLED_PREFIX):
-        return "disabled"
-    if NO_RECIPIENT_RE.match(text):
-        return "unknown_to"
-    if SENT_ID_RE.match(text):
-        return "sent"
-    if BROADCAST_RE.match(text):
-        return "broadcast"
-    if any(r.match(text) for r in (HELD_REPLY_RE, CAP_REFUSAL_RE, EXITED_REFUSAL_RE, INBOUND_REFUSAL_RE)):
-        return "policy"
-    return "other"
+def send_class(o: Outcome) -> str:
+    """The class of a send or broadcast reply: its kind, a messaging policy's answers as one class."""
+    return "policy" if o.policy else o.kind
 
 
 def regs(m: Model, sid: Optional[str], racy: bool) -> set[bool]:
@@ -147,14 +129,13 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
                 allowed.add("unregistered")  # R9 orders neither refusal first: a bad body or the caller's
             if body_ok and True in states:
                 allowed |= recipients_of(m, c.args.get("to", ""), ident, racy)
-    cls = send_class(c.text)
-    if cls == "other":
+    cls = send_class(c.outcome)
+    if cls == OTHER:
         m.ghosts.add(c.body)
         return
-    if not judge(m, c, allowed, cls, "chat_send reply") or cls != "sent":
+    if not judge(m, c, allowed, cls, "chat_send reply") or cls != SENT:
         return
-    hit = SENT_ID_RE.match(c.text)
-    to, id12 = hit.group("to"), hit.group("id")
+    to, id12 = c.outcome.to, c.outcome.to_id12
     ident = m.acting(ids, racy)
     if ident and ident[:12] == id12:
         m.surprise(f"chat_send to {to}", "a refusal (to oneself)", f"sent to the caller's own id {id12}", c.witness())
@@ -183,8 +164,8 @@ def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
                 allowed.add("broadcast")
         if m.loose and body_ok:
             allowed.add("policy")
-    cls = send_class(c.text)
-    if cls == "other":
+    cls = send_class(c.outcome)
+    if cls == OTHER:
         m.ghosts.add(c.body)
         return
     m.note_sender(c.body, None)
@@ -195,8 +176,7 @@ def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
 def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> None:
     """Who a broadcast reached and skipped (R12, R35): never the sender, every other registered row
     either way, a stale opencode row skipped, an mcp row never; one message per recipient."""
-    hit = BROADCAST_RE.match(c.text)
-    got, skipped = reply_names(hit.group("recipients")), reply_names(hit.group("skipped"))
+    got, skipped = c.outcome.recipients, c.outcome.skipped
     both = {n.lower() for n in got} | {n.lower() for n in skipped}
     ident = m.acting(ids, racy)
     senders = {ident} if ident else set(ids)
@@ -226,33 +206,6 @@ def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> 
             m.ghosts.add(c.body)
 
 
-def inbox_entries(text: str) -> Optional[list[tuple[str, str]]]:
-    """(sender name as shown, body) of each message of a framed chat_read reply, in order (None:
-    not framed)."""
-    if INBOX_BEGIN not in text or INBOX_END not in text:
-        return None
-    inner = text.split(INBOX_BEGIN + "\n", 1)[-1].rsplit("\n" + INBOX_END, 1)[0]
-    heads = list(INBOX_LINE_RE.finditer(inner))
-    return [(h.group("name"), inner[h.end():(heads[k + 1].start() - 1 if k + 1 < len(heads) else len(inner))])
-            for k, h in enumerate(heads)]
-
-
-def inbox_bodies(text: str) -> Optional[list[str]]:
-    """The bodies of a framed chat_read reply, in order (None: not framed)."""
-    entries = inbox_entries(text)
-    return None if entries is None else [body for _, body in entries]
-
-
-def read_class(text: str) -> str:
-    if text.startswith(DISABLED_PREFIX):
-        return "disabled"
-    if text == NOT_REGISTERED_REPLY:
-        return "unregistered"
-    if text == INBOX_EMPTY:
-        return "empty"
-    return "framed" if inbox_bodies(text) is not None else "other"
-
-
 def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed = {"disabled"} if False in enabled else set()
@@ -263,16 +216,16 @@ def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
                 allowed.add("unregistered")
             if True in states:
                 allowed.update(("empty", "framed"))
-    cls = read_class(c.text)
-    if cls == "other":
+    cls = c.outcome.kind
+    if cls == OTHER:
         for sid in ids:
             if sid:
                 m.box(sid).blur()
         m.blurred_reads.add(c.session or "")
         return
-    if not judge(m, c, allowed, cls, "chat_read reply") or cls not in ("empty", "framed"):
+    if not judge(m, c, allowed, cls, "chat_read reply") or cls not in (EMPTY_INBOX, FRAMED):
         return
-    entries = inbox_entries(c.text) or []
+    entries = [(msg.sender, msg.body) for msg in c.outcome.messages] if cls == FRAMED else []
     bodies = [body for _, body in entries]
     check_senders(m, c, entries)
     for sid in ids:
@@ -352,22 +305,20 @@ def judge_status(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         for ident in ids:
             states = regs(m, ident, racy)
             allowed.update(("registered" if s else "not_registered") for s in states)
-    text = c.text
-    cls = ("disabled" if text.startswith(DISABLED_PREFIX) else "registered" if STATUS_RE.match(text)
-           else "not_registered" if text.startswith(STATUS_NOT_REGISTERED_PREFIX) else "other")
-    if not judge(m, c, allowed, cls, "chat_status reply") or cls != "registered":
+    text, status = c.text, c.outcome
+    cls = status.kind
+    if not judge(m, c, allowed, cls, "chat_status reply") or cls != REGISTERED:
         return
-    hit = STATUS_RE.match(text)
-    pending, total = int(hit.group("pending")), int(hit.group("total"))
+    pending, total = status.pending, status.total
     if pending > total:
         m.surprise(f"chat_status of {c.session}", "pending at most the total", text[:120], c.witness())
     ident = m.acting(ids, racy)
     if ident is not None and not racy:
         name = m.names.get(ident)
-        if name and name.lower() != hit.group("name").lower():
+        if name and name.lower() != status.name.lower():
             m.surprise(f"chat_status of {c.session}", f"registered as {name}", text[:120], c.witness())
         mail_count(m, c, ident, pending, f"chat_status of {c.session} (step {_step(c)})", c.witness())
-    named = [s for s in ids if s and m.names.get(s, "").lower() == hit.group("name").lower()]
+    named = [s for s in ids if s and m.names.get(s, "").lower() == status.name.lower()]
     for sid in [ident] if ident else named:
         m.touches.setdefault(sid, []).append((c.call["t"] if c.call else c.t, c.result))
 
@@ -375,21 +326,17 @@ def judge_status(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
 def judge_register(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     """chat_register (R2, R6): a registered caller keeps its name, one that left gets a fresh name,
     a new one draws a fresh name; a fresh name was never held by anyone before."""
-    text = c.text
-    if text.startswith(DISABLED_PREFIX) or not REGISTERED_RE.match(text):
-        judge(m, c, {"disabled"} if False in enabled else {"registered"},
-              "disabled" if text.startswith(DISABLED_PREFIX) else "other", "chat_register reply")
-        if not text.startswith(DISABLED_PREFIX):
+    reg = c.outcome
+    if reg.kind != REGISTERED:
+        judge(m, c, {DISABLED} if False in enabled else {REGISTERED}, DISABLED if reg.kind == DISABLED else OTHER,
+              "chat_register reply")
+        if reg.kind != DISABLED:
             for sid in m.identities(c)[0]:
                 m.know(sid, None)
         return
-    judge(m, c, {"registered"} if True in enabled else {"disabled"}, "registered", "chat_register reply")
-    name = REGISTERED_RE.match(text).group("name")
-    hit = REGISTERED_ID_RE.search(text)
-    sid = hit.group("id") if hit else None
+    judge(m, c, {REGISTERED} if True in enabled else {DISABLED}, REGISTERED, "chat_register reply")
+    name, sid, origin = reg.name, reg.session_id, reg.origin
     state = None if racy or sid is None else m.reg.get(sid)
-    origin = "kept" if ORIGIN_KEPT in text else "rejoined" if ORIGIN_REJOINED in text else \
-        "drawn" if ORIGIN_DRAWN in text else None
     where = f"chat_register of {c.session} (step {_step(c)})"
     kept_as = m.names.get(sid, name)
     if state is True and (origin != "kept" or (name.lower() != kept_as.lower()
@@ -426,18 +373,15 @@ def judge_unregister(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
             states = regs(m, ident, racy)
             allowed.update(("left" if s else "not_registered") for s in states)
             if ident is None:
-                allowed.add("refused")
-    text = c.text
-    cls = ("disabled" if text.startswith(DISABLED_PREFIX) else "left" if text == UNREGISTERED_REPLY
-           else "not_registered" if text == UNREGISTER_NOT_REGISTERED
-           else "refused" if text == NOT_REGISTERED_REPLY else "other")
-    if cls == "other":
+                allowed.add(UNREGISTERED)
+    cls = c.outcome.kind
+    if cls == OTHER:
         for sid in ids:
             m.know(sid, None)
             m.tomb[sid or ""] = None
         return
     judge(m, c, allowed, cls, "chat_unregister reply")
-    if cls in ("left", "not_registered"):  # a leave writes its tombstone even with no row (seed 000)
+    if cls in (LEFT, NOT_REGISTERED):  # a leave writes its tombstone even with no row (seed 000)
         for sid in ids:
             if sid and (certain or m.reg.get(sid) is not False):
                 m.know(sid, False if certain else None)

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
 from simulator.clock import parse_iso_ms
 from simulator.design import (
-    AUTO_ROW_TTL_MS, BROADCAST_RE, CHAT_ID_PREFIXES, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, HOOK_LINE_RE, SENT_RE,
-    STALE_MS, mcp_session_id, reply_names,
+    AUTO_ROW_TTL_MS, CHAT_ID_PREFIXES, DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS, STALE_MS, mcp_session_id,
 )
+from simulator.replies import IDENTITY, SENT, Outcome, decode_hook_line, decode_reply
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 from simulator.scenario.labels import LABEL_PLACEHOLDER
 from simulator.events import (
@@ -116,6 +117,11 @@ class Call:
     @property
     def text(self) -> str:
         return str(data_of(self.result or {}).get("text") or "")
+
+    @cached_property
+    def outcome(self) -> Outcome:
+        """The reply decoded once (simulator.replies): ok or which refusal, and what it says."""
+        return decode_reply(self.tool, self.ok, self.text, clipped_from=data_of(self.result or {}).get("clipped_from"))
 
     @property
     def t(self) -> int:
@@ -461,9 +467,9 @@ class RunView:
         out = []
         for e in self.of(SAMPLE, REGISTERED, HOOK):
             if e["kind"] == HOOK:
-                m = HOOK_LINE_RE.match(hook_line(e))
-                if m:
-                    out.append((e, e.get("session"), m.group("name")))
+                shown = decode_hook_line(hook_line(e))
+                if shown.kind == IDENTITY:
+                    out.append((e, e.get("session"), shown.name))
             elif e["kind"] == REGISTERED:
                 out.append((e, e.get("session"), data_of(e).get("name")))
             else:
@@ -569,15 +575,11 @@ class RunView:
             if not (i0 < c.i < i1) or not c.ok or c.tool not in ("send", "broadcast"):
                 continue
             if c.tool == "send":
-                m = SENT_RE.match(c.text)
-                to = m.group("to") if m else str(c.args.get("to", ""))
+                to = c.outcome.to if c.outcome.kind == SENT else str(c.args.get("to", ""))
                 if (self.label_for_name(to) or self.label_of.get(to)) == label:
                     out.append(c)
-            else:
-                m = BROADCAST_RE.match(c.text)
-                names = reply_names(m.group("recipients")) if m else []
-                if any(self.label_for_name(x) == label for x in names):
-                    out.append(c)
+            elif any(self.label_for_name(x) == label for x in c.outcome.recipients):
+                out.append(c)
         return out
 
     def landed(self, idx: int, at: int) -> int:
