@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Optional
 
 from simulator.design import (
@@ -172,6 +173,13 @@ class InboxMessage:
     clip: Optional[tuple[int, int]] = None
     parts: Optional[int] = None
     whole_line: bool = True
+
+    @property
+    def chars(self) -> str:
+        """The characters of the stored body the line shows: its body without a page cut's clip marker."""
+        if self.clip is None:
+            return self.body
+        return self.body[:CLIP_MARKER_RE.search(self.body).start()].removesuffix("\n")
 
 
 @dataclass(frozen=True)
@@ -474,6 +482,7 @@ def _decode(tool: str, ok: bool, text: str, clipped_from: Optional[int]) -> Outc
     return Outcome(tool, ok, DISABLED if text.startswith(DISABLED_PREFIX) else OTHER)
 
 
+@lru_cache(maxsize=4096)  # the judges ask of one hook event many times: each line is parsed once
 def decode_hook_line(line: Optional[str]) -> HookLine:
     """A hook line's identity and unread count, the leave line, or another line."""
     line = line or ""

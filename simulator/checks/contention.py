@@ -5,7 +5,7 @@ The design takes concurrent access as solved "under WAL plus a busy timeout"
 it, so no tool call, hook, poll or prune fails because another process wrote
 meanwhile. The judge reads the replies, hook lines and the poller's caught
 store errors (`store-error`, R24) for SQLite's own words for a lock it could
-not get (`CONTENTION_ERROR_RE` in simulator/design.py), outside the windows
+not get (`contention_error` in simulator/replies.py), outside the windows
 where a `lock` fault holds the lock on purpose past any busy timeout. The
 witness is the failed call with the interleaving around it: the pause it ran
 inside or the calls that ran inside its own pause (`paused`, `interleave-run`,
@@ -18,10 +18,10 @@ from typing import Optional
 
 from simulator.checks.registry import WITNESS_MAX, passed, prop, verdict
 from simulator.checks.view import RunView
-from simulator.design import CONTENTION_ERROR_RE
 from simulator.events import (
     BLOCKED, DEADLOCK, HOOK, INTERLEAVE_RUN, PAUSED, RESUMED, STORE_ERROR, TOOL_RESULT, data_of,
 )
+from simulator.replies import contention_error
 from simulator.result import Verdict
 
 _INTERLEAVING = (PAUSED, RESUMED, INTERLEAVE_RUN, DEADLOCK, BLOCKED)
@@ -57,7 +57,7 @@ def p15_contention_safe(view: RunView) -> Verdict:
     for e in view.of(TOOL_RESULT, HOOK, STORE_ERROR):
         judged += 1
         text = _error_text(e)
-        if not isinstance(text, str) or not CONTENTION_ERROR_RE.search(text):
+        if not contention_error(text):
             continue
         if any(start <= e["t"] <= end for start, end in locks):
             continue

@@ -7,7 +7,8 @@ from typing import Optional
 
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import RunView
-from simulator.design import HOOK_LINE_RE, MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
+from simulator.design import MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
+from simulator.replies import IDENTITY, decode_hook_line
 from simulator.events import FORK, HOOK, LEAVE, REGISTERED, SAMPLE, data_of, hook_line, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.durations import format_duration as span
@@ -39,7 +40,7 @@ def _chain_hops(view: RunView, label: str, hook: dict) -> int:
 def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
     """`label`'s identity hook lines that came after a fork chain longer than the walk may go
     (R33: at most 10 hops): there the conversation starts afresh under a new name."""
-    return [h for h in view.of(HOOK, session=label) if HOOK_LINE_RE.match(hook_line(h))
+    return [h for h in view.of(HOOK, session=label) if decode_hook_line(hook_line(h)).kind == IDENTITY
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
@@ -121,7 +122,7 @@ def p9_continuation(view: RunView) -> Verdict:
         label = f.get("session")
         before = view.name_at(label, f["i"]) if label else None
         nxt = next((h for h in view.of(HOOK, session=label)
-                    if h["i"] > f["i"] and HOOK_LINE_RE.match(hook_line(h))), None)
+                    if h["i"] > f["i"] and decode_hook_line(hook_line(h)).kind == IDENTITY), None)
 
         if before is None or nxt is None:
             continue
@@ -130,7 +131,7 @@ def p9_continuation(view: RunView) -> Verdict:
         if view.could_be_pruned(label, f, nxt):
             continue  # silent past the auto-row TTL in between: prune may have deleted the row (R26)
         checked += 1
-        shown = HOOK_LINE_RE.match(data_of(nxt)["line"]).group("name")
+        shown = decode_hook_line(hook_line(nxt)).name
         hops = _chain_hops(view, label, nxt)
         if hops > MAX_CONTINUATION_HOPS:
             if shown.lower() == before.lower():

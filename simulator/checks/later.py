@@ -30,9 +30,8 @@ from typing import Optional
 from simulator.checks.registry import Promise, passed, prop, sample_row, skipped, verdict
 from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, unseen_from, whole_messages
 from simulator.checks.view import Call, RunView
-from simulator.design import (
-    DEDUP_REPLY_MARK, FIRST_PART_RE, LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS, split_key,
-)
+from simulator.design import LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS, first_part_marker, split_key
+from simulator.replies import part_count
 from simulator.events import REGISTERED, SAMPLE, STATUS, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS
@@ -82,8 +81,9 @@ def _landed(view: RunView, first: Call, last: Call) -> dict[str, list[dict]]:
         if not first.t - STAMP_RESOLUTION_MS <= created <= last.t + STAMP_RESOLUTION_MS:
             continue
         text = str(r["body"] or "").strip()
-        m = FIRST_PART_RE.match(text)
-        if text == body or (m and body.startswith(text[m.end():].removesuffix(PART_CONTINUED).strip()[:40])):
+        n = part_count(text)
+        chunk = text.removeprefix(first_part_marker(n)).removesuffix(PART_CONTINUED).strip() if n else None
+        if text == body or (chunk is not None and body.startswith(chunk[:40])):
             out.setdefault(r["to_session"], []).append(r)
     return out
 
@@ -156,7 +156,7 @@ def suppressed_unseen(view: RunView) -> Optional[tuple[Call, list[dict]]]:
     already read; None when every suppression had its unread copy."""
     spans = shown_spans(view)
     for c in view.calls_of("send", ok=True):
-        if DEDUP_REPLY_MARK not in c.text:
+        if not c.outcome.suppressed:
             continue
         copies = _copies(view, c)
         if not any(not _read_before(view, r, c, spans) for rows in copies for r in rows):
@@ -172,10 +172,9 @@ def _batch_problem(view: RunView) -> Optional[tuple[str, list[dict]]]:
     rows = sorted(view.db["messages"], key=lambda r: r["id"])
     by_id = {r["id"]: r for r in rows}
     for r in rows:
-        m = FIRST_PART_RE.match(str(r["body"] or ""))
-        if m is None:
+        n = part_count(r["body"])
+        if n is None:
             continue
-        n = int(m.group("count"))
         batch = [by_id.get(r["id"] + k) for k in range(n)]
         batch = [b for b in batch if b is not None and b["from_session"] == r["from_session"]
                  and b["to_session"] == r["to_session"]]
@@ -192,9 +191,8 @@ def _part_numbers(view: RunView) -> dict[int, tuple[int, int]]:
     by_id = {r["id"]: r for r in view.db["messages"]}
     out: dict[int, tuple[int, int]] = {}
     for r in by_id.values():
-        m = FIRST_PART_RE.match(str(r["body"] or ""))
-        if m is not None:
-            n = int(m.group("count"))
+        n = part_count(r["body"])
+        if n is not None:
             out.update({r["id"] + k: (k + 1, n) for k in range(n) if r["id"] + k in by_id})
     return out
 

@@ -13,10 +13,8 @@ from typing import Optional
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import Call, Incarnation, RunView
 from simulator.clock import parse_iso_ms
-from simulator.design import (
-    AUTO_ROW_TTL_MS, BROADCAST_RE, CLI_SECTION_RE, CLI_STALE_DAYS, DAY_MS, HOUR_MS, LIST_SECTION_RE, SECOND_MS,
-    SEND_NOTE_ACTIVE, SEND_NOTE_STALE, SENT_RE, STALE_MS, reply_names,
-)
+from simulator.design import AUTO_ROW_TTL_MS, CLI_STALE_DAYS, DAY_MS, HOUR_MS, SECOND_MS, STALE_MS
+from simulator.replies import SENT
 from simulator.events import CRASH, POLL, REGISTERED, SAMPLE, STORE_ERROR, TOOL_CALL, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, HOSTS, hosts_with
@@ -165,34 +163,12 @@ def _judge_orphan(view: RunView, label: str, row: dict, s: dict) -> tuple[int, O
 def stale_marks(c: Call) -> list[tuple[str, bool]]:
     """(name, shown stale) for every name an ok reply places by its liveness (R14, R16): the two
     sections of chat_list and of the CLI's list, a send's note, a broadcast's recipients and skips."""
-    text, out = c.text, []
+    o = c.outcome
     if c.tool == "send":
-        hit = SENT_RE.match(text)
-        stale = SEND_NOTE_STALE in text if SEND_NOTE_STALE in text or SEND_NOTE_ACTIVE in text else None
-        return [(hit.group("to"), stale)] if hit and stale is not None else []
+        return [(o.to, o.recipient_stale)] if o.kind == SENT and o.recipient_stale is not None else []
     if c.tool == "broadcast":
-        hit = BROADCAST_RE.match(text)
-        if hit:
-            out = [(n, False) for n in reply_names(hit.group("recipients"))]
-            out += [(n, True) for n in reply_names(hit.group("skipped"))]
-        return out
-    if c.tool not in ("list", "cli_list"):
-        return []
-    section, in_table = None, False
-    for line in text.splitlines():
-        head = (LIST_SECTION_RE if c.tool == "list" else CLI_SECTION_RE).match(line.strip())
-        if head:
-            section, in_table = head.group("section"), False
-        elif section and c.tool == "list" and line.startswith("- "):
-            out.append((line[2:].split(" ", 1)[0], section == "Stale"))
-        elif section and c.tool == "cli_list":
-            if line.startswith("NAME "):
-                in_table = True
-            elif not line.strip():
-                in_table = False
-            elif in_table and not line.startswith("("):
-                out.append((line.split()[0], section == "Stale"))
-    return out
+        return [(n, False) for n in o.recipients] + [(n, True) for n in o.skipped]
+    return list(o.rows) if c.tool in ("list", "cli_list") else []
 
 
 def _touch_index(view: RunView) -> tuple[dict[str, list[float]], list[float]]:

@@ -33,9 +33,9 @@ from typing import Optional
 
 from simulator.checks.view import Call, RunView
 from simulator.design import (
-    FIRST_PART_RE, INBOX_BODY_OPEN, LATER_READ_PAGE_LEN, STAMP_RESOLUTION_MS, index_at_units, joined_parts, split_key,
-    utf16_len,
+    INBOX_BODY_OPEN, LATER_READ_PAGE_LEN, STAMP_RESOLUTION_MS, index_at_units, split_key, utf16_len,
 )
+from simulator.replies import joined_parts, part_count
 from simulator.events import data_of
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 
@@ -205,9 +205,9 @@ def whole_messages(view: RunView) -> list[tuple[dict, str]]:
     for r in rows:
         if r["id"] in inside:
             continue
-        m = FIRST_PART_RE.match(str(r["body"] or ""))
-        batch = [by_id.get(r["id"] + k) for k in range(int(m.group("count")))] if m else []
-        if m and all(b is not None and (b["from_session"], b["to_session"]) == (r["from_session"], r["to_session"])
+        n = part_count(r["body"])
+        batch = [by_id.get(r["id"] + k) for k in range(n)] if n else []
+        if n and all(b is not None and (b["from_session"], b["to_session"]) == (r["from_session"], r["to_session"])
                      for b in batch):
             inside.update(b["id"] for b in batch)
             out.append((r, split_key(joined_parts([b["body"] for b in batch]))))

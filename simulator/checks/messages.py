@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from simulator.checks.faults import crash_cut_short
@@ -10,19 +9,8 @@ from simulator.checks.later import suppressed_unseen
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, unseen_from, whole_messages
 from simulator.checks.view import Call, RunView
-from simulator.design import (
-    BROADCAST_RE,
-    DEDUP_REPLY_MARK,
-    HELD_REPLY_RE,
-    MAIL_SWEEP_AGE_MS,
-    SENT_PARTS_RE,
-    SENT_RE,
-    STAMP_RESOLUTION_MS,
-    drain_lines,
-    inbox_needle,
-    reply_names,
-    split_key,
-)
+from simulator.design import MAIL_SWEEP_AGE_MS, STAMP_RESOLUTION_MS, inbox_stamp, split_key
+from simulator.replies import BROADCAST, HELD, SENT
 from simulator.events import CRASH, SAMPLE, data_of, sample_rows
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
@@ -65,13 +53,13 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     """Ok chat_send calls by (sender label, recipient, trimmed body)."""
     results: dict[tuple, list[Call]] = {}
     for c in view.calls_of("send", ok=True):
-        if HELD_REPLY_RE.match(c.text):
+        sent = c.outcome
+        if sent.kind == HELD:
             continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
-        if DEDUP_REPLY_MARK in c.text:
+        if sent.suppressed:
             continue  # the later design stored nothing new: its unread twin is its row (P12 judges the retry)
-        m = SENT_RE.match(c.text)
-        to = m.group("to") if m else str(c.args.get("to", ""))
-        body = split_key(c.body) if SENT_PARTS_RE.search(c.text) else c.body  # stored as parts
+        to = sent.to if sent.kind == SENT else str(c.args.get("to", ""))
+        body = split_key(c.body) if sent.parts > 1 else c.body  # stored as parts
         # Recipients compare by label when known: a name can change after a leave.
         results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(),
                             body), []).append(c)
@@ -121,19 +109,23 @@ def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[st
     return None
 
 
+def _lines_of(read: Call, line: tuple[str, str]) -> int:
+    """How many whole lines of a read show (stamp, body): a stored row's line (the stamp has minute resolution, so
+    rows of one recipient with one body in one minute read alike)."""
+    return sum(1 for m in read.outcome.messages if m.whole_line and (m.stamp, m.body) == line)
+
+
 def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
     """A row is returned by at most one read of its recipient's inbox, whoever called it (barring a
     read-stamp crash), and stamped once returned."""
     for r in view.db["messages"]:
         label = view.label_of.get(r["to_session"])
-        needle = inbox_needle(r["created_at"], r["body"])
+        line = (inbox_stamp(r["created_at"]), r["body"])
         # The strict identity: a broadcast gives every recipient a row of one body and one time,
         # so the caller's own copy would read as the claimed session's.
-        # A line ends with its body: a shorter body that opens a longer one's line (a split send's repeated text)
-        # is not that line.
-        seen = [c for c in reads if acting_identity(view, c) == label and needle + "\n" in drain_lines(c.text)]
+        seen = [c for c in reads if acting_identity(view, c) == label and _lines_of(c, line)]
         twins = sum(1 for x in view.db["messages"]
-                    if x["to_session"] == r["to_session"] and inbox_needle(x["created_at"], x["body"]) == needle)
+                    if x["to_session"] == r["to_session"] and (inbox_stamp(x["created_at"]), x["body"]) == line)
         if len(seen) > twins:
             a, b = seen[0], seen[twins]
             if not any(a.i < k["i"] < b.i for k in crashes):
@@ -144,8 +136,8 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
         # Twins (one recipient, one body, one minute) read alike: a read returning one of them
         # stamped one of them, so the unstamped twin is lost only when more were returned than stamped.
         stamped = sum(1 for x in view.db["messages"] if x["to_session"] == r["to_session"] and x["read_at"]
-                      and inbox_needle(x["created_at"], x["body"]) == needle)
-        returned = sum(max(1, drain_lines(c.text).count(needle + "\n")) for c in seen)
+                      and (inbox_stamp(x["created_at"]), x["body"]) == line)
+        returned = sum(_lines_of(c, line) for c in seen)
         if seen and not r["read_at"] and not crashes and returned > stamped:
             return verdict(p5_no_loss, "fail",
                            f"message #{r['id']} to {label} was returned by chat_read but is not stamped read",
@@ -198,16 +190,19 @@ def _suppressed_unseen(view: RunView) -> Optional[Verdict]:
 
 
 def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optional[Verdict]:
-    """Every message a read returned is still in the db (unless prune swept the reader)."""
-    present = {(r["to_session"], r["body"]) for r in view.db["messages"]}
+    """Every message a read returned is still in the db (R11), unless prune swept the inbox it drained: what its
+    line showed opens a stored body addressed to a session the read may have acted as."""
     for c in reads:
-        reader = acting_identity(view, c)
-        for line in re.findall(r"^from .+? at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: (.*)$", c.text, re.M):
-            if not any(sid for sid in view.ids.get(reader or "", ()) if (sid, line) in present) \
-                    and not any(b.startswith(line) for (sid, b) in present if view.label_of.get(sid) == reader) \
-                    and not any(sid in pruned for sid in view.ids.get(reader or "", ())):
-                return verdict(p5_no_loss, "fail", f"a message {reader} read at t={span(c.t)} is gone from the db",
-                               c.witness())
+        labels = may_act_as(view, c)
+        ids = {sid for label in labels for sid in view.ids.get(label or "", ())}
+        if ids & pruned:
+            continue
+        bodies = [str(r["body"] or "") for r in view.db["messages"]
+                  if r["to_session"] in ids or view.label_of.get(r["to_session"]) in labels]
+        gone = next((m for m in c.outcome.messages if not any(b.startswith(m.chars) for b in bodies)), None)
+        if gone is not None:
+            return verdict(p5_no_loss, "fail", f"a message {acting_identity(view, c)} read at t={span(c.t)} "
+                           f"({gone.chars[:40]!r} from {gone.sender}) is gone from the db", c.witness())
     return None
 
 
@@ -284,10 +279,9 @@ def p8_broadcast(view: RunView) -> Verdict:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows",
                                c.witness() + [{"db_row": r} for r in mine[:3]])
             continue
-        m = BROADCAST_RE.match(c.text)
-        if not m:
+        if c.outcome.kind != BROADCAST:
             continue
-        recips, skipped_names = reply_names(m.group("recipients")), reply_names(m.group("skipped"))
+        recips, skipped_names = c.outcome.recipients, c.outcome.skipped
         def who(name_or_id: str) -> str:
             return (view.label_for_name(name_or_id) or view.label_of.get(name_or_id)
                     or str(names.get(name_or_id, name_or_id)).lower())

@@ -24,16 +24,13 @@ promise; under thatch's design the list of verdicts is empty.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
 from simulator.checks.registry import Promise, judges, not_applicable, passed, prop, skipped, verdict
 from simulator.checks.view import Call, RunView
-from simulator.design import (
-    CAP_REFUSAL_RE, HELD_REPLY_RE, HOUR_MS, INBOUND_REFUSAL_RE, MINUTE_MS, NOTICE_RE, REVIEW_REPLY_RE, SECOND_MS,
-    SENT_RE, STAMP_RESOLUTION_MS,
-)
+from simulator.design import STAMP_RESOLUTION_MS
+from simulator.replies import APPROVED, CAPPED, DECLINED, HELD, INBOUND_REFUSED, SENT, decode_notice
 from simulator.events import USER_PROMPT
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
@@ -43,7 +40,6 @@ from simulator.verdicts import PROMISE
 
 _STRICT = {"accept": 0, "hold": 1, "refuse": 2}
 _WORD = {"deliver": "delivered", "hold": "held", "refuse": "refused"}
-_EXPIRES_IN = re.compile(r"if nobody answers within (\d+(?:ms|s|m|h))")
 
 
 # -- the rules, restated ---------------------------------------------------------------
@@ -120,13 +116,9 @@ class HeldSend:
     to: str
     row: Optional[dict]
     promised_ms: Optional[int]
-    review: Optional[dict] = None
-    notice: Optional[dict] = None
-
-
-def _span_ms(text: str) -> int:
-    n, unit = re.match(r"(\d+)(ms|s|m|h)", text).groups()
-    return int(n) * {"ms": 1, "s": SECOND_MS, "m": MINUTE_MS, "h": HOUR_MS}[unit]
+    review: Optional[dict] = None   # the review call and its decision (APPROVED or DECLINED)
+    notice: Optional[dict] = None   # the notice row its sender got
+    dropped: Optional[str] = None   # what the notice says became of it: expired or refused
 
 
 def held_sends(view: RunView) -> list[HeldSend]:
@@ -134,24 +126,24 @@ def held_sends(view: RunView) -> list[HeldSend]:
     order), the user's review of it and the notice its sender got."""
     rows = sorted(view.db.get("held") or (), key=lambda r: r["id"])
     used: set[int] = set()
-    reviews = {int(m["held"]): (c, m["decision"]) for c in view.calls if c.tool in ("approve", "decline")
-               for m in [REVIEW_REPLY_RE.match(c.text)] if m}
-    notices = {int(m["held"]): r for r in view.db["messages"] for m in [NOTICE_RE.match(r["body"])] if m}
+    reviews = {c.outcome.held: (c, c.outcome.kind) for c in view.calls if c.tool in ("approve", "decline")
+               and c.outcome.kind in (APPROVED, DECLINED)}
+    notices = {n.held: (r, n) for r in view.db["messages"] for n in [decode_notice(r["body"])] if n}
     out = []
     for c in _sends(view):
-        if not c.ok or not HELD_REPLY_RE.match(c.text):
+        if not c.ok or c.outcome.kind != HELD:
             continue
         to = _recipient(view, c)
         row = next((r for r in rows if r["id"] not in used and r["body"] == c.body
                     and view.label_of.get(r["from_session"]) == c.session
                     and view.label_of.get(r["to_session"]) == to), None)
-        m = _EXPIRES_IN.search(c.text)
-        h = HeldSend(c, to, row, _span_ms(m.group(1)) if m else None)
+        h = HeldSend(c, to, row, c.outcome.held_wait_ms)
         if row is not None:
             used.add(row["id"])
             review = reviews.get(row["id"])
             h.review = {"call": review[0], "decision": review[1]} if review else None
-            h.notice = notices.get(row["id"])
+            h.notice, notice = notices.get(row["id"], (None, None))
+            h.dropped = notice.outcome if notice else None
         out.append(h)
     return out
 
@@ -178,7 +170,7 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
             continue
         key = (c.session, _recipient(view, c))
         sent = counts.setdefault(key, [])
-        refused = CAP_REFUSAL_RE.match(c.text)
+        refused = c.outcome.kind == CAPPED
         judged += 1
         if c.ok and len(sent) >= cap:
             return verdict(q1_sender_cap, "fail",
@@ -202,23 +194,23 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
 def _fate_of(c: Call) -> Optional[str]:
     """deliver / hold / refuse as the reply says; None for a reply no policy explains (a typo'd name...)."""
     if c.ok:
-        return "hold" if HELD_REPLY_RE.match(c.text) else "deliver" if SENT_RE.match(c.text) else None
-    return "refuse" if INBOUND_REFUSAL_RE.match(c.text) else None
+        return {HELD: "hold", SENT: "deliver"}.get(c.outcome.kind)
+    return "refuse" if c.outcome.kind == INBOUND_REFUSED else None
 
 
 def _wrong_fate(view: RunView, options: dict[str, PolicyOptions], c: Call) -> Optional[Verdict]:
     """A send whose recipient's standing says one fate and whose reply says another."""
     to = _recipient(view, c)
     home = _home(view, to, c.i)
-    if to is None or home not in options or CAP_REFUSAL_RE.match(c.text):
+    if to is None or home not in options or c.outcome.kind == CAPPED:
         return None
     registered = _registered_at(view, c.session, c.i)
-    if not registered and not c.ok and not INBOUND_REFUSAL_RE.match(c.text) and options[home].unregistered != "hold":
+    if not registered and not c.ok and c.outcome.kind != INBOUND_REFUSED and options[home].unregistered != "hold":
         return None  # thatch's own refusal of an unregistered sender (R8)
     want, prompts = expected_fate(options[home], registered)
     got = _fate_of(c)
     if got is None or got == want:
-        if got == "hold" and prompts is False and _EXPIRES_IN.search(c.text):
+        if got == "hold" and prompts is False and c.outcome.held_wait_ms is not None:
             return verdict(q2_inbound, "fail",
                            f"{c.session}'s message to {to} was held with a prompt that expires, but "
                            f"{to}'s hold is its user's own standing instruction (parked, no prompt)", c.witness())
@@ -232,7 +224,7 @@ def _wrong_fate(view: RunView, options: dict[str, PolicyOptions], c: Call) -> Op
 def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
     """A held message in the recipient's inbox or one of its reads before approval (ever, if never approved)."""
     c = h.call
-    approved = h.review if h.review and h.review["decision"] == "Approved" else None
+    approved = h.review if h.review and h.review["decision"] == APPROVED else None
     until = approved["call"].i if approved else float("inf")
     direct = sum(1 for s in _sends(view) if s.session == c.session and s.ok and s.body == c.body
                  and _recipient(view, s) == h.to and _fate_of(s) == "deliver")
@@ -243,8 +235,8 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
         when = "before its user approved it" if approved else "though its user never approved it"
         return verdict(q2_inbound, "fail", f"{c.session}'s held message to {h.to} is in {h.to}'s inbox {when}",
                        c.witness() + [{"db_row": r} for r in rows[:3]])
-    needle = f"] {c.body}"  # the end of an inbox line's stamp, then the body (design.INBOX_LINE_RE)
-    seen = [r for r in view.calls_of("read", h.to, ok=True) if r.i < until and needle in r.text]
+    seen = [r for r in view.calls_of("read", h.to, ok=True)
+            if r.i < until and any(m.chars.startswith(c.body) for m in r.outcome.messages)]
     if len(seen) > direct:
         return verdict(q2_inbound, "fail",
                        f"{h.to} read {c.session}'s held message at t={span(seen[-1].t)} before its user approved it",
@@ -280,7 +272,7 @@ def q2_inbound(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     judged = 0
     for c in _sends(view):
         failure = _wrong_fate(view, options, c)
-        if failure is None and not c.ok and (INBOUND_REFUSAL_RE.match(c.text) or CAP_REFUSAL_RE.match(c.text)):
+        if failure is None and not c.ok and c.outcome.kind in (INBOUND_REFUSED, CAPPED):
             failure = _refused_stored(view, c)
         if failure is not None:
             return failure
@@ -303,12 +295,12 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
     """What is wrong with how a held message ended (None: approved, or dropped and reported as promised)."""
     c, review, notice = h.call, h.review, h.notice
     poll = view.poll_ms(_home(view, h.to, c.i))
-    if review and review["decision"] == "Declined":
-        if notice is None or NOTICE_RE.match(notice["body"])["outcome"] != "was refused":
+    if review and review["decision"] == DECLINED:
+        if h.dropped != "refused":
             return (f"{c.session}'s held message to {h.to} was declined at t={span(review['call'].t)} "
                     "but its sender was not told it was refused")
         return None
-    if notice is not None and NOTICE_RE.match(notice["body"])["outcome"] == "expired":
+    if h.dropped == "expired":
         if h.promised_ms is None:
             return f"{c.session}'s held message to {h.to} expired, but it was parked for review with no deadline"
         at, due = view.vt(notice["created_at"]), c.t + h.promised_ms

@@ -13,7 +13,8 @@ from typing import Any, Callable, Optional
 
 from simulator.checks.view import RunView, brief
 from simulator.checks.wakes import wakes_by_incarnation
-from simulator.design import BROADCAST_RE, HOUR_MS, MAX_WAKES_PER_HOUR, SENT_RE, is_framed_read, reply_names
+from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
+from simulator.replies import FRAMED, SENT
 from simulator.events import (
     ECHO, FORK, HOOK, POLL, PROCESS_START, SAMPLE, STATUS, STORE_ERROR, STREAM_EVENT, TOOL_RESULT,
     USER_PROMPT, WAKE, data_of, hook_line, sample_rows, step_of,
@@ -38,7 +39,7 @@ def reach(name: str, description: str, *, rules: tuple[str, ...] = ()):
 
 def _reads_between(view: RunView, label: str, a: int, b: int) -> bool:
     """An ok, non-empty chat_read by `label` between history positions a and b."""
-    return any(a < c.i < b and is_framed_read(c.text) for c in view.calls_of("read", label, ok=True))
+    return any(a < c.i < b and c.outcome.kind == FRAMED for c in view.calls_of("read", label, ok=True))
 
 
 @reach("re-nudge", "a second wake for a session whose mail was already woken and not read", rules=("R21", "R23"))
@@ -89,7 +90,7 @@ def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Wi
         return None  # not held: the cap let a seventh through (P2's business)
     inc = view.inc_of(window[-1])
     proc = window[-1].get("proc")
-    reads = [c.i for c in view.calls_of("read", label, ok=True) if is_framed_read(c.text)]
+    reads = [c.i for c in view.calls_of("read", label, ok=True) if c.outcome.kind == FRAMED]
     for p in view.of(POLL, proc=proc):
         if p["i"] <= window[-1]["i"] or p["t"] >= held_until:
             continue
@@ -107,8 +108,7 @@ def _ping_pong(view: RunView) -> Witness:
     for c in view.calls_of("send", ok=True):
         if step_of(c.result or {}) is not None:
             continue  # a scripted step, not an agent's reply
-        m = SENT_RE.match(c.text)
-        to = view.label_for_name(m.group("to")) if m else None
+        to = view.label_for_name(c.outcome.to) if c.outcome.kind == SENT else None
         sent.setdefault((c.session, to), []).append(c)
     for (a, b), calls in sent.items():
         back = sent.get((b, a), [])
@@ -120,7 +120,7 @@ def _ping_pong(view: RunView) -> Witness:
 @reach("broadcast-skip", "a broadcast result naming skipped stale sessions", rules=("R12", "R35"))
 def _broadcast_skip(view: RunView) -> Witness:
     return next(([c.result] for c in view.calls_of("broadcast", ok=True)
-                 if (m := BROADCAST_RE.match(c.text)) and reply_names(m.group("skipped"))), None)
+                 if c.outcome.skipped), None)
 
 
 @reach("adoption", "a hook line printed after a session-id fork", rules=("R33",))

@@ -196,8 +196,9 @@ def test_under_another_design_an_expected_failure_is_a_failure(tmp_path):
 
 
 def test_the_judges_join_a_split_body_back_as_thatch_core_splits_it():
-    """P5 and P8 count a split batch as one message: design.joined_parts undoes thatch_core's split."""
-    from simulator.design import joined_parts, split_key
+    """P5 and P8 count a split batch as one message: replies.joined_parts undoes thatch_core's split."""
+    from simulator.design import split_key
+    from simulator.replies import joined_parts
     from thatch_core.later import split_body
     body = ("handoff: rows 1-4000 copied.\n\n" * 90) + "the end"
     parts = split_body(body, 2000)

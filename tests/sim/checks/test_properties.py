@@ -319,6 +319,19 @@ def test_p5_fails_an_accepted_send_missing_from_the_db(db):
     assert v.status == "fail" and in_witness(v, res)
 
 
+@pytest.mark.rules("R10", "R11")
+def test_p5_fails_a_read_message_gone_from_the_db(tmp_path):
+    """R10, R11: a message a read returned stays in the db (history outlives the read); one gone is lost."""
+    for rows, want in ((((ALICE, BOB, "hello", 10_000, 40_000, 0),), "pass"), ((), "fail")):
+        db = make_db(tmp_path / f"{want}.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0)),
+                     messages=rows)
+        h = H(); base_world(h)
+        _, res = h.read(40_000, "h1", "bob", [(N_ALICE, 10_000, "hello")])
+        v = judge("P5", h, db)
+        assert v.status == want and (want == "pass" or ("is gone from the db" in v.message and in_witness(v, res))), \
+            v.message
+
+
 @pytest.mark.rules("R26")
 def test_p5_allows_prune_to_sweep_mail(tmp_path):
     """R26: unread mail to a pruned session may be swept once it is older than the
