@@ -19,6 +19,7 @@ from simulator.checks import check_all
 from simulator.checks.faults import fault_verdicts
 from simulator.engine.orchestrator import Orchestrator, SystemUnderTest
 from simulator.engine.world import DB_NAME
+from simulator.history import History
 from simulator.result import SUT_CHECK, RunResult, Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import uses_policies
@@ -65,19 +66,21 @@ def run_scenario(spec: Scenario, *, run_dir: Path, seed: Optional[int] = None, w
     outcome = orch.run()
     wall = time.monotonic() - started
     error = outcome.error
+    records = History.decode(outcome.history)  # the one decoding of this run's events, read by every judge
     if check:
         try:
-            verdicts = check_all(spec, outcome.history, orch.world.db_path, outcome.run_info)
+            verdicts = check_all(spec, records, orch.world.db_path, outcome.run_info)
         except Exception:
             # Keep the run (history, db) for the post-mortem; the broken checker is the error.
-            verdicts = fault_verdicts(spec, outcome.history)
+            verdicts = fault_verdicts(spec, records)
             error = (error + "\n" if error else "") + "property checkers failed:\n" + traceback.format_exc()
     else:
-        verdicts = fault_verdicts(spec, outcome.history)
+        verdicts = fault_verdicts(spec, records)
     verdicts = judged_on(caps, verdicts)
     return RunResult(
         scenario=spec.name, seed=orch.seed, run_dir=run_dir, db_path=orch.world.db_path,
-        history_path=run_dir / "history.jsonl", history=outcome.history, verdicts=verdicts, wall_s=wall,
+        history_path=run_dir / "history.jsonl", history=outcome.history, records=records, verdicts=verdicts,
+        wall_s=wall,
         virtual_ms=outcome.virtual_ms, dispatches=outcome.dispatches, error=error, sut=sut.name)
 
 

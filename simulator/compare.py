@@ -74,7 +74,7 @@ def _peak_hour(view: RunView) -> int:
     """The most wakes one recipient got in a rolling hour: what a per-recipient hourly cap bounds (an
     average over the run would spread a burst over the quiet hours and the drain)."""
     by: dict[str, list[int]] = {}
-    for w in view.of(WAKE):
+    for w in view.history.of(WAKE):
         by.setdefault(w.get("session"), []).append(w["t"])
     peak = 0
     for ts in by.values():
@@ -89,8 +89,8 @@ def _peak_hour(view: RunView) -> int:
 
 def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResult) -> PolicyRun:
     """One run's row: its verdicts and what the policy did to the traffic."""
-    view = RunView(spec, result.history, result.db_path)
-    sends = [c for c in view.calls_of("send") if c.result is not None]
+    view = RunView(spec, result.typed, result.db_path)
+    sends = [c for c in view.mail.calls_of("send") if c.result is not None]
     notices = [n for n in map(decode_notice, (r["body"] for r in view.db["messages"])) if n is not None]
     held = [c for c in sends if c.ok and decode_reply("send", True, c.text).kind == HELD]
     waits, unread = _latencies(view)
@@ -106,9 +106,9 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
         held=len(held), refused=sum(1 for c in sends if not c.ok),
         expired=sum(1 for n in notices if n.outcome == "expired"),
         declined=sum(1 for n in notices if n.outcome == "refused"),
-        wakes=len(view.of(WAKE)), peak_hour=_peak_hour(view), wake_cap=options.wake_cap,
+        wakes=len(view.history.of(WAKE)), peak_hour=_peak_hour(view), wake_cap=options.wake_cap,
         read_median_s=statistics.median(waits) if waits else None, read_worst_s=max(waits) if waits else None,
-        unread=unread, wake_times=[w["t"] for w in view.of(WAKE)], error=result.error)
+        unread=unread, wake_times=[w["t"] for w in view.history.of(WAKE)], error=result.error)
 
 
 def compare_one(file: str, spec: Scenario, policy_sets: list[tuple[str, PolicyOptions]], *,

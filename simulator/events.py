@@ -1,22 +1,168 @@
-"""The run history's event kinds, each declared once: its name and the fields of its data.
+"""The run history's event kinds, each declared once: its name and its record.
 
 docs/history.md is the catalog a person reads; this module is the one the
-code reads. Every kind has a constant (`WAKE = "wake"`) and a record, the
-`TypedDict` of its `data` (a field marked `NotRequired` is left out when it
-does not apply, never written as null). `EVENT_KINDS` maps each kind to its
-record; `tests/sim/test_events.py` holds it equal to the catalog.
+code reads. Every kind has a constant (`WAKE = "wake"`) and a record: a
+frozen dataclass (`Wake`) whose fields past the common header (`i`, `t`,
+`dispatch`, `proc`, `session`) are the kind's data. A field made with
+`optional()` is left out when it does not apply, never written as null.
+`EVENT_KINDS` maps each kind to its record; `tests/sim/test_events.py` holds
+it equal to the catalog.
 
-`Recorder.emit` checks every event against `fields_of` before writing it: an
-undeclared kind, a missing field or an extra one raises `UndeclaredEvent`
-(two subset tests per event, far below a microsecond). The orchestrator and
-the harnesses each have their own kinds (`ORCHESTRATOR_EVENTS`,
-`HARNESS_EVENTS`); a recorder accepts only its side's.
+Writing: `Recorder.emit` checks every event's data against `fields_of`
+before writing it: an undeclared kind, a missing field or an extra one raises
+`UndeclaredEvent`. The orchestrator and the harnesses each have their own
+kinds (`ORCHESTRATOR_EVENTS`, `HARNESS_EVENTS`); a recorder accepts only its
+side's. Reading: `decode` turns one history line into its record, once, at
+the merge (`simulator.history.History`); the judges, the report and the
+observer read records, never a line's keys. A record's required fields have
+a default too: a hand-built event that leaves one out decodes, and a judge
+then judges less, never crashes.
 
-A leaf: it imports nothing of the project. No `from __future__ import
-annotations` here: `TypedDict` reads `NotRequired` from live annotations only.
+A leaf: it imports nothing of the project.
 """
 
-from typing import Any, Mapping, NotRequired, Optional, TypedDict
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Mapping, Optional
+
+_OPTIONAL = "optional"   # field metadata: the field may be left out of an event's data
+_KEY = "key"             # field metadata: the data key, where it is not the field's name
+
+
+class _Absent:
+    """The value of an optional field an event left out, where null means something else."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()
+
+
+def optional(default: Any = None, *, key: Optional[str] = None) -> Any:
+    """A field an event may leave out (`NotRequired` of the catalog): it reads `default` then."""
+    return field(default=default, metadata={_OPTIONAL: True, **({_KEY: key} if key else {})})
+
+
+def many(factory: Any = list, *, key: Optional[str] = None) -> Any:
+    """A required field holding a list or a mapping (an empty one when a hand-built event leaves it out)."""
+    return field(default_factory=factory, metadata={_KEY: key} if key else {})
+
+
+HEADER = ("i", "t", "dispatch", "proc", "session")
+
+
+class _LineAccess:
+    """Read access by a history line's keys (`e["t"]`, `e.get("session")`, `"kind" in e`).
+
+    Transitional: the judges move to the records' fields; this goes once none reads a key."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in HEADER:
+            return getattr(self, key)
+        if key == "kind":
+            return self.kind  # type: ignore[attr-defined]
+        if key == "data":
+            return self.data()  # type: ignore[attr-defined]
+        if isinstance(self, Row):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except (KeyError, AttributeError):
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return key in HEADER or key in ("kind", "data") or (isinstance(self, Row) and hasattr(self, key))
+
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event(_LineAccess):
+    """One event of a merged history: where and when it happened, and what (its kind's fields)."""
+
+    KIND: ClassVar[str] = ""
+    i: float = 0                   # position in the merged history (a synthetic leave stands between two)
+    t: int = 0                     # virtual ms from the scenario's start
+    dispatch: Optional[int] = 0    # the agenda dispatch that produced it
+    proc: Optional[str] = None     # the process label, or "orchestrator"
+    session: Optional[str] = None  # the session label, or None
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @property
+    def place(self) -> str:
+        """`proc/session`, or just the process."""
+        return (self.proc or "orchestrator") + (f"/{self.session}" if self.session else "")
+
+    def data(self) -> dict[str, Any]:
+        """The kind's fields as the history line writes them (an optional field left out when absent)."""
+        out = {}
+        for f, key in _data_fields(type(self)):
+            value = getattr(self, f.name)
+            if f.metadata.get(_OPTIONAL) and value is f.default:
+                continue
+            out[key] = _plain(value)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event as a history line (for a witness, a report, a JSON dump)."""
+        return {"i": self.i, "t": self.t, "dispatch": self.dispatch, "proc": self.proc, "session": self.session,
+                "kind": self.kind, "data": self.data()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Row):
+        return value.as_dict()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Row(_LineAccess):
+    """A nested record of an event's data (a sample's directory row)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_RECORDS: dict[str, type[Event]] = {}
+_SIDES: dict[str, str] = {}
+_ORCH, _HARNESS = "orchestrator", "harness"
+
+
+def _record(kind: str, side: str):
+    """Declare `cls` as the record of `kind`, recorded by `side`."""
+    def deco(cls: type[Event]) -> type[Event]:
+        cls.KIND = kind
+        _RECORDS[kind] = cls
+        _SIDES[kind] = side
+        return cls
+    return deco
+
+
+def orchestrator(kind: str):
+    return _record(kind, _ORCH)
+
+
+def harness(kind: str):
+    return _record(kind, _HARNESS)
+
+
+_rec = dataclass(frozen=True, slots=True, kw_only=True)
 
 # -- orchestrator events (proc "orchestrator") ------------------------------------
 
@@ -38,96 +184,140 @@ INTERLEAVE_RUN = "interleave-run"
 DEADLOCK = "deadlock"
 
 
-class RunStartData(TypedDict):
-    scenario: str
-    seed: int
-    dispatch_mode: str
-    epoch_ms: int            # wall epoch ms of virtual time 0
+@orchestrator(RUN_START)
+@_rec
+class RunStart(Event):
+    scenario: str = ""
+    seed: int = 0
+    dispatch_mode: str = ""
+    epoch_ms: Optional[int] = None     # wall epoch ms of virtual time 0
 
 
-class ProcessStartData(TypedDict):
-    target: str
-    proc_kind: str
-    incarnation: int
-    sessions: dict[str, str]  # label -> session id
-    resumed: NotRequired[str]
-    how: NotRequired[str]
-    argv: NotRequired[list[str]]
-    opens: NotRequired[Optional[str]]
-    rehost_of: NotRequired[str]
+@orchestrator(PROCESS_START)
+@_rec
+class ProcessStart(Event):
+    target: str = ""
+    proc_kind: str = ""
+    incarnation: int = 0
+    sessions: dict[str, str] = many(dict)  # label -> session id
+    resumed: Optional[str] = optional()
+    how: Optional[str] = optional()
+    argv: Optional[list[str]] = optional()
+    opens: Optional[str] = optional(ABSENT)  # null: the resume's command line opens no session
+    rehost_of: Optional[str] = optional()
 
 
-class ProcessExitData(TypedDict):
-    target: str
-    reason: str
+@orchestrator(PROCESS_EXIT)
+@_rec
+class ProcessExit(Event):
+    target: str = ""
+    reason: str = ""
 
 
-class FaultData(TypedDict):
-    fault: str
-    step: int
-    args: dict[str, Any]
+@orchestrator(FAULT)
+@_rec
+class Fault(Event):
+    fault: str = ""
+    step: Optional[int] = None
+    args: dict[str, Any] = many(dict)
 
 
-class FaultFiredData(TypedDict):
-    fault: str
-    step: int
-    detail: Any
+@orchestrator(FAULT_FIRED)
+@_rec
+class FaultFired(Event):
+    fault: str = ""
+    step: Optional[int] = None
+    detail: Any = None
 
 
-class FaultNotFiredData(TypedDict):
-    fault: str
-    step: int
+@orchestrator(FAULT_NOT_FIRED)
+@_rec
+class FaultNotFired(Event):
+    fault: str = ""
+    step: Optional[int] = None
 
 
-class SleepStartData(TypedDict):
-    until: int
+@orchestrator(SLEEP_START)
+@_rec
+class SleepStart(Event):
+    until: Optional[int] = None
 
 
-class SleepEndData(TypedDict):
+@orchestrator(SLEEP_END)
+@_rec
+class SleepEnd(Event):
     pass
 
 
-class PhaseData(TypedDict):
-    phase: str
+@orchestrator(PHASE)
+@_rec
+class Phase(Event):
+    phase: str = ""
 
 
-class SampleData(TypedDict):
-    sessions: dict[str, dict[str, Any]]  # label -> {registered, name, last_seen, stale, host_kind, session_id}
+@_rec
+class SampleRow(Row):
+    """One session's directory row as a sample read it."""
+
+    registered: bool = False
+    name: Optional[str] = None
+    last_seen: Optional[str] = None
+    stale: Optional[bool] = None
+    host_kind: Optional[str] = None
+    session_id: Optional[str] = None
 
 
-class ExpectationData(TypedDict):
-    index: int
-    kind: str
-    ok: Optional[bool]
-    detail: Any
-    moment: NotRequired[int]
+@orchestrator(SAMPLE)
+@_rec
+class Sample(Event):
+    sessions: dict[str, SampleRow] = many(dict)  # label -> its row
 
 
-class RunEndData(TypedDict):
-    partial: NotRequired[bool]
+@orchestrator(EXPECTATION)
+@_rec
+class Expectation(Event):
+    index: int = 0
+    expect_kind: str = field(default="", metadata={_KEY: "kind"})
+    ok: Optional[bool] = None
+    detail: Any = None
+    moment: Optional[int] = optional()
 
 
-class StepDroppedData(TypedDict):
-    step: int
-    action: str
-    reason: str
+@orchestrator(RUN_END)
+@_rec
+class RunEnd(Event):
+    partial: Optional[bool] = optional()
 
 
-class LockReleasedData(TypedDict):
-    step: int
+@orchestrator(STEP_DROPPED)
+@_rec
+class StepDropped(Event):
+    step: Optional[int] = None
+    action: str = ""
+    reason: str = ""
 
 
-class InterleaveRunData(TypedDict):
-    step: int                      # the interleave step whose paused call waits meanwhile
-    action: str                    # a step action, or "poll"
-    target: Optional[str]          # the process it runs in
-    skipped: NotRequired[str]      # why it could not run (its session has no running host, or the paused one)
+@orchestrator(LOCK_RELEASED)
+@_rec
+class LockReleased(Event):
+    step: Optional[int] = None
 
 
-class DeadlockData(TypedDict):
-    step: int
-    paused: str                    # the paused call: "<process> <call> statement N (when)"
-    blocked: str                   # the call that needs the lock it holds: "<process> <action>: <sql>"
+@orchestrator(INTERLEAVE_RUN)
+@_rec
+class InterleaveRun(Event):
+    step: Optional[int] = None         # the interleave step whose paused call waits meanwhile
+    action: str = ""                   # a step action, or "poll"
+    target: Optional[str] = None       # the process it runs in
+    skipped: Optional[str] = optional()  # why it could not run (its session has no running host, or the paused one)
+
+
+@orchestrator(DEADLOCK)
+@_rec
+class Deadlock(Event):
+    step: Optional[int] = None
+    paused: str = ""                   # the paused call: "<process> <call> statement N (when)"
+    blocked: str = ""                  # the call that needs the lock it holds: "<process> <action>: <sql>"
 
 
 # -- harness events (proc: the process label) --------------------------------------
@@ -156,161 +346,243 @@ BLOCKED = "blocked"
 PAUSE_MISSED = "pause-missed"
 
 
-class ReadyData(TypedDict):
+@harness(READY)
+@_rec
+class Ready(Event):
     pass
 
 
-class PollData(TypedDict):
-    hosted: list[str]
+@harness(POLL)
+@_rec
+class Poll(Event):
+    hosted: Optional[list[str]] = None   # a hand-built poll that lists none beat every session
 
 
-class StatusData(TypedDict):
-    status: str
-    compacting: bool
+@harness(STATUS)
+@_rec
+class Status(Event):
+    status: str = ""
+    compacting: bool = False
 
 
-class UserPromptData(TypedDict):
-    text: str
+@harness(USER_PROMPT)
+@_rec
+class UserPrompt(Event):
+    text: str = ""
 
 
-class TurnStartData(TypedDict):
-    cause: str
+@harness(TURN_START)
+@_rec
+class TurnStart(Event):
+    cause: str = ""
 
 
-class TurnEndData(TypedDict):
+@harness(TURN_END)
+@_rec
+class TurnEnd(Event):
     pass
 
 
-class WakeData(TypedDict):
-    senders: list[str]
-    count: int
-    text: str
-    hosted: bool
+@harness(WAKE)
+@_rec
+class Wake(Event):
+    senders: list[str] = many(list)
+    count: int = 0
+    text: str = ""
+    hosted: Optional[bool] = None
 
 
-class EchoData(TypedDict):
-    text: str
+@harness(ECHO)
+@_rec
+class Echo(Event):
+    text: str = ""
 
 
-class ToolCallData(TypedDict):
-    tool: str
-    args: dict[str, Any]
-    retry: NotRequired[int]        # the fault step whose host calls an earlier call again (identical arguments)
+@harness(TOOL_CALL)
+@_rec
+class ToolCall(Event):
+    tool: str = ""
+    args: dict[str, Any] = many(dict)
+    retry: Optional[int] = optional()  # the fault step whose host calls an earlier call again (identical arguments)
 
 
-class ToolResultData(TypedDict):
-    tool: str
-    ok: bool
-    text: str
-    step: NotRequired[int]
-    clipped_from: NotRequired[int]  # a clipping host: `text` is what the model saw, this the full length
+@harness(TOOL_RESULT)
+@_rec
+class ToolResult(Event):
+    tool: str = ""
+    ok: bool = False
+    text: str = ""
+    step: Optional[int] = optional()
+    clipped_from: Optional[int] = optional()  # a clipping host: `text` is what the model saw, this the full length
 
 
-class HookData(TypedDict):
-    hook: str
-    line: Optional[str]
-    decision: Optional[str]
-    stop_hook_active: NotRequired[bool]   # Claude Code's Stop: the payload's flag
-    status: NotRequired[str]              # Cursor's stop: the turn's status in the payload
+@harness(HOOK)
+@_rec
+class Hook(Event):
+    hook: str = ""
+    line: Optional[str] = None
+    decision: Optional[str] = None
+    stop_hook_active: Optional[bool] = optional()  # Claude Code's Stop: the payload's flag
+    status: Optional[str] = optional()             # Cursor's stop: the turn's status in the payload
 
 
-class CrashData(TypedDict):
-    point: str
-    step: Optional[int]
-    sql: NotRequired[str]
-    when: NotRequired[str]
-    call: NotRequired[str]
-    statement: NotRequired[int]
+@harness(CRASH)
+@_rec
+class Crash(Event):
+    point: str = ""
+    step: Optional[int] = None
+    sql: Optional[str] = optional()
+    when: Optional[str] = optional()
+    call: Optional[str] = optional()
+    statement: Optional[int] = optional()
 
 
-class StreamEventData(TypedDict):
-    op: str
-    inside: str
-    prompted: str
+@harness(STREAM_EVENT)
+@_rec
+class StreamEvent(Event):
+    op: str = ""
+    inside: str = ""
+    prompted: str = ""
 
 
-class StoreErrorData(TypedDict):
-    where: str
-    error: str
+@harness(STORE_ERROR)
+@_rec
+class StoreError(Event):
+    where: str = ""
+    error: str = ""
 
 
-class PruneData(TypedDict):
-    pruned: list[str]               # the session ids whose auto rows the pass deleted
-    expired_tombstones: list[str]   # the session ids whose leave tombstones expired
-    swept: int                      # unread messages to absent recipients it deleted
+@harness(FORK)
+@_rec
+class Fork(Event):
+    old_host_id: str = ""
+    new_host_id: str = ""
+    older_as: Optional[str] = optional()   # the label the old id keeps running under (`fork.older_as`)
 
 
-class McpServerData(TypedDict):
-    env: dict[str, str]   # what the host put in the server's environment: CLAUDE_CODE_SESSION_ID
+@harness(REGISTERED)
+@_rec
+class Registered(Event):
+    session_id: Optional[str] = None
+    name: str = ""
+    how: str = ""
 
 
-class ForkData(TypedDict):
-    old_host_id: str
-    new_host_id: str
-    older_as: NotRequired[str]   # the label the old id keeps running under (`fork.older_as`)
+@harness(PRUNE)
+@_rec
+class Prune(Event):
+    pruned: list[str] = many(list)               # the session ids whose auto rows the pass deleted
+    expired_tombstones: list[str] = many(list)   # the session ids whose leave tombstones expired
+    swept: int = 0                               # unread messages to absent recipients it deleted
 
 
-class RegisteredData(TypedDict):
-    session_id: Optional[str]
-    name: str
-    how: str
+@harness(MCP_SERVER)
+@_rec
+class McpServer(Event):
+    env: dict[str, str] = many(dict)   # what the host put in the server's environment: CLAUDE_CODE_SESSION_ID
 
 
-class PausedData(TypedDict):
-    call: str                      # the store method
-    statement: int
-    when: str
-    step: Optional[int]            # the interleave step
-    sql: str
-    holds_lock: bool               # its connection holds the write lock while it waits
+@harness(PAUSED)
+@_rec
+class Paused(Event):
+    call: str = ""                     # the store method
+    statement: int = 0
+    when: str = ""
+    step: Optional[int] = None         # the interleave step
+    sql: str = ""
+    holds_lock: bool = False           # its connection holds the write lock while it waits
 
 
-class ResumedData(TypedDict):
-    call: str
-    step: Optional[int]
+@harness(RESUMED)
+@_rec
+class Resumed(Event):
+    call: str = ""
+    step: Optional[int] = None
 
 
-class BlockedData(TypedDict):
-    sql: str                       # the statement that needs the write lock
-    by: str                        # the paused call holding it
+@harness(BLOCKED)
+@_rec
+class Blocked(Event):
+    sql: str = ""                      # the statement that needs the write lock
+    by: str = ""                       # the paused call holding it
 
 
-class PauseMissedData(TypedDict):
-    call: str
-    statement: int
-    step: Optional[int]
-    calls: int                     # calls of the method this process made while the pause was armed
-    longest: int                   # the most statements one of them ran
+@harness(PAUSE_MISSED)
+@_rec
+class PauseMissed(Event):
+    call: str = ""
+    statement: int = 0
+    step: Optional[int] = None
+    calls: int = 0                     # calls of the method this process made while the pause was armed
+    longest: int = 0                   # the most statements one of them ran
 
 
-ORCHESTRATOR_EVENTS: dict[str, type] = {
-    RUN_START: RunStartData, PROCESS_START: ProcessStartData, PROCESS_EXIT: ProcessExitData,
-    FAULT: FaultData, FAULT_FIRED: FaultFiredData, FAULT_NOT_FIRED: FaultNotFiredData,
-    SLEEP_START: SleepStartData, SLEEP_END: SleepEndData, PHASE: PhaseData, SAMPLE: SampleData,
-    EXPECTATION: ExpectationData, RUN_END: RunEndData, STEP_DROPPED: StepDroppedData,
-    LOCK_RELEASED: LockReleasedData, INTERLEAVE_RUN: InterleaveRunData, DEADLOCK: DeadlockData,
-}
-HARNESS_EVENTS: dict[str, type] = {
-    READY: ReadyData, POLL: PollData, STATUS: StatusData, USER_PROMPT: UserPromptData,
-    TURN_START: TurnStartData, TURN_END: TurnEndData, WAKE: WakeData, ECHO: EchoData,
-    TOOL_CALL: ToolCallData, TOOL_RESULT: ToolResultData, HOOK: HookData, CRASH: CrashData,
-    STREAM_EVENT: StreamEventData, STORE_ERROR: StoreErrorData, FORK: ForkData, REGISTERED: RegisteredData,
-    PRUNE: PruneData, MCP_SERVER: McpServerData,
-    PAUSED: PausedData, RESUMED: ResumedData, BLOCKED: BlockedData, PAUSE_MISSED: PauseMissedData,
-}
-EVENT_KINDS: dict[str, type] = {**ORCHESTRATOR_EVENTS, **HARNESS_EVENTS}
+# -- not recorded ------------------------------------------------------------------
 
-# Not recorded: the checkers' view stands one in for a `delete` / `exit` step, which records
-# no result of its own (simulator/checks/view.py).
+# The judges' indexes stand one in for a `delete` / `exit` step, which records no result of its own
+# (simulator/checks/view.py).
 LEAVE = "leave"
+
+
+@_rec
+class Leave(Event):
+    step: Optional[int] = None
+    action: str = ""
+
+
+Leave.KIND = LEAVE
+
+
+@_rec
+class Undeclared(Event):
+    """An event of a kind this module does not declare (a test double's own), kept as written."""
+
+    other_kind: str = ""
+    raw: dict[str, Any] = many(dict)
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.other_kind
+
+    def data(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+ORCHESTRATOR_EVENTS: dict[str, type[Event]] = {k: r for k, r in _RECORDS.items() if _SIDES[k] == _ORCH}
+HARNESS_EVENTS: dict[str, type[Event]] = {k: r for k, r in _RECORDS.items() if _SIDES[k] == _HARNESS}
+EVENT_KINDS: dict[str, type[Event]] = dict(_RECORDS)
+
+
+def _data_fields_uncached(rec: type) -> tuple[tuple[Any, str], ...]:
+    return tuple((f, f.metadata.get(_KEY, f.name)) for f in fields(rec) if f.name not in HEADER)
+
+
+_FIELDS_OF: dict[type, tuple[tuple[Any, str], ...]] = {}
+
+
+def _data_fields(rec: type) -> tuple[tuple[Any, str], ...]:
+    """(field, its data key) of each of a record's data fields."""
+    out = _FIELDS_OF.get(rec)
+    if out is None:
+        out = _FIELDS_OF[rec] = _data_fields_uncached(rec)
+    return out
+
+
+def declared_fields(rec: type[Event]) -> dict[str, bool]:
+    """A record's data keys, each True when optional."""
+    return {key: bool(f.metadata.get(_OPTIONAL)) for f, key in _data_fields(rec)}
+
 
 # kind -> (required fields, every declared field): what `check` compares an event's data with.
 Fields = Mapping[str, tuple[frozenset, frozenset]]
 
 
 def fields_of(records: Mapping[str, type]) -> dict[str, tuple[frozenset, frozenset]]:
-    return {kind: (frozenset(rec.__required_keys__), frozenset(rec.__required_keys__ | rec.__optional_keys__))
-            for kind, rec in records.items()}
+    out = {}
+    for kind, rec in records.items():
+        declared = declared_fields(rec)
+        out[kind] = (frozenset(k for k, opt in declared.items() if not opt), frozenset(declared))
+    return out
 
 
 ORCHESTRATOR_FIELDS = fields_of(ORCHESTRATOR_EVENTS)
@@ -335,21 +607,60 @@ def check(kind: str, data: Mapping[str, Any], fields: Fields = EVENT_FIELDS) -> 
                           f"(simulator/events.py)")
 
 
-def data_of(event: Mapping[str, Any]) -> dict[str, Any]:
+# -- decoding ----------------------------------------------------------------------
+
+def _decoders(rec: type) -> tuple[tuple[str, str, Any], ...]:
+    """(field name, data key, converter or None) of each data field of `rec`."""
+    out = []
+    for f, key in _data_fields(rec):
+        out.append((f.name, key, _sample_rows if rec is Sample and f.name == "sessions" else None))
+    return tuple(out)
+
+
+_ROW_KEYS = frozenset(f.name for f in fields(SampleRow))
+
+
+def _sample_rows(rows: Any) -> dict[str, SampleRow]:
+    return {label: SampleRow(**{k: v for k, v in (row or {}).items() if k in _ROW_KEYS})
+            for label, row in (rows or {}).items()}
+
+
+_DECODERS = {kind: _decoders(rec) for kind, rec in _RECORDS.items()}
+
+
+def decode(line: Mapping[str, Any], i: Optional[float] = None) -> Event:
+    """One history line (or a hand-built event) as its record; `i` when the line has none."""
+    kind = line.get("kind")
+    data = line.get("data") or {}
+    header = {"i": line.get("i", i if i is not None else 0), "t": line.get("t", 0),
+              "dispatch": line.get("dispatch", 0), "proc": line.get("proc"), "session": line.get("session")}
+    rec = _RECORDS.get(kind) if kind != LEAVE else Leave
+    if rec is None:
+        return Undeclared(**header, other_kind=str(kind), raw=dict(data))
+    decoders = _DECODERS.get(kind) or _decoders(rec)
+    kw = {name: (conv(data[key]) if conv else data[key]) for name, key, conv in decoders if key in data}
+    return rec(**header, **kw)
+
+
+# -- transitional readers of history lines (records or hand-built dicts) -------------
+
+def data_of(event: Any) -> dict[str, Any]:
     """An event's data (empty for a hand-built event that has none)."""
+    if isinstance(event, Event):
+        return event.data()
     return event.get("data") or {}
 
 
-def step_of(event: Mapping[str, Any]) -> Any:
+def step_of(event: Any) -> Any:
     """The scripted step an event names (a tool result, a fault, a dropped step, a crash), or None."""
-    return data_of(event).get("step")
+    return getattr(event, "step", None) if isinstance(event, Event) else data_of(event).get("step")
 
 
-def sample_rows(event: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A sample's directory rows, label -> {registered, name, last_seen, stale, host_kind, session_id}."""
-    return data_of(event).get("sessions") or {}
+def sample_rows(event: Any) -> dict[str, Any]:
+    """A sample's directory rows, label -> its row."""
+    return event.sessions if isinstance(event, Sample) else (data_of(event).get("sessions") or {})
 
 
-def hook_line(event: Mapping[str, Any]) -> str:
+def hook_line(event: Any) -> str:
     """The line a hook event printed ("" for none)."""
-    return str(data_of(event).get("line") or "")
+    return str((event.line if isinstance(event, Hook) else data_of(event).get("line")) or "")

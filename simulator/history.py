@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
-from simulator.events import CRASH, HARNESS_FIELDS, ORCHESTRATOR_FIELDS, check
+from simulator.events import CRASH, HARNESS_FIELDS, ORCHESTRATOR_FIELDS, Event, check, decode
 
 ORCHESTRATOR = "orchestrator"
 HISTORY_DIR = "history"
@@ -185,3 +185,48 @@ def load(path: os.PathLike | str) -> list[dict[str, Any]]:
 def event_place(event: dict[str, Any], unknown: str = ORCHESTRATOR) -> str:
     """Where an event happened, `proc/session` or just `proc` (`unknown` when it names no process)."""
     return (event.get("proc") or unknown) + (f"/{event['session']}" if event.get("session") else "")
+
+
+class History(Sequence[Event]):
+    """A run's events in history order, each decoded once into its record (simulator/events.py).
+
+    `of` finds events by kind (and session, process); `cut(i)` is the history as it stood at position
+    i, events after it gone: every index the judges build from a cut history sees only what had
+    happened by then."""
+
+    __slots__ = ("events", "_by_kind", "limit")
+
+    def __init__(self, events: Iterable[Event], limit: Optional[float] = None) -> None:
+        self.events: tuple[Event, ...] = tuple(events)
+        self.limit = limit  # the position it was cut at (None: the whole run)
+        by_kind: dict[str, list[Event]] = {}
+        for e in self.events:
+            by_kind.setdefault(e.kind, []).append(e)
+        self._by_kind = by_kind
+
+    @classmethod
+    def decode(cls, lines: Iterable[Any]) -> "History":
+        """History lines (merged ones, or hand-built events without `i`) as records; records pass as they are."""
+        return cls(e if isinstance(e, Event) else decode(e, n) for n, e in enumerate(lines))
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __getitem__(self, n: Any) -> Any:
+        return self.events[n]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def of(self, *kinds: str, session: Optional[str] = None, proc: Optional[str] = None) -> list[Any]:
+        """The events of these kinds, in history order, of one session or process when given."""
+        evs = [e for k in kinds for e in self._by_kind.get(k, ())]
+        if len(kinds) > 1:
+            evs.sort(key=lambda e: e.i)
+        if session is None and proc is None:
+            return evs
+        return [e for e in evs if (session is None or e.session == session) and (proc is None or e.proc == proc)]
+
+    def cut(self, i: float) -> "History":
+        """The history up to and including position i."""
+        return History((e for e in self.events if e.i <= i), limit=i)

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from simulator.history import History
+
 # not-applicable: the policy in force does not make the property's promise (never a failure).
 # expected-fail: a failure the scenario expects under its design (an incident reproduced, caught).
 Status = Literal["pass", "fail", "not-reached", "skipped", "not-applicable", "expected-fail"]
@@ -43,13 +45,23 @@ class RunResult:
     run_dir: Path
     db_path: Path
     history_path: Path
-    history: list[dict[str, Any]]
+    history: list[dict[str, Any]]    # the lines of history.jsonl, as written
     verdicts: list[Verdict]          # properties, reach claims, expectations, faults: all of them
     wall_s: float = 0.0
     virtual_ms: int = 0
     dispatches: int = 0
     error: Optional[str] = None      # a harness/engine error that stopped the run
     sut: str = "thatch-core"         # the system under test's name (simulator.sut.Sut.name)
+    # The same events decoded once into records (simulator.history.History): what the judges,
+    # the report and compare read. A hand-made result may leave it out; `typed` decodes then.
+    records: Optional[History] = None
+
+    @property
+    def typed(self) -> History:
+        """The run's events as records."""
+        if self.records is None:
+            self.records = History.decode(self.history)
+        return self.records
 
     @property
     def ok(self) -> bool:

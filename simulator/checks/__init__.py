@@ -21,11 +21,12 @@ from simulator.checks.reach import check_reaches
 from simulator.checks.policies import check_policies
 from simulator.checks.registry import check_properties
 from simulator.checks.view import RunView
+from simulator.history import History
 from simulator.result import Verdict
 from simulator.scenario.model import CHECKOUT_DESIGN, Scenario
 
 
-def check_all(spec: Scenario, history: list[dict[str, Any]], db_path: Union[str, Path, None],
+def check_all(spec: Scenario, history: Union[History, list[dict[str, Any]]], db_path: Union[str, Path, None],
               run_info: Optional[dict] = None) -> list[Verdict]:
     """Every verdict of a run: properties, reach claims, expectations, faults."""
     view = RunView(spec, history, db_path, run_info)

@@ -40,10 +40,10 @@ def _error_text(e: dict) -> Optional[str]:
 def _witness(view: RunView, failed: dict) -> list[dict]:
     """The interleaving of the failed call's instant (from its pause: the calls that ran meanwhile, the
     resume), then the call itself."""
-    pauses = [e["i"] for e in view.of(PAUSED) if e["t"] == failed["t"] and e["i"] < failed["i"]]
+    pauses = [e["i"] for e in view.history.of(PAUSED) if e["t"] == failed["t"] and e["i"] < failed["i"]]
     if not pauses:
         return [failed]
-    around = [e for e in view.of(*_INTERLEAVING, TOOL_RESULT) if pauses[-1] <= e["i"] < failed["i"]]
+    around = [e for e in view.history.of(*_INTERLEAVING, TOOL_RESULT) if pauses[-1] <= e["i"] < failed["i"]]
     return around[:WITNESS_MAX - 1] + [failed]
 
 
@@ -52,9 +52,9 @@ def p15_contention_safe(view: RunView) -> Verdict:
     """No tool call, hook, poll or prune fails because another process wrote at the same time: no store
     error of a lock not got (database is locked, a busy error) reaches a reply, a hook line or the poller's
     log, under WAL and the busy timeout (outside a `lock` fault, which holds the lock past any timeout)."""
-    locks = view.lock_windows()
+    locks = view.disturbances.lock_windows()
     judged = 0
-    for e in view.of(TOOL_RESULT, HOOK, STORE_ERROR):
+    for e in view.history.of(TOOL_RESULT, HOOK, STORE_ERROR):
         judged += 1
         text = _error_text(e)
         if not contention_error(text):
@@ -63,7 +63,7 @@ def p15_contention_safe(view: RunView) -> Verdict:
             continue
         what = {TOOL_RESULT: "tool call", HOOK: "hook", STORE_ERROR: "poll cycle"}[e["kind"]]
         who = e.get("session") or e.get("proc")
-        paused = any(x["t"] == e["t"] for x in view.of(PAUSED))
+        paused = any(x["t"] == e["t"] for x in view.history.of(PAUSED))
         return verdict(p15_contention_safe, "fail",
                        f"a {what} of {who} at t={e['t']} ms failed on another process's write: "
                        f"{text.strip()[:160]!r}" + (" (inside an interleaving)" if paused else ""),

@@ -39,7 +39,7 @@ class Stretch:
 
 def chat_enabled(view: RunView, inc: Incarnation) -> bool:
     """chat.enabled as the process read it at its start (R29: the poller reads the gate once, at init)."""
-    return view.config_at_start(inc, "enabled")
+    return view.hosting.config_at_start(inc, "enabled")
 
 
 class Gate:
@@ -47,12 +47,12 @@ class Gate:
 
     def __init__(self, view: RunView) -> None:
         self.view = view
-        self.enabled = {id(inc): chat_enabled(view, inc) for inc in view.incs}
+        self.enabled = {id(inc): chat_enabled(view, inc) for inc in view.hosting.incs}
         self.errors: dict[str, list[int]] = {}
-        for e in view.of(STORE_ERROR):
+        for e in view.history.of(STORE_ERROR):
             self.errors.setdefault(e.get("proc"), []).append(e["t"])
         self.sleeps: list[tuple[int, float]] = []
-        for e in view.of(SLEEP_START, SLEEP_END):
+        for e in view.history.of(SLEEP_START, SLEEP_END):
             if e["kind"] == SLEEP_START:
                 self.sleeps.append((e["t"], float("inf")))
             elif self.sleeps and self.sleeps[-1][1] == float("inf"):
@@ -63,8 +63,8 @@ class Gate:
 
     def _registered(self, label: str) -> tuple[list[int], list[bool]]:
         """Times and states of the label's directory membership, from observations and leaves."""
-        marks = [(e["i"], e["t"], name is not None) for e, lab, name in self.view.name_observations() if lab == label]
-        marks += [(e["i"], e["t"], False) for e in self.view.leaves(label)]
+        marks = [(e.i, e.t, name is not None) for e, lab, name in self.view.names.name_observations() if lab == label]
+        marks += [(e["i"], e["t"], False) for e in self.view.mail.leaves(label)]
         marks.sort(key=lambda m: m[0])
         return [m[1] for m in marks], [m[2] for m in marks]
 
@@ -75,15 +75,15 @@ class Gate:
         opened = label in (inc.resumed, inc.opened) and label not in inc.dormant
         first = "idle" if opened or label in inc.rehosted else "unknown"
         times, states = [inc.start_t], [first]
-        for e in self.view.of(STATUS, session=label, proc=inc.proc):
-            if self.view.inc_of(e) is inc:
+        for e in self.view.history.of(STATUS, session=label, proc=inc.proc):
+            if self.view.hosting.inc_of(e) is inc:
                 times.append(e["t"])
                 states.append("compacting" if data_of(e).get("compacting") else str(data_of(e).get("status")))
         if label in inc.rehosted:
             # A re-hosted tab that stays silent past its deadline drops out with what was
             # assumed of it; once it is back (activity), its status is unknown until seen.
-            deadline = self.view.rehost_deadline(inc, label)
-            active = self.view.first_activity(inc, label)
+            deadline = self.view.hosting.rehost_deadline(inc, label)
+            active = self.view.hosting.first_activity(inc, label)
             if (active is None or active >= deadline) and all(t >= deadline for t in times[1:]):
                 k = bisect.bisect_left(times, deadline)
                 times.insert(k, deadline)
@@ -91,7 +91,8 @@ class Gate:
         return times, states
 
     def _wakes(self, inc: Incarnation, label: str) -> list[int]:
-        return [w["t"] for w in self.view.of(WAKE, session=label, proc=inc.proc) if self.view.inc_of(w) is inc]
+        return [w.t for w in self.view.history.of(WAKE, session=label, proc=inc.proc)
+                if self.view.hosting.inc_of(w) is inc]
 
     @staticmethod
     def _at(times: list[int], states: list, t: int, default):
@@ -120,18 +121,20 @@ class Gate:
 
     def _build(self, label: str) -> list[Stretch]:
         view = self.view
-        incs = [inc for inc in view.incs if label in inc.sessions]
+        incs = [inc for inc in view.hosting.incs if label in inc.sessions]
         reg = self._registered(label)
         status = {id(inc): self._statuses(inc, label) for inc in incs}
         wakes = {id(inc): self._wakes(inc, label) for inc in incs}
         cuts = {0, view.t_end, *reg[0]}
         for inc in incs:
-            cuts |= {inc.start_t, inc.end_t or view.t_end, view.rehost_deadline(inc, label), *status[id(inc)][0]}
+            deadline = view.hosting.rehost_deadline(inc, label)
+            cuts |= {inc.start_t, inc.end_t or view.t_end, deadline, *status[id(inc)][0]}
             cuts |= {t + d for t in wakes[id(inc)] for d in (0, HOUR_MS)}
             cuts |= {t + d for t in self.errors.get(inc.proc, ()) for d in (0, 1)}
-        cuts |= {e["t"] for e in view.of(*TURN_EVENTS, session=label)} | {t for a, b in self.sleeps for t in (a, b)}
-        cuts |= {t for window in view.lock_windows() for t in window}
-        cuts |= {t for _, a, b in view.stall_windows() for t in (a, b)}
+        cuts |= {e.t for e in view.history.of(*TURN_EVENTS, session=label)}
+        cuts |= {t for a, b in self.sleeps for t in (a, b)}
+        cuts |= {t for window in view.disturbances.lock_windows() for t in window}
+        cuts |= {t for _, a, b in view.disturbances.stall_windows() for t in (a, b)}
         points = sorted(t for t in cuts if 0 <= t <= view.t_end)
         out: list[Stretch] = []
         for start, end in zip(points, points[1:]):
@@ -150,7 +153,7 @@ class Gate:
             return "not registered", None
         if any(a <= t < b for a, b in self.sleeps):
             return "the machine sleeps", None
-        if any(a <= t < b for a, b in view.lock_windows()):
+        if any(a <= t < b for a, b in view.disturbances.lock_windows()):
             return "the database is locked", None
         live = [inc for inc in incs if inc.alive(t)]
         if not live:
@@ -161,7 +164,7 @@ class Gate:
         enabled = [inc for inc in pollers if self.enabled[id(inc)]]
         if not enabled:
             return f"chat disabled in {pollers[-1].proc}: its poller never started", None
-        hosting = [inc for inc in enabled if view.hosting(inc, label, t)]
+        hosting = [inc for inc in enabled if view.hosting.is_hosting(inc, label, t)]
         if not hosting:
             return f"{enabled[-1].proc} does not host it (rehost grace over, or a resumed tab not used yet)", None
         reason = ""
@@ -173,7 +176,7 @@ class Gate:
 
     def _host_gate(self, inc: Incarnation, t: int, status, wakes: list[int]) -> str:
         """Why the hosting process `inc` cannot wake the session at t ("" when it can)."""
-        if any(proc == inc.proc and a <= t < b for proc, a, b in self.view.stall_windows()):
+        if any(proc == inc.proc and a <= t < b for proc, a, b in self.view.disturbances.stall_windows()):
             return f"{inc.proc}'s poll timer stalls (poll jitter)"
         state = self._at(status[0], status[1], t, "unknown")
         if state == "unknown":

@@ -27,7 +27,7 @@ def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Ver
     counting more messages than arrived since the first): a delivery pass entered while
     another was running, which R24's guard drops (a host event handed over inside a prompt)."""
     if (a["dispatch"] != b["dispatch"]
-            or int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"])):
+            or int(data_of(b).get("count") or 0) <= view.mail.new_mail(label, a["i"], b["i"])):
         return None
     return verdict(p1_single_deliverer, "fail",
                    f"{label} was woken twice by {a.get('proc')} at t={span(b['t'])} in one dispatch "
@@ -38,8 +38,8 @@ def _names_other_mail(view: RunView, label: str, a: dict, b: dict) -> bool:
     """Does wake `b` name a sender that neither wake `a` nor the mail since it holds? Then `b`
     covers mail `a` did not (an older message that came due again, R18), not `a`'s batch again."""
     known = set(data_of(a).get("senders") or ())
-    for c in view.new_mail_calls(label, a["i"], b["i"]):
-        known.update(view.names_of(c.session))
+    for c in view.mail.new_mail_calls(label, a["i"], b["i"]):
+        known.update(view.names.names_of(c.session))
         if isinstance(c.args, dict) and c.args.get("as"):
             known.add(str(c.args["as"]))
     return any(s not in known for s in data_of(b).get("senders") or ())
@@ -57,24 +57,24 @@ def _due_again(label: str, wakes: list[dict], b: dict, reads: list) -> bool:
 @prop("P1")
 def p1_single_deliverer(view: RunView) -> Verdict:
     """Every wake comes from a live host of the session, and no batch is woken by two processes or twice by one."""
-    wakes = view.of(WAKE)
+    wakes = view.history.of(WAKE)
     if not wakes:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
     for w in wakes:
-        inc = view.inc_of(w)
+        inc = view.hosting.inc_of(w)
         hosted = data_of(w).get("hosted", True)
         if not hosted or inc is None or w.get("session") not in inc.sessions or not inc.alive(w["t"], w["i"]):
             why = "data.hosted is false" if not hosted else f"{w.get('proc')} does not host {w.get('session')} then"
             wit = [w] + ([inc.start_event] if inc and inc.start_event else [])
             return verdict(p1_single_deliverer, "fail",
                            f"wake of {w.get('session')} at t={span(w['t'])} by a non-host: {why}", wit)
-    reads = view.calls_of("read", ok=True)
+    reads = view.mail.calls_of("read", ok=True)
     by_session: dict[str, list[dict]] = {}
     for w in wakes:
         by_session.setdefault(w.get("session"), []).append(w)
     for label, ws in by_session.items():
         for a, b in zip(ws, ws[1:]):
-            ia, ib = view.inc_of(a), view.inc_of(b)
+            ia, ib = view.hosting.inc_of(a), view.hosting.inc_of(b)
             if ia is ib and ia is not None:
                 twice = _one_pass_twice(view, label, a, b)
                 if twice is not None:
@@ -85,7 +85,7 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                 continue
             if any(c.session == label and a["i"] < c.i < b["i"] for c in reads):
                 continue
-            if (int(data_of(b).get("count") or 0) <= view.new_mail(label, a["i"], b["i"])
+            if (int(data_of(b).get("count") or 0) <= view.mail.new_mail(label, a["i"], b["i"])
                     or _names_other_mail(view, label, a, b) or _due_again(label, ws, b, reads)):
                 continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
@@ -126,14 +126,14 @@ def _creations(view: RunView, calls_out: Optional[dict[int, Call]] = None) -> di
     explains stands at its stamp, before every event of that time. `calls_out` gets each
     explained row's call."""
     calls: dict[str, list] = {}
-    for c in view.calls:
+    for c in view.mail.calls:
         if c.tool in ("send", "broadcast") and c.ok:
             calls.setdefault(c.body, []).append(c)
     out: dict[int, tuple[int, float]] = {}
     for m in view.db["messages"]:
         stamp = view.vt(m["created_at"])
         near = [c for c in calls.get(m["body"], ()) if stamp is None or stamp <= c.t < stamp + STAMP_RESOLUTION_MS]
-        mine = [c for c in near if c.session == view.label_of.get(m["from_session"])] or near
+        mine = [c for c in near if c.session == view.names.label_of.get(m["from_session"])] or near
         if mine:
             out[m["id"]] = (mine[0].t, mine[0].i)
             if calls_out is not None:
@@ -162,7 +162,7 @@ def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) ->
     if w.get("proc") == call.proc and not (call.call is not None and call.call["i"] < w["i"] < call.result["i"]):
         return False
     sender = acting_identity(view, call)
-    return any(view.label_for_name(n) == sender for n in data_of(w).get("senders") or ())
+    return any(view.names.label_for_name(n) == sender for n in data_of(w).get("senders") or ())
 
 
 def _lost_stamps(view: RunView) -> dict[int, dict]:
@@ -170,11 +170,11 @@ def _lost_stamps(view: RunView) -> dict[int, dict]:
     wake-prompt: checks/faults.py) that followed it in the same process life
     (the batch stays never-delivered: it is due again at once, R23)."""
     out = {}
-    for crash in view.of(CRASH):
+    for crash in view.history.of(CRASH):
         if not crash_lost_a_stamp(crash):
             continue
-        prior = [w for w in view.of(WAKE, proc=crash.get("proc"))
-                 if w["i"] < crash["i"] and view.inc_of(w) is view.inc_of(crash)
+        prior = [w for w in view.history.of(WAKE, proc=crash.get("proc"))
+                 if w["i"] < crash["i"] and view.hosting.inc_of(w) is view.hosting.inc_of(crash)
 
                  and (crash.get("session") is None or w.get("session") == crash.get("session"))]
         if prior:
@@ -193,7 +193,7 @@ def _first_window(view: RunView, runs: list[tuple[int, int, list[Stretch]]], nee
         if a >= until:
             return None
         part = next(p for p in parts if p.start <= a < p.end)
-        deadline = a + view.poll_ms(part.host.proc) + STAMP_RESOLUTION_MS
+        deadline = a + view.hosting.poll_ms(part.host.proc) + STAMP_RESOLUTION_MS
         if deadline <= min(end, until):
             return a, deadline, part
     return None
@@ -225,18 +225,18 @@ def _renudge_poll(view: RunView, runs: list[tuple[int, int, list[Stretch]]], pre
         return None
     exact = prev["t"] + RENUDGE_MS
     part = next((p for _s, _e, parts in runs for p in parts if p.start <= exact < p.end), None)
-    if part is None or part.host is None or part.start > exact - view.poll_ms(part.host.proc):
+    if part is None or part.host is None or part.start > exact - view.hosting.poll_ms(part.host.proc):
         return None
     inc = part.host
-    poll = next((e for e in view.of(POLL, proc=inc.proc) if e["i"] > prev["i"] and e["t"] >= exact
-                 and view.inc_of(e) is inc and label in (data_of(e).get("hosted") or ())), None)
-    if poll is None or poll["t"] >= min(part.end, until) or view.asleep(poll["t"], slack=SECOND_MS):
+    poll = next((e for e in view.history.of(POLL, proc=inc.proc) if e["i"] > prev["i"] and e["t"] >= exact
+                 and view.hosting.inc_of(e) is inc and label in (data_of(e).get("hosted") or ())), None)
+    if poll is None or poll["t"] >= min(part.end, until) or view.disturbances.asleep(poll["t"], slack=SECOND_MS):
         return None
-    if any(a <= poll["t"] <= b + SECOND_MS for a, b in view.lock_windows()):
+    if any(a <= poll["t"] <= b + SECOND_MS for a, b in view.disturbances.lock_windows()):
         return None
-    if any(p in (None, inc.proc) and a <= poll["t"] <= b + SECOND_MS for p, a, b in view.stall_windows()):
+    if any(p in (None, inc.proc) and a <= poll["t"] <= b + SECOND_MS for p, a, b in view.disturbances.stall_windows()):
         return None
-    if any(abs(e["t"] - poll["t"]) <= SECOND_MS for e in view.of(STORE_ERROR, CRASH, proc=inc.proc)):
+    if any(abs(e["t"] - poll["t"]) <= SECOND_MS for e in view.history.of(STORE_ERROR, CRASH, proc=inc.proc)):
         return None
     return poll
 
@@ -259,12 +259,12 @@ def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int
     elif before is None or before.reason not in (f"busy in {inc.proc}", f"compacting in {inc.proc}"):
         return None
     else:
-        edge = next((e for e in view.of(STATUS, session=label, proc=inc.proc) if e["t"] == a
-                     and view.inc_of(e) is inc and data_of(e).get("status") == "idle"
+        edge = next((e for e in view.history.of(STATUS, session=label, proc=inc.proc) if e["t"] == a
+                     and view.hosting.inc_of(e) is inc and data_of(e).get("status") == "idle"
                      and not data_of(e).get("compacting")), None)
-    if edge is None or any(e["t"] == a for e in view.of(STORE_ERROR, CRASH, proc=inc.proc)):
+    if edge is None or any(e["t"] == a for e in view.history.of(STORE_ERROR, CRASH, proc=inc.proc)):
         return None
-    if any(e["t"] == a and data_of(e).get("inside") for e in view.of(STREAM_EVENT, session=label)):
+    if any(e["t"] == a and data_of(e).get("inside") for e in view.history.of(STREAM_EVENT, session=label)):
         return None  # handed over inside a call: a wake prompt's call re-enters a poller already delivering (R24)
     return edge
 
@@ -298,8 +298,9 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
         story = (f"message #{m['id']} to {label} was woken at t={span(prev['t'])} "
                  f"and still unread {RENUDGE_MS // MINUTE_MS} min later, "
                  f"so due a re-nudge (R18); from t={span(a)} {live}")
-    sent = [c for c in view.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
-    status = [e for e in view.of(STATUS, session=label, proc=host.proc) if e["t"] <= a and view.inc_of(e) is host]
+    sent = [c for c in view.mail.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
+    status = [e for e in view.history.of(STATUS, session=label, proc=host.proc)
+              if e.t <= a and view.hosting.inc_of(e) is host]
     wit = ([w for c in sent[:1] for w in c.witness()] + ([prev] if prev else [])
            + ([lost[prev["i"]]] if prev and prev["i"] in lost else []))
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
@@ -322,7 +323,7 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
     wake that came earlier (before a read it prompted, or before the gate closed again) counts."""
     read = view.vt(m["read_at"]) if m["read_at"] else None
     until = min(read, view.t_end) if read is not None else view.t_end
-    wakes = view.of(WAKE, session=label)
+    wakes = view.history.of(WAKE, session=label)
     runs = gate.wakeable(label)
     need_t, need_i, prev = created[0], created[1], None
     duties = 0
@@ -349,15 +350,15 @@ def _gate_breach(view: RunView) -> Optional[Verdict]:
     """R19: no wake lands while its host last saw the session busy or compacting (a status change
     at the wake's own instant may have reached the runtime on either side of it: not judged)."""
     statuses: dict[tuple, list[dict]] = {}
-    for e in view.of(STATUS):
+    for e in view.history.of(STATUS):
         statuses.setdefault((e.get("proc"), e.get("session")), []).append(e)
     at = {key: [e["i"] for e in evs] for key, evs in statuses.items()}
     reloads = reload_positions(view)
-    for w in view.of(WAKE):
+    for w in view.history.of(WAKE):
         key = (w.get("proc"), w.get("session"))
         k = bisect.bisect_left(at.get(key, []), w["i"])
         last = statuses[key][k - 1] if k else None
-        if last is None or last["t"] >= w["t"] or view.inc_of(last) is not view.inc_of(w):
+        if last is None or last["t"] >= w["t"] or view.hosting.inc_of(last) is not view.hosting.inc_of(w):
             continue
         if any(last["i"] < i < w["i"] for i in reloads.get(w.get("proc"), ())):
             continue  # a plugin reload between: the fresh runtime knows no status it was told before
@@ -383,7 +384,7 @@ def p3_at_least_once(view: RunView) -> Verdict:
     judged = duties = 0
     exempt: Counter = Counter()
     for m in view.db["messages"]:
-        label = view.label_of.get(m["to_session"])
+        label = view.names.label_of.get(m["to_session"])
         if label is None or m["id"] not in created:
             continue
         owed, failure, reason = _message_duties(view, gate, m, label, created[m["id"]], lost, calls.get(m["id"]))
@@ -415,15 +416,15 @@ def p10_ping_pong(view: RunView) -> Verdict:
     hours = max(1, math.ceil(max(view.t_end, 1) / HOUR_MS))
     pairs: dict[frozenset, list[dict]] = {}
     for r in view.db["messages"]:
-        a, b = view.label_of.get(r["from_session"]), view.label_of.get(r["to_session"])
+        a, b = view.names.label_of.get(r["from_session"]), view.names.label_of.get(r["to_session"])
         if a in pp or b in pp:
             pairs.setdefault(frozenset((a, b)), []).append(r)
     for pair, msgs in pairs.items():
         seeds = sum(1 for st in view.steps if st.action in ("send", "broadcast") and st.args.sender in pair)
         budget = 0
         for label in pair:
-            incs = max(1, sum(1 for inc in view.incs if label in inc.sessions))
-            turns = [e for e in view.of(TURN_START, session=label) if data_of(e).get("cause") != "wake"]
+            incs = max(1, sum(1 for inc in view.hosting.incs if label in inc.sessions))
+            turns = [e for e in view.history.of(TURN_START, session=label) if data_of(e).get("cause") != "wake"]
             budget += MAX_WAKES_PER_HOUR * hours * incs + len(turns)
         bound = budget * max(1, seeds) + seeds
         if len(msgs) > bound:

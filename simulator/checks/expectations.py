@@ -51,12 +51,12 @@ def _upto(view: RunView, at: Any, events: list[dict]) -> list[dict]:
 
 
 def _last_sample(view: RunView, at: Any) -> Optional[dict]:
-    samples = _upto(view, at, view.of(SAMPLE))
+    samples = _upto(view, at, view.history.of(SAMPLE))
     return samples[-1] if samples else None
 
 
 def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
-    ws, at = span.pick(view.of(WAKE, session=arg["session"])), span.at
+    ws, at = span.pick(view.history.of(WAKE, session=arg["session"])), span.at
     want = _bounds(arg, len(ws))
     if want:
         return f"{arg['session']} got {len(ws)} wakes {span}, want {want}", ws[-4:]
@@ -65,7 +65,7 @@ def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
         if key in arg:
             if not ws:
                 return f"{arg['session']} got no wake {span} to look in", []
-            text, needle = str(data_of(ws[-1]).get("text") or ""), view.expand(arg[key], at)
+            text, needle = str(data_of(ws[-1]).get("text") or ""), view.names.expand(arg[key], at)
             if (needle in text) == negate:
                 return (f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: "
                         f"{text[:200]!r}"), ws[-1:]
@@ -79,12 +79,12 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     `contains` selects the echoes holding it (at least one unless count / min /
     max bound how many), `not_contains` must be in none of them."""
     label, at = arg["session"], span.at
-    echoes = span.pick(view.of(ECHO, session=label))
+    echoes = span.pick(view.history.of(ECHO, session=label))
     text = lambda e: str(data_of(e).get("text") or "")  # noqa: E731
     hits = echoes
     what = "echoes"
     if "contains" in arg:
-        needle = view.expand(arg["contains"], at)
+        needle = view.names.expand(arg["contains"], at)
         hits = [e for e in echoes if needle in text(e)]
         what = f"echoes containing {needle!r}"
     want = _bounds(arg, len(hits))
@@ -93,7 +93,7 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     if want:
         return f"{label} got {len(hits)} {what} {span}, want {want}", (hits or echoes)[-4:]
     if "not_contains" in arg:
-        needle = view.expand(arg["not_contains"], at)
+        needle = view.names.expand(arg["not_contains"], at)
         bad = [e for e in echoes if needle in text(e)]
         if bad:
             return f"{label} got an echo containing {needle!r} {span}: {text(bad[0])[:200]!r}", bad[:4]
@@ -101,12 +101,12 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
 
 
 def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
-    ev = [e for e in view.of(EXPECTATION)
+    ev = [e for e in view.history.of(EXPECTATION)
           if data_of(e).get("index") == index and isinstance(data_of(e).get("detail"), str)]
 
     if ev:
         return data_of(ev[-1])["detail"], ev[-1:]
-    lists = [c for c in view.calls_of("list", label, ok=True) if at == "end" or c.t <= at]
+    lists = [c for c in view.mail.calls_of("list", label, ok=True) if at == "end" or c.t <= at]
     if lists:
         return lists[-1].text, lists[-1].witness()
     return None, []
@@ -130,7 +130,7 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
         wit = [sample]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
-            needle = view.expand(arg[key], at)
+            needle = view.names.expand(arg[key], at)
             if text is None:
                 return f"no roster of {label} to look in (no chat_list result by {at})", []
             if (needle in text) == negate:
@@ -141,7 +141,7 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
 def _hook_line(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     # The identity line printed at session start / prompt time, unless `hook:` names another hook (Stop, stop).
     wanted, at = ((arg["hook"],) if arg.get("hook") else PROMPT_HOOKS), span.at
-    hooks = [h for h in span.pick(view.of(HOOK, session=arg["session"]))
+    hooks = [h for h in span.pick(view.history.of(HOOK, session=arg["session"]))
              if data_of(h).get("line") and data_of(h).get("hook") in wanted]
     if any(k in arg for k in ("count", "min", "max")):
         # Counting form: how many printed lines (of the wanted hooks) match.
@@ -155,14 +155,14 @@ def _hook_line(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], lis
         return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
     if line is None:
         return f"{arg['session']} printed no hook line {span}", []
-    if "equals" in arg and line != view.expand(arg["equals"], at):
-        return f"hook line {line!r} != {view.expand(arg['equals'], at)!r}", wit
-    if "contains" in arg and view.expand(arg["contains"], at) not in line:
-        return f"hook line {line!r} lacks {view.expand(arg['contains'], at)!r}", wit
-    if "matches" in arg and not re.search(view.expand(arg["matches"], at), line):
-        return f"hook line {line!r} does not match {view.expand(arg['matches'], at)!r}", wit
-    if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
-        return f"hook line {line!r} contains {view.expand(arg['not_contains'], at)!r}", wit
+    if "equals" in arg and line != view.names.expand(arg["equals"], at):
+        return f"hook line {line!r} != {view.names.expand(arg['equals'], at)!r}", wit
+    if "contains" in arg and view.names.expand(arg["contains"], at) not in line:
+        return f"hook line {line!r} lacks {view.names.expand(arg['contains'], at)!r}", wit
+    if "matches" in arg and not re.search(view.names.expand(arg["matches"], at), line):
+        return f"hook line {line!r} does not match {view.names.expand(arg['matches'], at)!r}", wit
+    if "not_contains" in arg and view.names.expand(arg["not_contains"], at) in line:
+        return f"hook line {line!r} contains {view.names.expand(arg['not_contains'], at)!r}", wit
     return None, wit
 
 
@@ -179,7 +179,7 @@ def _replies(view: RunView, span: Span, arg: dict, steps: list[Step]) -> tuple[O
     idx = step_index(steps, arg["step"])
     if idx is None:
         return f"no step {arg['step']!r} in this scenario", []
-    results = [e for e in span.pick(view.of(TOOL_RESULT)) if step_of(e) == idx]
+    results = [e for e in span.pick(view.history.of(TOOL_RESULT)) if step_of(e) == idx]
     what = f"step {arg['step']}" if isinstance(arg["step"], str) else f"step {idx}"
     if any(k in arg for k in ("count", "min", "max")):
         hits = [e for e in results if _reply_text_problem(view, arg, e) is None]
@@ -208,14 +208,14 @@ def _reply_text_problem(view: RunView, arg: dict, ev: dict) -> Optional[str]:
 def _hooks(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     """Hook runs of a session, printed or silent, by hook name, decision and text (Stop blocks, Cursor's
     follow-ups, crashes): how many match."""
-    runs = span.pick(view.of(HOOK, session=arg["session"]))
+    runs = span.pick(view.history.of(HOOK, session=arg["session"]))
     if "hook" in arg:
         runs = [h for h in runs if data_of(h).get("hook") == arg["hook"]]
     if "decision" in arg:
         runs = [h for h in runs if (data_of(h).get("decision") or "none") == arg["decision"]]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
-            needle = view.expand(arg[key], span.at)
+            needle = view.names.expand(arg[key], span.at)
             runs = [h for h in runs if (needle in str(data_of(h).get("line") or "")) != negate]
     want = _bounds(arg, len(runs))
     said = " ".join(f"{k} {arg[k]}" for k in ("hook", "decision") if k in arg)
@@ -226,10 +226,10 @@ def _hooks(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
 def _prunes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     """The prune passes that removed something, narrowed to those that pruned a session's row or
     expired its tombstone; how many, and how much unread mail they swept together (R26)."""
-    passes = span.pick(view.of(PRUNE))
+    passes = span.pick(view.history.of(PRUNE))
     for key, field in (("pruned", "pruned"), ("tombstone", "expired_tombstones")):
         if key in arg:
-            ids = set(view.ids.get(arg[key], ()))
+            ids = set(view.names.ids.get(arg[key], ()))
             passes = [p for p in passes if ids & set(data_of(p).get(field) or ())]
     said = "".join(f" that {'pruned' if k == 'pruned' else 'expired the tombstone of'} {arg[k]}"
                    for k in ("pruned", "tombstone") if k in arg)
@@ -246,7 +246,7 @@ def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]
     """The host session id a session goes by (its process start's, then each fork's new one, or the old
     one a fork's `older_as` keeps) and the CLAUDE_CODE_SESSION_ID its MCP server started with (R31, R33)."""
     label, ids, wit = arg["session"], [], []
-    for e in span.pick(view.of(PROCESS_START, FORK)):
+    for e in span.pick(view.history.of(PROCESS_START, FORK)):
         d = data_of(e)
         if e["kind"] == PROCESS_START and label in (d.get("sessions") or {}):
             ids, wit = ids + [d["sessions"][label]], [e]
@@ -255,7 +255,7 @@ def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]
     if "is" in arg and (ids[-1:] or [None])[0] != arg["is"]:
         return (f"{label} goes by host id {ids[-1]!r} {span}, want {arg['is']!r}" if ids
                 else f"{label} has no host id {span}"), wit
-    servers = span.pick(view.of(MCP_SERVER, session=label))
+    servers = span.pick(view.history.of(MCP_SERVER, session=label))
     if "server" in arg:
         got = str(data_of(servers[-1])["env"].get("CLAUDE_CODE_SESSION_ID")) if servers else None
         if got != arg["server"]:
@@ -266,18 +266,18 @@ def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]
 
 def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
     """A hook line against the text keys of a hook_line expectation (all optional)."""
-    if "equals" in arg and line != view.expand(arg["equals"], at):
+    if "equals" in arg and line != view.names.expand(arg["equals"], at):
         return False
-    if "contains" in arg and view.expand(arg["contains"], at) not in line:
+    if "contains" in arg and view.names.expand(arg["contains"], at) not in line:
         return False
-    if "not_contains" in arg and view.expand(arg["not_contains"], at) in line:
+    if "not_contains" in arg and view.names.expand(arg["not_contains"], at) in line:
         return False
-    return not ("matches" in arg and not re.search(view.expand(arg["matches"], at), line))
+    return not ("matches" in arg and not re.search(view.names.expand(arg["matches"], at), line))
 
 
 def _observed(view: RunView, index: int, key: str) -> Optional[dict]:
     """The orchestrator's own observation for expectation `index` (detail with `key`), if any."""
-    evs = [e for e in view.of(EXPECTATION) if data_of(e).get("index") == index
+    evs = [e for e in view.history.of(EXPECTATION) if data_of(e).get("index") == index
            and isinstance(data_of(e).get("detail"), dict) and key in data_of(e)["detail"]]
     return evs[-1] if evs else None
 
@@ -288,7 +288,7 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
     if seen is not None:
         is_reg, name, wit = bool(data_of(seen)["detail"]["registered"]), data_of(seen)["detail"].get("name"), [seen]
     elif at == "end":
-        row = view.final_row(label)
+        row = view.names.final_row(label)
         is_reg, name, wit = row is not None, row["name"] if row else None, [{"db_row": row}] if row else []
     else:
         sample = _last_sample(view, at)
@@ -297,12 +297,12 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
     if "is" in arg and bool(arg["is"]) != is_reg:
         return f"{label} is {'registered' if is_reg else 'not registered'} at {at}, want is: {arg['is']}", wit
     if arg.get("name_kept"):
-        first = (view.names_of(label) or [None])[0]
+        first = (view.names.names_of(label) or [None])[0]
         if name is None or first is None or name.lower() != first.lower():
             return f"{label}'s name at {at} is {name}, first minted {first}", wit
     if arg.get("name_kept") is False:
         # A fresh name: registered under a name other than the first one minted (R2, R6).
-        first = (view.names_of(label) or [None])[0]
+        first = (view.names.names_of(label) or [None])[0]
         if name is None or first is None or name.lower() == first.lower():
             return f"{label}'s name at {at} is {name}, want a fresh name (first minted {first})", wit
     if "row" in arg:
@@ -312,7 +312,7 @@ def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Opt
 
 def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optional[str], list]:
     label = arg["session"]
-    ids = set(view.ids.get(label, ()))
+    ids = set(view.names.ids.get(label, ()))
     mine = [m for m in view.db["messages"] if m["to_session"] in ids]
     seen = _observed(view, index, "unread") if at != "end" else None
     if seen is not None:
@@ -370,7 +370,7 @@ def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Opti
         return windowed.store_errors(view, span, arg)
     if kind == "roster":
         return (_roster(view, at, arg, index) if window is None
-                else windowed.roster_throughout(view, arg, window, view.expand))
+                else windowed.roster_throughout(view, arg, window, view.names.expand))
     if kind == "unread":
         return _unread(view, at, arg, index) if window is None else windowed.unread_throughout(view, arg, window)
     if kind == "hook_line":
@@ -384,7 +384,7 @@ def _judge(view: RunView, exp: Expectation, arg: dict, index: int) -> tuple[Opti
     if kind == "host_id":
         return _host_id(view, span, arg)
     if kind == "turn_ends":
-        turns = span.pick(view.of(TURN_END, session=arg["session"]))
+        turns = span.pick(view.history.of(TURN_END, session=arg["session"]))
         want = _bounds(arg, len(turns))
         return (f"{arg['session']} ended {len(turns)} turns {span}, want {want}" if want else None), turns[-4:]
     if kind == "registered":
@@ -419,27 +419,10 @@ def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
     return out + check_step_replies(spec, view)
 
 
-class _HistoryBefore:
-    """A RunView cut at one history position: an expectation observed before the catch-up
-    at a sleep's end sees nothing that ran at that instant after it (the catch-up wakes)."""
-
-    def __init__(self, view: RunView, limit: int) -> None:
-        self._view, self._limit = view, limit
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._view, name)
-
-    def of(self, *kinds: str, **where: Any) -> list[dict]:
-        return [e for e in self._view.of(*kinds, **where) if e["i"] <= self._limit]
-
-    def calls_of(self, *args: Any, **kwargs: Any) -> list:
-        return [c for c in self._view.calls_of(*args, **kwargs) if c.i <= self._limit]
-
-
 def _before_catch_up(view: RunView, index: int) -> Any:
     """The view as the `before_catch_up` observation of expectation `index` saw it."""
     ev = stored.observed(view, index)
-    return view if ev is None else _HistoryBefore(view, ev["i"])
+    return view if ev is None else view.cut(ev["i"])
 
 
 # -- step reply expectations (`steps[i].expect`) ---------------------------------
@@ -447,7 +430,7 @@ def _before_catch_up(view: RunView, index: int) -> Any:
 
 def _prompt_hooks(view: RunView, step: Step) -> list[dict]:
     """The hooks a `prompt` step ran (SessionStart, UserPromptSubmit), whatever they printed."""
-    return [h for h in view.of(HOOK, session=step.args.session)
+    return [h for h in view.history.of(HOOK, session=step.args.session)
             if h["t"] == step.at and data_of(h).get("hook") in PROMPT_HOOKS]
 
 
@@ -471,11 +454,11 @@ def _silence_problem(view: RunView, step: Step) -> tuple[Optional[str], list]:
 def _step_reply(view: RunView, idx: int, step: Step) -> Optional[dict]:
     """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
     carry `data.step`), or for a `prompt` step the hook line it printed."""
-    results = [e for e in view.of(TOOL_RESULT) if step_of(e) == idx]
+    results = [e for e in view.history.of(TOOL_RESULT) if step_of(e) == idx]
     if results:
         return results[-1]
     if step.action == "prompt":
-        hooks = [h for h in view.of(HOOK, session=step.args.session)
+        hooks = [h for h in view.history.of(HOOK, session=step.args.session)
                  if h["t"] == step.at and data_of(h).get("line") and data_of(h).get("hook") in PROMPT_HOOKS]
         return hooks[-1] if hooks else None
     return None
@@ -485,7 +468,9 @@ def _expand_at(view: RunView, text: Any, i: int) -> Any:
     """`{label}` -> the name the label went by at event `i` (else its last name)."""
     if not isinstance(text, str):
         return text
-    return LABEL_PLACEHOLDER.sub(lambda m: view.name_at(m.group(1), i) or view.name_at(m.group(1)) or m.group(0), text)
+    names = view.names
+    return LABEL_PLACEHOLDER.sub(lambda m: names.name_at(m.group(1), i) or names.name_at(m.group(1)) or m.group(0),
+                                 text)
 
 
 def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[str]:
@@ -524,7 +509,7 @@ def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:
             continue
         ev = _step_reply(view, idx, step)
         if ev is None:
-            dropped = [e for e in view.of(STEP_DROPPED) if step_of(e) == idx]
+            dropped = [e for e in view.history.of(STEP_DROPPED) if step_of(e) == idx]
             why = f": dropped ({dropped[-1]['data'].get('reason')})" if dropped else ""
             out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (),
                                [brief(e) for e in dropped[-1:]]))

@@ -30,17 +30,17 @@ def _chain_hops(view: RunView, label: str, hook: dict) -> int:
     """Session-id forks of `label` since its identity was last anchored (an identity hook line
     printed or a registration observed) before `hook`: the continued-in records the hook's walk
     must follow back to the nearest registered (or tombstoned) ancestor."""
-    anchors = [e["i"] for e in view.of(HOOK, REGISTERED, session=label) if e["i"] < hook["i"]
+    anchors = [e["i"] for e in view.history.of(HOOK, REGISTERED, session=label) if e["i"] < hook["i"]
                and (e["kind"] == REGISTERED
                     or (data_of(e).get("line") and data_of(e).get("hook") not in TURN_END_HOOKS))]
     since = anchors[-1] if anchors else -1
-    return sum(1 for f in view.of(FORK, session=label) if since < f["i"] < hook["i"])
+    return sum(1 for f in view.history.of(FORK, session=label) if since < f["i"] < hook["i"])
 
 
 def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
     """`label`'s identity hook lines that came after a fork chain longer than the walk may go
     (R33: at most 10 hops): there the conversation starts afresh under a new name."""
-    return [h for h in view.of(HOOK, session=label) if decode_hook_line(hook_line(h)).kind == IDENTITY
+    return [h for h in view.history.of(HOOK, session=label) if decode_hook_line(hook_line(h)).kind == IDENTITY
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
@@ -48,7 +48,7 @@ def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
 def p6_names(view: RunView) -> Verdict:
     """Assigned names are well formed, unique case-insensitively, never shared by two sessions, kept while a
     session stays registered, and never reissued."""
-    obs = view.name_observations()
+    obs = view.names.name_observations()
     if not any(n for _, _, n in obs):
         return skipped(p6_names, "no session was ever registered")
     owner: dict[str, tuple[str, dict]] = {}
@@ -66,20 +66,20 @@ def p6_names(view: RunView) -> Verdict:
                            [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
         if (prev is not None and prev.lower() != key
-                and not any(pe["i"] < x["i"] <= e["i"] for x in view.leaves(label))
+                and not any(pe["i"] < x["i"] <= e["i"] for x in view.mail.leaves(label))
                 and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label))
-                and not view.could_be_pruned(label, pe, e)):
+                and not view.names.could_be_pruned(label, pe, e)):
             return verdict(p6_names, "fail",
                            f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
         if key in owner:
             # Its own old name again: fine on a reclaim, never after a leave (names are not reissued).
-            left = [x for x in view.leaves(label) if owner[key][1]["i"] < x["i"] < e["i"]]
+            left = [x for x in view.mail.leaves(label) if owner[key][1]["i"] < x["i"] < e["i"]]
             if left:
                 return verdict(p6_names, "fail", f"{label} left and came back under its old name {name}",
                                [owner[key][1], left[0], e])
         owner.setdefault(key, (label, e))
         last[label] = (name, e)
-    for e in view.of(SAMPLE):
+    for e in view.history.of(SAMPLE):
         seen: dict[str, str] = {}
         for label, row in sample_rows(e).items():
             if row.get("registered") and row.get("name"):
@@ -93,13 +93,13 @@ def p6_names(view: RunView) -> Verdict:
 @prop("P7")
 def p7_tombstones(view: RunView) -> Verdict:
     """After an ok leave, a session shows registered again only after its own ok explicit chat_register."""
-    leaves = view.leaves()
+    leaves = view.mail.leaves()
     if not leaves:
         return skipped(p7_tombstones, "no session left the directory")
     for leave in leaves:
         label = leave.get("session")
-        back = next((e["i"] for e in view.explicit_registers(label) if e["i"] > leave["i"]), None)
-        for e, lab, name in view.name_observations():
+        back = next((e["i"] for e in view.mail.explicit_registers(label) if e["i"] > leave["i"]), None)
+        for e, lab, name in view.names.name_observations():
             if lab == label and name and e["i"] > leave["i"] and (back is None or e["i"] < back) \
                     and not (leave["kind"] == LEAVE and e["t"] == leave["t"]) \
                     and e["t"] - leave["t"] <= TOMBSTONE_TTL_MS:
@@ -118,17 +118,17 @@ def p9_continuation(view: RunView) -> Verdict:
     """After a session-id fork within 10 hops of its last anchor the session keeps its name and mail; past 10 hops
     it starts afresh under a new name."""
     checked = 0
-    for f in view.of(FORK):
+    for f in view.history.of(FORK):
         label = f.get("session")
-        before = view.name_at(label, f["i"]) if label else None
-        nxt = next((h for h in view.of(HOOK, session=label)
+        before = view.names.name_at(label, f["i"]) if label else None
+        nxt = next((h for h in view.history.of(HOOK, session=label)
                     if h["i"] > f["i"] and decode_hook_line(hook_line(h)).kind == IDENTITY), None)
 
         if before is None or nxt is None:
             continue
-        if any(f["i"] < leave["i"] < nxt["i"] for leave in view.leaves(label)):
+        if any(f["i"] < leave["i"] < nxt["i"] for leave in view.mail.leaves(label)):
             continue  # it left in between: what its next line says is R7's to judge (P7), not the fork's
-        if view.could_be_pruned(label, f, nxt):
+        if view.names.could_be_pruned(label, f, nxt):
             continue  # silent past the auto-row TTL in between: prune may have deleted the row (R26)
         checked += 1
         shown = decode_hook_line(hook_line(nxt)).name

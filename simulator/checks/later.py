@@ -56,10 +56,10 @@ def retried_calls(view: RunView) -> list[tuple[Call, list[Call]]]:
     """(the original call, the host's retries of it) for every send or broadcast a `retry` fault repeated:
     the original is the session's latest earlier call of the same tool with identical arguments."""
     out: dict[int, tuple[Call, list[Call]]] = {}
-    for c in view.calls:
+    for c in view.mail.calls:
         if c.tool not in SEND_TOOLS or c.call is None or data_of(c.call).get("retry") is None:
             continue
-        earlier = [o for o in view.calls if o.call is not None and o.i < c.i and o.tool == c.tool
+        earlier = [o for o in view.mail.calls if o.call is not None and o.i < c.i and o.tool == c.tool
                    and o.session == c.session and o.proc == c.proc and o.args == c.args
                    and data_of(o.call).get("retry") is None]
         if earlier:
@@ -71,7 +71,7 @@ def retried_calls(view: RunView) -> list[tuple[Call, list[Call]]]:
 def _landed(view: RunView, first: Call, last: Call) -> dict[str, list[dict]]:
     """Recipient session id -> the copies of the call's body stored from its sender between the first call and
     the last retry (a split batch counts once, by its first part)."""
-    senders = set(view.ids.get(first.session or "", ()))
+    senders = set(view.names.ids.get(first.session or "", ()))
     body = first.body
     out: dict[str, list[dict]] = {}
     for r in view.db["messages"]:
@@ -111,7 +111,7 @@ def p12_retry_lands_once(view: RunView) -> Verdict:
             if len(rows) > 1 and (read_at is None or read_at > again):
                 return verdict(p12_retry_lands_once, "fail",
                                f"{first.session}'s {first.tool} of {first.body[:40]!r} landed {len(rows)} times in "
-                               f"{view.label_of.get(to, to)}'s inbox after {len(inside)} retr"
+                               f"{view.names.label_of.get(to, to)}'s inbox after {len(inside)} retr"
                                f"{'y' if len(inside) == 1 else 'ies'} by its host, the first copy still unread "
                                f"(message ids {', '.join(str(r['id']) for r in rows)})",
                                first.witness() + [w for r in inside for w in r.witness()])
@@ -134,15 +134,15 @@ def _copies(view: RunView, call: Call) -> list[list[dict]]:
     """Every stored copy (a split one as its rows) of a send's body from its sender to its recipient,
     made before the call, within the sending process's retry window."""
     to = str(call.args.get("to", ""))
-    recipient, sender = view.label_for_name(to) or view.label_of.get(to), acting_identity(view, call)
+    recipient, sender = view.names.label_for_name(to) or view.names.label_of.get(to), acting_identity(view, call)
     by_id = {r["id"]: r for r in view.db["messages"]}
     parts, window = _part_numbers(view), _window_ms(view, call.proc)
     out = []
     for r, body in whole_messages(view):
         created = view.vt(r["created_at"])
         if (body not in (call.body, split_key(call.body)) or created is None
-                or view.label_of.get(r["from_session"]) != sender
-                or view.label_of.get(r["to_session"]) != recipient
+                or view.names.label_of.get(r["from_session"]) != sender
+                or view.names.label_of.get(r["to_session"]) != recipient
                 or not call.t - window - STAMP_RESOLUTION_MS <= created <= call.t):
             continue
         n = parts.get(r["id"], (1, 1))[1]
@@ -155,7 +155,7 @@ def suppressed_unseen(view: RunView) -> Optional[tuple[Call, list[dict]]]:
     recipient's inbox (the later design suppresses a retry only while its copy is unread), with the copies
     already read; None when every suppression had its unread copy."""
     spans = shown_spans(view)
-    for c in view.calls_of("send", ok=True):
+    for c in view.mail.calls_of("send", ok=True):
         if not c.outcome.suppressed:
             continue
         copies = _copies(view, c)
@@ -199,7 +199,7 @@ def _part_numbers(view: RunView) -> dict[int, tuple[int, int]]:
 
 def _died_reading(view: RunView, label: str) -> bool:
     """A read of `label`'s inbox never returned: what it stamped reached nobody, and P5 judges that."""
-    return any(c.result is None and label in may_act_as(view, c) for c in view.calls if c.tool == "read")
+    return any(c.result is None and label in may_act_as(view, c) for c in view.mail.calls if c.tool == "read")
 
 
 def _unseen_story(view: RunView, r: dict, label: str, mine: list[Shown], part: Optional[tuple[int, int]]) -> str:
@@ -224,13 +224,13 @@ def p13_whole_message(view: RunView) -> Verdict:
     spans, parts = shown_spans(view), _part_numbers(view)
     judged = 0
     for r in sorted(view.db["messages"], key=lambda r: r["id"]):
-        label = view.label_of.get(r["to_session"])
+        label = view.names.label_of.get(r["to_session"])
         mine = spans.get(r["id"], [])
         if not r["read_at"] or label is None or (not mine and _died_reading(view, label)):
             continue
         judged += 1
         if unseen_from(mine, len(str(r["body"] or ""))) is not None:
-            reads = [s.call for s in mine] or view.calls_of("read", label)
+            reads = [s.call for s in mine] or view.mail.calls_of("read", label)
             return verdict(p13_whole_message, "fail", _unseen_story(view, r, label, mine, parts.get(r["id"])),
                            [w for c in reads[:3] for w in c.witness()])
     if not judged:
@@ -246,7 +246,7 @@ def _machinery(view: RunView) -> set[str]:
 
 
 def _joined_explicitly(view: RunView, label: str, i: int) -> bool:
-    return any(e["i"] <= i for e in view.explicit_registers(label))
+    return any(e["i"] <= i for e in view.mail.explicit_registers(label))
 
 
 def _inherited_until(view: RunView, label: str) -> float:
@@ -257,13 +257,13 @@ def _inherited_until(view: RunView, label: str) -> float:
     if not any(getattr(r, "session", None) == label for r in getattr(view.spec, "legacy", None) or []):
         return -1
     options = options_by_process(view.spec)
-    return next((e["i"] for e in view.of(STATUS, session=label)
+    return next((e["i"] for e in view.history.of(STATUS, session=label)
                  if getattr(options.get(e.get("proc")), "machinery_markers", False)), float("inf"))
 
 
 def _child_in_directory(view: RunView) -> Optional[Verdict]:
     machinery = _machinery(view)
-    for e in view.of(REGISTERED, SAMPLE):
+    for e in view.history.of(REGISTERED, SAMPLE):
         rows = sample_rows(e) if e["kind"] == SAMPLE else {e.get("session"): {"registered": True}}
         for label, row in rows.items():
             if e["kind"] == SAMPLE and e["i"] <= _inherited_until(view, label):
@@ -280,15 +280,15 @@ def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: dict
     """Some process hosted `label` when its row was beaten: at the beat's stamp (second resolution), not at the
     sample that saw it, since a host may die after its beat (a kill at a poll's own instant)."""
     if beat is None:
-        return any(view.hosting(inc, label, sample["t"]) for inc in view.hosts(label, sample["t"], sample["i"]))
+        return any(view.hosting.is_hosting(inc, label, sample["t"]) for inc in view.hosting.hosts(label, sample["t"], sample["i"]))
     return any(label in inc.sessions and inc.start_t <= beat + STAMP_RESOLUTION_MS
-               and (inc.end_t is None or inc.end_t >= beat) and view.hosting(inc, label, beat) for inc in view.incs)
+               and (inc.end_t is None or inc.end_t >= beat) and view.hosting.is_hosting(inc, label, beat) for inc in view.hosting.incs)
 
 
 def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
     last: dict[str, tuple[dict, dict]] = {}
     judged = 0
-    for e in view.of(SAMPLE):
+    for e in view.history.of(SAMPLE):
         for label, row in sample_rows(e).items():
             if not row.get("registered") or row.get("host_kind") not in BEATING_ROW_KINDS:
                 last.pop(label, None)

@@ -29,14 +29,14 @@ _HEARTBEAT_SQL = re.compile(r"^update chat_sessions set last_seen = \S+ where se
 def _disturbed(view: RunView, proc: str, t: int) -> bool:
     """Inside (or a staleness period after) a sleep, a lock, a stalled poll timer or a caught
     store error of `proc`: two stalls back to back can hold a poll back past the staleness bound."""
-    poll = view.poll_ms(proc)
-    if view.asleep(t, slack=poll + SECOND_MS):
+    poll = view.hosting.poll_ms(proc)
+    if view.disturbances.asleep(t, slack=poll + SECOND_MS):
         return True
-    if any(p == proc and a <= t <= b + view.stale_ms + poll for p, a, b in view.stall_windows()):
+    if any(p == proc and a <= t <= b + view.stale_ms + poll for p, a, b in view.disturbances.stall_windows()):
         return True
-    if any(a <= t <= b + view.stale_ms + poll for a, b in view.lock_windows()):
+    if any(a <= t <= b + view.stale_ms + poll for a, b in view.disturbances.lock_windows()):
         return True
-    return any(e["t"] <= t <= e["t"] + view.stale_ms + poll for e in view.of(STORE_ERROR, proc=proc))
+    return any(e["t"] <= t <= e["t"] + view.stale_ms + poll for e in view.history.of(STORE_ERROR, proc=proc))
 
 
 def _cut_polls(view: RunView) -> set[int]:
@@ -47,7 +47,7 @@ def _cut_polls(view: RunView) -> set[int]:
     it too: after the `begin`, or after the update but before the commit."""
     if "_cut_polls" not in view.__dict__:
         cut, last_poll = set(), {}
-        for e in view.of(POLL, CRASH):
+        for e in view.history.of(POLL, CRASH):
             d = data_of(e)
             sql = str(d.get("sql") or "")
             at_heartbeat = d.get("point") == "heartbeat" or _HEARTBEAT_SQL.match(sql)
@@ -67,7 +67,7 @@ def _polls(view: RunView, inc: Incarnation, label: str) -> list[dict]:
     cache = view.__dict__.setdefault("_poll_cache", {})
     key = (id(inc), label)
     if key not in cache:
-        cache[key] = [e for e in view.of(POLL, proc=inc.proc) if view.inc_of(e) is inc
+        cache[key] = [e for e in view.history.of(POLL, proc=inc.proc) if view.hosting.inc_of(e) is inc
                       and ("hosted" not in data_of(e) or label in (data_of(e).get("hosted") or ()))
                       and e["i"] not in _cut_polls(view)]
     return cache[key]
@@ -92,7 +92,7 @@ def _first_event_i(view: RunView, inc: Incarnation, label: str) -> float:
     key = (id(inc), label)
     if key not in cache:
         cache[key] = next((e["i"] for e in view.history if e.get("session") == label and e.get("proc") == inc.proc
-                           and view.inc_of(e) is inc
+                           and view.hosting.inc_of(e) is inc
                            and not (e["kind"] == REGISTERED and data_of(e).get("how") == "rehost")),
                           float("inf"))
     return cache[key]
@@ -111,8 +111,8 @@ def _silent_rehost(view: RunView, hosts: list[Incarnation], label: str,
             return None
         if _first_event_i(view, inc, label) < sample["i"]:
             return None
-        end = view.rehost_deadline(inc, label)
-        late = sample["t"] - end - view.poll_ms(inc.proc) - SECOND_MS
+        end = view.hosting.rehost_deadline(inc, label)
+        late = sample["t"] - end - view.hosting.poll_ms(inc.proc) - SECOND_MS
         if late <= 0:
             return None
         deadline, past = max(deadline, end), late if past is None else min(past, late)
@@ -122,21 +122,21 @@ def _silent_rehost(view: RunView, hosts: list[Incarnation], label: str,
 def _beat_unreliable(view: RunView, proc: str, label: str, beat: dict) -> bool:
     """Is the last beat a dead host gave `label` unreliable (a store error near it, a machine
     sleep, an unregistered row)? Then how soon it sampled stale is not judged."""
-    return (any(e["t"] >= beat["t"] - view.stale_ms for e in view.of(STORE_ERROR, proc=proc))
-            or view.asleep(beat["t"]) or not view.name_at(label, beat["i"]))
+    return (any(e["t"] >= beat["t"] - view.stale_ms for e in view.history.of(STORE_ERROR, proc=proc))
+            or view.disturbances.asleep(beat["t"]) or not view.names.name_at(label, beat["i"]))
 
 
 def _joined_since(view: RunView, label: str, i0: int, sample: dict) -> bool:
     """Did `label` register (an ok chat_register) after position i0 and within a stale window of
     the sample? Registration writes last_seen; no host beats it afterwards (R13, R14)."""
     return any(i0 < c.i < sample["i"] and sample["t"] - c.t <= view.stale_ms + SECOND_MS
-               for c in view.calls_of("register", session=label, ok=True))
+               for c in view.mail.calls_of("register", session=label, ok=True))
 
 
 def _judge_orphan(view: RunView, label: str, row: dict, s: dict) -> tuple[int, Optional[Verdict]]:
     """P4 for a session no live process hosts: (samples judged, a failing verdict or None). It goes
     stale within 60 s plus a poll of its host's death, and not before 60 s after its last beat."""
-    dead = [inc for inc in view.incs
+    dead = [inc for inc in view.hosting.incs
             if label in inc.sessions and inc.died and inc.end_i is not None and inc.end_i < s["i"]]
     if not dead:
         return 0, None
@@ -145,7 +145,7 @@ def _judge_orphan(view: RunView, label: str, row: dict, s: dict) -> tuple[int, O
         return 0, None  # an explicit join stamps last_seen without hosting the session (R13)
     last = _last_before(_polls(view, inc, label), inc.end_i)
     since_kill = s["t"] - inc.end_t
-    if since_kill > view.stale_ms + view.poll_ms(inc.proc) + SECOND_MS:
+    if since_kill > view.stale_ms + view.hosting.poll_ms(inc.proc) + SECOND_MS:
         if row.get("stale"):
             return 1, None
         return 1, verdict(p4_liveness, "fail", f"{label} still sampled live at t={span(s['t'])}, "
@@ -190,7 +190,7 @@ def _touch_index(view: RunView) -> tuple[dict[str, list[float]], list[float]]:
                 own.setdefault(label, []).append(e["i"])
         elif e["kind"] == TOOL_CALL and (d.get("args") or {}).get("as") is not None:
             anyone.append(e["i"])
-    for e in view.leaves():  # a delete or exit step records no event of its own
+    for e in view.mail.leaves():  # a delete or exit step records no event of its own
         own.setdefault(e.get("session") or "", []).append(e["i"])
     for positions in own.values():
         positions.sort()
@@ -230,11 +230,11 @@ def _judge_stale_marks(view: RunView) -> tuple[int, Optional[Verdict]]:
     dispatch only: a concurrent wave's events are merged by process, not in the order they ran)."""
     if getattr(view.spec, "dispatch", "serial") == "concurrent" or view.epoch_ms is None:
         return 0, None
-    samples = view.of(SAMPLE)
+    samples = view.history.of(SAMPLE)
     at = [s["i"] for s in samples]
     own, anyone = _touch_index(view)
     checked = 0
-    for c in view.calls:
+    for c in view.mail.calls:
         if c.result is None or not c.ok or c.tool not in ("send", "broadcast", "list", "cli_list"):
             continue
         marks = stale_marks(c)
@@ -281,19 +281,19 @@ def p4_liveness(view: RunView) -> Verdict:
     """A live opencode host's session never samples stale; a dead host's does within 60 s plus a poll, not before;
     and every reply that places a row by its age (list, send, broadcast, the CLI) follows the one rule."""
     checked = 0
-    for s in view.of(SAMPLE):
+    for s in view.history.of(SAMPLE):
         for label, row in sample_rows(s).items():
             if not row.get("registered") or row.get("host_kind", DEFAULT_ROW_KIND) not in BEATING_ROW_KINDS:
                 continue
-            live = [inc for inc in view.hosts(label, s["t"], s["i"], kinds=_POLLING_HOSTS)
-                    if view.hosting(inc, label, s["t"])]
+            live = [inc for inc in view.hosting.hosts(label, s["t"], s["i"], kinds=_POLLING_HOSTS)
+                    if view.hosting.is_hosting(inc, label, s["t"])]
             if live:
                 inc = live[-1]
                 last = _last_before(_polls(view, inc, label), s["i"])
-                if (last is None or view.poll_ms(inc.proc) + SECOND_MS >= view.stale_ms
+                if (last is None or view.hosting.poll_ms(inc.proc) + SECOND_MS >= view.stale_ms
                         or _disturbed(view, inc.proc, s["t"])):
                     continue
-                since = view.hosted_from(inc, label, s["t"])
+                since = view.hosting.hosted_from(inc, label, s["t"])
                 if since != inc.start_t and last["t"] <= since:
                     continue  # hosted again from an activity (R15) that no poll has beaten yet
                 checked += 1
@@ -302,7 +302,7 @@ def p4_liveness(view: RunView) -> Verdict:
                                    f"though {inc.proc}#{inc.n} hosts it live (last poll t={span(last['t'])})",
                                    [sample_row(s, label), last, inc.start_event])
                 continue
-            hosts = view.hosts(label, s["t"], s["i"])
+            hosts = view.hosting.hosts(label, s["t"], s["i"])
             if hosts:
                 found = _silent_rehost(view, hosts, label, s)
                 if found is None:

@@ -46,7 +46,7 @@ def acting_identity(view: RunView, call: Call) -> Optional[str]:
     that session's mail, and a read claiming it drains that session's inbox."""
     claim = call.args.get("as") if isinstance(call.args, dict) else None
     if claim and HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
-        return view.label_for_name(str(claim)) or view.label_of.get(str(claim)) or call.session
+        return view.names.label_for_name(str(claim)) or view.names.label_of.get(str(claim)) or call.session
     return call.session
 
 
@@ -58,7 +58,7 @@ def may_act_as(view: RunView, call: Call) -> set[Optional[str]]:
     out = {acting_identity(view, call)}
     claim = call.args.get("as") if isinstance(call.args, dict) else None
     if claim and not HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
-        out.add(view.label_for_name(str(claim)) or view.label_of.get(str(claim)))
+        out.add(view.names.label_for_name(str(claim)) or view.names.label_of.get(str(claim)))
     return out
 
 
@@ -105,7 +105,7 @@ def _drained_by(view: RunView, call: Call) -> list[dict]:
     for r in view.db["messages"]:
         read_at = view.vt(r["read_at"]) if r["read_at"] else None
         if read_at is not None and abs(read_at - call.t) <= STAMP_RESOLUTION_MS \
-                and view.label_of.get(r["to_session"]) in labels:
+                and view.names.label_of.get(r["to_session"]) in labels:
             out.append(r)
     return sorted(out, key=lambda r: r["id"])
 
@@ -155,7 +155,7 @@ def _page_spans(view: RunView, call: Call) -> list[Shown]:
         return []
     labels = may_act_as(view, call)
     row = next((r for r in view.db["messages"] if r["id"] == row_id
-                and view.label_of.get(r["to_session"]) in labels), None)
+                and view.names.label_of.get(r["to_session"]) in labels), None)
     if row is None:
         return []
     body = str(row["body"] or "")
@@ -168,7 +168,7 @@ def _page_spans(view: RunView, call: Call) -> list[Shown]:
 def shown_spans(view: RunView) -> dict[int, list[Shown]]:
     """Row id -> the spans of its body the ok reads' outputs showed, in call order."""
     out: dict[int, list[Shown]] = {}
-    for call in view.calls_of("read", ok=True):
+    for call in view.mail.calls_of("read", ok=True):
         paged = isinstance(call.args, dict) and call.args.get("message") is not None
         for s in (_page_spans(view, call) if paged else _drain_spans(view, call)):
             out.setdefault(s.row_id, []).append(s)

@@ -27,7 +27,7 @@ def _ever_pruned(view: RunView) -> set[str]:
     """Labels that vanished from the directory without a leave or a fork (pruned,
     R26). A pruned session that registers again drops out of chat_pruned, but
     its unread mail may have been swept in between."""
-    return {label for label, _prev, _s, _row in view.vanishings()}
+    return {label for label, _prev, _s, _row in view.mail.vanishings()}
 
 
 def _maybe_swept(view: RunView, label: str, call: Call, pruned: set[str], ever_pruned: set[str]) -> bool:
@@ -37,22 +37,22 @@ def _maybe_swept(view: RunView, label: str, call: Call, pruned: set[str], ever_p
     silent long enough after the call to be pruned."""
     if view.t_end - call.t <= MAIL_SWEEP_AGE_MS - STAMP_RESOLUTION_MS:
         return False
-    ids = view.ids.get(label, ())
-    if label in ever_pruned or any(s in pruned for s in ids) or view.leaves(label):
+    ids = view.names.ids.get(label, ())
+    if label in ever_pruned or any(s in pruned for s in ids) or view.mail.leaves(label):
         return True
     if not any(r["session_id"] in ids for r in view.db["sessions"]):
         return True
-    return call.result is not None and view.could_be_pruned(label, call.result, {"i": float("inf"), "t": view.t_end})
+    return call.result is not None and view.names.could_be_pruned(label, call.result, call.result, end=view.t_end)
 
 
 def _read_crashes(view: RunView) -> list[dict]:
-    return [c for c in view.of(CRASH) if data_of(c).get("point") == "read-stamp"]
+    return [c for c in view.history.of(CRASH) if data_of(c).get("point") == "read-stamp"]
 
 
 def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
     """Ok chat_send calls by (sender label, recipient, trimmed body)."""
     results: dict[tuple, list[Call]] = {}
-    for c in view.calls_of("send", ok=True):
+    for c in view.mail.calls_of("send", ok=True):
         sent = c.outcome
         if sent.kind == HELD:
             continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
@@ -61,19 +61,19 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
         to = sent.to if sent.kind == SENT else str(c.args.get("to", ""))
         body = split_key(c.body) if sent.parts > 1 else c.body  # stored as parts
         # Recipients compare by label when known: a name can change after a leave.
-        results.setdefault((acting_identity(view, c), view.label_for_name(to) or view.label_of.get(to) or to.lower(),
+        results.setdefault((acting_identity(view, c), view.names.label_for_name(to) or view.names.label_of.get(to) or to.lower(),
                             body), []).append(c)
     return results
 
 
 def _stored_sends(view: RunView) -> dict[tuple, list[dict]]:
     """Direct (not broadcast) db rows by (sender label, recipient, body)."""
-    names = view.id_names()
+    names = view.names.id_names()
     rows: dict[tuple, list[dict]] = {}
     for r, body in whole_messages(view):
         if not r["via_broadcast"]:
-            to = view.label_of.get(r["to_session"]) or str(names.get(r["to_session"], r["to_session"])).lower()
-            rows.setdefault((view.label_of.get(r["from_session"]), to, body), []).append(r)
+            to = view.names.label_of.get(r["to_session"]) or str(names.get(r["to_session"], r["to_session"])).lower()
+            rows.setdefault((view.names.label_of.get(r["from_session"]), to, body), []).append(r)
     return rows
 
 
@@ -92,7 +92,7 @@ def _stored_once(view: RunView, results: dict[tuple, list[Call]], pruned: set[st
         claiming = sum(1 for k, cs in results.items() if k != key and k[1:] == key[1:]
                        for c in cs if key[0] in may_act_as(view, c))
         # A send whose process died in the call may have committed (a crash after its commit).
-        in_flight = sum(1 for c in view.calls if c.tool == "send" and c.result is None and c.body == key[2]
+        in_flight = sum(1 for c in view.mail.calls if c.tool == "send" and c.result is None and c.body == key[2]
                         and key[0] in may_act_as(view, c))
         if len(got) > len(calls) + claiming + in_flight:
             return verdict(p5_no_loss, "fail",
@@ -119,7 +119,7 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
     """A row is returned by at most one read of its recipient's inbox, whoever called it (barring a
     read-stamp crash), and stamped once returned."""
     for r in view.db["messages"]:
-        label = view.label_of.get(r["to_session"])
+        label = view.names.label_of.get(r["to_session"])
         line = (inbox_stamp(r["created_at"]), r["body"])
         # The strict identity: a broadcast gives every recipient a row of one body and one time,
         # so the caller's own copy would read as the claimed session's.
@@ -151,10 +151,10 @@ def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]
     read-stamp crash or a read call of the recipient that never returned (it died mid-call)."""
     spans = shown_spans(view)
     for r in view.db["messages"]:
-        label = view.label_of.get(r["to_session"])
+        label = view.names.label_of.get(r["to_session"])
         if not r["read_at"] or label is None or crashes:
             continue
-        if any(c.result is None for c in view.calls if c.tool == "read" and label in may_act_as(view, c)):
+        if any(c.result is None for c in view.mail.calls if c.tool == "read" and label in may_act_as(view, c)):
             continue
         mine = spans.get(r["id"], [])
         if mine and unseen_from(mine, len(str(r["body"] or ""))) is None:
@@ -194,11 +194,11 @@ def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optio
     line showed opens a stored body addressed to a session the read may have acted as."""
     for c in reads:
         labels = may_act_as(view, c)
-        ids = {sid for label in labels for sid in view.ids.get(label or "", ())}
+        ids = {sid for label in labels for sid in view.names.ids.get(label or "", ())}
         if ids & pruned:
             continue
         bodies = [str(r["body"] or "") for r in view.db["messages"]
-                  if r["to_session"] in ids or view.label_of.get(r["to_session"]) in labels]
+                  if r["to_session"] in ids or view.names.label_of.get(r["to_session"]) in labels]
         gone = next((m for m in c.outcome.messages if not any(b.startswith(m.chars) for b in bodies)), None)
         if gone is not None:
             return verdict(p5_no_loss, "fail", f"a message {acting_identity(view, c)} read at t={span(c.t)} "
@@ -212,7 +212,7 @@ def p5_no_loss(view: RunView) -> Verdict:
     nothing vanishes but what prune sweeps."""
     pruned = _pruned_ids(view)
     results = _accepted_sends(view)
-    reads = view.calls_of("read", ok=True)
+    reads = view.mail.calls_of("read", ok=True)
     crashes = _read_crashes(view)
     failure = (_stored_once(view, results, pruned) or _suppressed_unseen(view) or _read_once(view, reads, crashes)
                or _stamped_rows_returned(view, reads, crashes) or _read_rows_kept(view, reads, pruned))
@@ -234,7 +234,7 @@ def _rows_problem(view: RunView, c, recips: list[str], got: list[str], who, copi
     for n in recips:
         label = who(n)
         k = got.count(label)
-        if k == 0 and label not in view.ids:
+        if k == 0 and label not in view.names.ids:
             continue  # a name no event, sample or final row ties to a session: the count below judges it
         if k == 0 and _maybe_swept(view, label, c, *swept_sets):
             swept += 1
@@ -259,21 +259,21 @@ def _retries_of(c, calls) -> int:
 def p8_broadcast(view: RunView) -> Verdict:
     """Each ok broadcast stored one row per named recipient and none for the sender or the skipped (only stale
     opencode rows), and one cut by a crash stored none."""
-    names = view.id_names()
+    names = view.names.id_names()
     pruned, ever_pruned = _pruned_ids(view), _ever_pruned(view)
-    bcasts = [c for c in view.calls_of("broadcast") if c.ok or c.result is None]
+    bcasts = [c for c in view.mail.calls_of("broadcast") if c.ok or c.result is None]
     if not bcasts:
         return skipped(p8_broadcast, "no broadcast in the run")
-    samples = view.of(SAMPLE)
+    samples = view.history.of(SAMPLE)
     for c in bcasts:
         if _is_retry(c):
             continue  # judged with the call it repeats: one more copy the design may or may not store (P12)
         copies = 1 + _retries_of(c, bcasts)
         mine = [r for r, body in whole_messages(view)  # a split batch counts once (the later design)
-                if r["via_broadcast"] and view.label_of.get(r["from_session"]) == c.session
+                if r["via_broadcast"] and view.names.label_of.get(r["from_session"]) == c.session
                 and body in (c.body, split_key(c.body))]
         if c.result is None or not c.ok:
-            crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.of(CRASH))
+            crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.history.of(CRASH))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
             if c.result is None and crashed and mine and not later:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows",
@@ -283,7 +283,7 @@ def p8_broadcast(view: RunView) -> Verdict:
             continue
         recips, skipped_names = c.outcome.recipients, c.outcome.skipped
         def who(name_or_id: str) -> str:
-            return (view.label_for_name(name_or_id) or view.label_of.get(name_or_id)
+            return (view.names.label_for_name(name_or_id) or view.names.label_of.get(name_or_id)
                     or str(names.get(name_or_id, name_or_id)).lower())
         got = [who(r["to_session"]) for r in mine]
         if c.session in got or any(who(n) in got for n in skipped_names):
@@ -302,7 +302,7 @@ def p8_broadcast(view: RunView) -> Verdict:
                 name = row.get("name") or ""
                 # The row may not have existed at the broadcast's instant: pruned after a silence past
                 # the auto-row TTL (R26) and made again (a fresh name) before the next sample.
-                gone = a[label].get("name") != name or view.could_be_pruned(label, before[-1], c.result)
+                gone = a[label].get("name") != name or view.names.could_be_pruned(label, before[-1], c.result)
                 if row.get("host_kind") == "mcp" and name not in recips and not gone:
                     return verdict(p8_broadcast, "fail",
                                    f"broadcast by {c.session} left out the mcp session {label} ({name})",

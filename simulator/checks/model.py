@@ -137,7 +137,7 @@ class Model:
         `c`: the conversation whose session-start or prompt hook last recorded this process's pid,
         less than 600 s before, while its row is registered. None: no anchor the model is sure of
         (another conversation's hook, a fork since, a stale or missing anchor)."""
-        inc = self.view.inc_of(c.call or c.result or {})
+        inc = self.view.hosting.inc_of(c.call or c.result or {})
         anchor = self.anchors.get(id(inc)) if inc is not None else None
         if anchor is None or anchor[0] != c.session or c.t - anchor[2] > PID_FRESH_MS - SECOND_MS:
             return None
@@ -187,7 +187,7 @@ class Model:
             self.box(sid).blur()  # out of the directory: its old 002-era mail may be swept (R26)
         if name:
             self.names[sid] = name
-            self.own(name, label or self.view.label_of.get(sid))
+            self.own(name, label or self.view.names.label_of.get(sid))
 
     def own(self, name: str, label: Optional[str]) -> None:
         if label is not None:
@@ -195,7 +195,7 @@ class Model:
 
     def blur_label(self, label: Optional[str]) -> None:
         """Forget what the model knows of a label's rows (a fork, an adoption, a crash it cannot follow)."""
-        for sid in self.view.ids.get(label or "", ()):
+        for sid in self.view.names.ids.get(label or "", ()):
             self.reg[sid] = None
             self.tomb[sid] = None
             box = self.box(sid)
@@ -249,8 +249,8 @@ class Model:
     def identities(self, c: Call) -> tuple[list[Optional[str]], bool]:
         """(the chat ids the call may act as, whether that is certain). An opencode session acts as its
         own id; an MCP host's call as its conversation's id, a claimed `as`, or none (R32)."""
-        ids = list(self.view.ids.get(c.session or "", ()))
-        inc = self.view.inc_of(c.call or c.result)
+        ids = list(self.view.names.ids.get(c.session or "", ()))
+        inc = self.view.hosting.inc_of(c.call or c.result)
         mcp = inc is not None and HOSTS[inc.kind].mcp
         if not mcp and len(ids) == 1 and "as" not in c.args:
             return ids, True

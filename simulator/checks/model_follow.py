@@ -49,17 +49,17 @@ def follow(view: RunView) -> Model:
     m.loose = any(not modeled(o) for o in options.values())
     unmodeled = {p for p, o in options.items() if not modeled(o)}
     seed(m)
-    by_call = {c.call["i"]: c for c in view.calls if c.call is not None}
-    by_result = {c.result["i"]: c for c in view.calls if c.result is not None}
+    by_call = {c.call["i"]: c for c in view.mail.calls if c.call is not None}
+    by_result = {c.result["i"]: c for c in view.mail.calls if c.result is not None}
     open_calls: dict[Any, Call] = {}
     if getattr(view.spec, "dispatch", "serial") == "concurrent":
-        for c in view.calls:
+        for c in view.mail.calls:
             if c.tool in JUDGES:
                 m.together.setdefault((c.call or c.result).get("dispatch"), []).append(c)
-        for e in view.history + view.leaves():
+        for e in list(view.history) + view.mail.leaves():
             if e["kind"] in (REGISTERED, HOOK, LEAVE):
                 m.wave_moves.setdefault(e.get("dispatch"), set()).add(e.get("proc"))
-    events = sorted(view.history + placed_leaves(view) + quiet_leaves(view), key=lambda e: e["i"])
+    events = sorted(list(view.history) + placed_leaves(view) + quiet_leaves(view), key=lambda e: e["i"])
     for e in events:
         kind = e["kind"]
         if kind == TOOL_CALL and e["i"] in by_call:
@@ -93,25 +93,25 @@ def placed_leaves(view: RunView) -> list[dict]:
     instant before it in script order (a broadcast to the session, say), the leave may have come
     after that step's calls: the session is unknown through the instant and surely gone after it."""
     out = []
-    for e in view.leaves():
+    for e in view.mail.leaves():
         if e["kind"] != LEAVE:
             continue
         k = data_of(e).get("step")
         shared = e.get("proc") is None and k is not None and any(
-            j < k and view.landed(j, st.at) == e["t"] for j, st in enumerate(view.steps))
+            j < k and view.disturbances.landed(j, st.at) == e["t"] for j, st in enumerate(view.steps))
         if not shared:
             out.append(e)
             continue
         after = next((x["i"] for x in view.history if x["t"] > e["t"]), len(view.history)) - 0.25
-        out += [{**e, "kind": LEAVE_BLUR}, {**e, "i": after}]
+        out += [{**e.as_dict(), "kind": LEAVE_BLUR}, {**e.as_dict(), "i": after}]
     return out
 
 
 def quiet_leaves(view: RunView) -> list[dict]:
     """Stand-ins for delete / exit steps of sessions the view does not count as registered then: the
     leave writes a tombstone all the same, or not (the session may have had no usable id yet)."""
-    counted = {(e.get("session"), data_of(e).get("step")) for e in view.leaves() if e["kind"] == LEAVE}
-    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    counted = {(e.get("session"), data_of(e).get("step")) for e in view.mail.leaves() if e["kind"] == LEAVE}
+    dropped = {step_of(e) for e in view.history.of(STEP_DROPPED)}
     out = []
     for idx, step in enumerate(view.steps):
         who = getattr(step.args, "session", None)
@@ -125,11 +125,11 @@ def quiet_leaves(view: RunView) -> list[dict]:
 def seed(m: Model) -> None:
     """The directory at the start: every session id unregistered, no tombstone, an empty inbox;
     a 002-era row registered under its claimed name with its waiting mail (its topic kept, R3)."""
-    for sid in m.view.label_of:
+    for sid in m.view.names.label_of:
         m.reg[sid], m.tomb[sid] = False, False
         m.box(sid)
     for row in getattr(m.view.spec, "legacy", []) or []:
-        sids = m.view.ids.get(row.session or "", ())
+        sids = m.view.names.ids.get(row.session or "", ())
         if row.session and sids:
             m.know(sids[0], True, row.name, row.session)
             m.box(sids[0]).msgs += [Msg(body.strip(), True) for body in row.mail]
@@ -145,12 +145,12 @@ def enabled_at(view: RunView, proc: Optional[str], t: int) -> set[bool]:
     config step at the call's own time may land on either side of it."""
     spec = next((p for p in getattr(view.spec, "processes", []) if p.id == proc), None)
     values = {spec.config.enabled if spec is not None else True}
-    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    dropped = {step_of(e) for e in view.history.of(STEP_DROPPED)}
     for idx, step in enumerate(view.steps):
         if step.action != "config" or idx in dropped or step.args.process != proc:
             continue
         new = getattr(step.args, "enabled", None)
-        at = view.landed(idx, step.at)
+        at = view.disturbances.landed(idx, step.at)
         if new is None or at > t:
             continue
         values = {new} if at < t else values | {new}
@@ -210,7 +210,7 @@ def cut(m: Model, c: Call) -> None:
     elif c.tool == "read":
         for sid in ids:
             m.box(sid).blur()
-        m.blurred_reads.update(m.view.label_of.get(sid, sid) for sid in ids)
+        m.blurred_reads.update(m.view.names.label_of.get(sid, sid) for sid in ids)
         m.blurred_reads.add(c.session or "")
     elif c.tool in ("register", "unregister"):
         for sid in ids:
@@ -246,15 +246,16 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
         on_registered(m, e)
     elif kind == HOOK:
         on_hook(m, e)
-    elif kind in (QUIET_LEAVE, LEAVE_BLUR) or (kind == LEAVE and e.get("proc") is None and m.view.asleep(e["t"])):
+    elif kind in (QUIET_LEAVE, LEAVE_BLUR) or (
+            kind == LEAVE and e["proc"] is None and m.view.disturbances.asleep(e["t"])):
         # A step inside a machine sleep runs late or never: the leave may or may not have happened.
-        for sid in m.view.ids.get(label or "", ()):
+        for sid in m.view.names.ids.get(label or "", ()):
             m.tomb[sid] = None
             if kind in (LEAVE, LEAVE_BLUR):
                 m.reg[sid] = None
     elif kind == LEAVE:
         drop_anchors(m, label)
-        for sid in m.view.ids.get(label or "", ()):
+        for sid in m.view.names.ids.get(label or "", ()):
             if m.reg.get(sid) is not False:
                 m.know(sid, False)
                 m.tomb[sid] = True
@@ -270,8 +271,8 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
             maybe_joined(m, who)
     elif kind == SAMPLE and not open_calls:
         for lab, row in sample_rows(e).items():
-            sid = row.get("session_id") or next(iter(m.view.ids.get(lab, ())), None)
-            if sid and (row.get("registered") or len(m.view.ids.get(lab, ())) == 1):
+            sid = row.get("session_id") or next(iter(m.view.names.ids.get(lab, ())), None)
+            if sid and (row.get("registered") or len(m.view.names.ids.get(lab, ())) == 1):
                 if m.reg.get(sid) is not bool(row.get("registered")) and m.reg.get(sid) is not None:
                     m.changes += 1
                 m.know(sid, bool(row.get("registered")), row.get("name") if row.get("registered") else None, lab)
@@ -280,7 +281,7 @@ def on_directory(m: Model, e: dict, open_calls: dict) -> None:
 def maybe_joined(m: Model, label: Optional[str]) -> None:
     """A session's status, prompt or startup may auto-register it (R1, R5) without the harness
     seeing it yet; never one with a leave tombstone the model is sure of (R7)."""
-    for sid in m.view.ids.get(label or "", ()):
+    for sid in m.view.names.ids.get(label or "", ()):
         if m.reg.get(sid) is False and m.tomb.get(sid) is not True:
             m.reg[sid] = None
 
@@ -299,11 +300,11 @@ def no_auto_join(view: RunView, e: dict) -> Optional[str]:
     session = next((x for x in getattr(spec, "sessions", []) if x.id == label), None) if spec else None
     if session is None or any(getattr(r, "session", None) == label for r in getattr(view.spec, "legacy", []) or []):
         return None
-    if any(x["i"] < e["i"] for x in view.of(REGISTERED, session=label)) or any(
-            (sample_rows(x).get(label) or {}).get("registered") for x in view.of(SAMPLE) if x["i"] < e["i"]):
+    if any(x["i"] < e["i"] for x in view.history.of(REGISTERED, session=label)) or any(
+            (sample_rows(x).get(label) or {}).get("registered") for x in view.history.of(SAMPLE) if x["i"] < e["i"]):
         return None
     # A plugin reload forgets which sessions are children (the later design's machinery incident).
-    reloaded = any(st.action == "reload" and st.args.process == proc and view.landed(k, st.at) <= e["t"]
+    reloaded = any(st.action == "reload" and st.args.process == proc and view.disturbances.landed(k, st.at) <= e["t"]
                    for k, st in enumerate(view.steps))
     if getattr(session, "parent", None) and not reloaded and not getattr(session, "machinery", False):
         return "a child (sub-agent) session never auto-registers (R1)"
@@ -318,7 +319,7 @@ def auto_register_may_be_on(view: RunView, spec, t: int) -> bool:
     values = {spec.config.auto_register}
     for k, st in enumerate(view.steps):
         new = getattr(st.args, "auto_register", None) if st.action == "config" and st.args.process == spec.id else None
-        at = view.landed(k, st.at) if new is not None else None
+        at = view.disturbances.landed(k, st.at) if new is not None else None
         if at is not None and at < t:
             values = {new}
         elif at is not None and at == t:
@@ -332,7 +333,7 @@ def startup_mismatch(view: RunView, e: dict) -> Optional[str]:
     top-level session of the directory, by the simulator's own reading of the command line): none
     when it opens none or while its `chat.autoRegister` is false (R30), and never a sub-agent child
     (R1). Which of two top-level sessions listed at the same instant is the newest is left open."""
-    inc = view.inc_of(e)
+    inc = view.hosting.inc_of(e)
     start = data_of(inc.start_event) if inc is not None and inc.start_event is not None else {}
     if "opens" not in start:
         return None
@@ -354,7 +355,7 @@ def on_registered(m: Model, e: dict) -> None:
         return  # the register reply says it
     if how == "adopt":
         m.blur_label(label)
-    sid = d.get("session_id") or next(iter(m.view.ids.get(label or "", ())), None)
+    sid = d.get("session_id") or next(iter(m.view.names.ids.get(label or "", ())), None)
     if sid and m.tomb.get(sid) is True:
         m.surprise(f"{label} joined again ({how})", "no automatic join: its leave tombstone sticks (R7)",
                    f"registered as {d.get('name')}", [e])
@@ -371,8 +372,8 @@ def on_registered(m: Model, e: dict) -> None:
 def on_hook(m: Model, e: dict) -> None:
     """An MCP hook's line: the conversation's name and unread count (R31), or the leave line (R7)."""
     label, line, d = e.get("session"), hook_line(e), data_of(e)
-    sids = [sid for sid in m.view.ids.get(label or "", ()) if sid.startswith(MCP_ID_PREFIX)]
-    inc = m.view.inc_of(e)
+    sids = [sid for sid in m.view.names.ids.get(label or "", ()) if sid.startswith(MCP_ID_PREFIX)]
+    inc = m.view.hosting.inc_of(e)
     anchoring = d.get("hook") in ANCHORING_HOOKS and inc is not None and anchors_identity(inc.kind)
     if anchoring:
         m.anchors.pop(id(inc), None)  # re-set below only by a line that shows the anchor is sure
@@ -384,7 +385,7 @@ def on_hook(m: Model, e: dict) -> None:
     if shown.kind == IDENTITY and sids:
         # The label's ids include those of forks still to come (a fork gives the conversation a new
         # host id, so a new mcp id): the line speaks for the id in use now.
-        future = {mcp_session_id(str(data_of(f).get("new_host_id"))) for f in m.view.of(FORK, session=label)
+        future = {mcp_session_id(str(data_of(f).get("new_host_id"))) for f in m.view.history.of(FORK, session=label)
                   if f["i"] > e["i"] and data_of(f).get("new_host_id")}
         sid = ([s for s in sids if s not in future] or sids)[-1]
         if m.tomb.get(sid) is True:

@@ -230,7 +230,7 @@ def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     check_senders(m, c, entries)
     for sid in ids:
         if sid:
-            m.returned.setdefault(m.view.label_of.get(sid, sid), []).extend(bodies)
+            m.returned.setdefault(m.view.names.label_of.get(sid, sid), []).extend(bodies)
     m.returned.setdefault(c.session or "", []).extend(bodies)
     ident = m.acting(ids, racy)
     if ident is not None and m.reg.get(ident) is not False:

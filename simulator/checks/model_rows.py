@@ -69,14 +69,14 @@ def rows(m: Model) -> None:
             continue
         m.judged += 1
         if state != (sid in present):
-            m.surprise(f"final row of {m.view.label_of.get(sid, sid)}", "registered" if state else "no row",
+            m.surprise(f"final row of {m.view.names.label_of.get(sid, sid)}", "registered" if state else "no row",
                        "registered" if sid in present else "no row")
     # A forked Claude Code session's ids are one conversation: its mail may move from the old
     # id to the new one when the new id first acts (R33), so they are counted together.
-    forked = {e.get("session") for e in m.view.of(FORK)}
+    forked = {e.get("session") for e in m.view.history.of(FORK)}
     counted: dict[str, list[str]] = {}
     for sid in m.boxes:
-        label = m.view.label_of.get(sid)
+        label = m.view.names.label_of.get(sid)
         counted.setdefault(f"label:{label}" if label in forked else sid, []).append(sid)
     for sids in counted.values():
         bounds = [m.boxes[sid].bounds(bool(m.ghosts)) for sid in sids]
@@ -84,7 +84,7 @@ def rows(m: Model) -> None:
         n = sum(unread.get(sid, 0) for sid in sids)
         m.judged += 1
         if not lo <= n <= hi:
-            m.surprise(f"unread rows of {m.view.label_of.get(sids[0], sids[0])} at the end",
+            m.surprise(f"unread rows of {m.view.names.label_of.get(sids[0], sids[0])} at the end",
                        f"{lo}" + ("" if lo == hi else " or more"), str(n))
 
 
@@ -94,8 +94,8 @@ def read_stamps(m: Model) -> None:
     for msg in m.view.db["messages"]:
         if msg.get("read_at") is None:
             continue
-        label = m.view.label_of.get(msg["to_session"], msg["to_session"])
-        if label in m.blurred_reads or label not in m.view.ids:
+        label = m.view.names.label_of.get(msg["to_session"], msg["to_session"])
+        if label in m.blurred_reads or label not in m.view.names.ids:
             continue
         bodies = left.get(label, [])
         m.judged += 1
@@ -109,10 +109,10 @@ def read_stamps(m: Model) -> None:
 def status_touches(m: Model) -> None:
     """chat_status touches last_seen (R34): what a later database read shows is no older."""
     for sid, touches in m.touches.items():
-        label = m.view.label_of.get(sid)
+        label = m.view.names.label_of.get(sid)
         t, result = max(touches, key=lambda x: x[0])
         seen: list[tuple[Optional[int], str]] = []
-        for e in m.view.of(SAMPLE):
+        for e in m.view.history.of(SAMPLE):
             row = sample_rows(e).get(label or "") or {}
             if e["i"] > result["i"] and row.get("registered") and row.get("session_id") in (sid, None):
                 seen.append((m.view.vt(row.get("last_seen")), f"sample at {e['t']} ms"))
@@ -137,18 +137,18 @@ def tombstones(m: Model) -> None:
             continue
         m.judged += 1
         if sid not in have:
-            m.surprise(f"tombstone of {m.view.label_of.get(sid, sid)}", "a leave tombstone", "none", [e])
+            m.surprise(f"tombstone of {m.view.names.label_of.get(sid, sid)}", "a leave tombstone", "none", [e])
 
 
 def topics(m: Model) -> None:
     """R3: an auto row's topic follows its last title once an idle event came after it, in the same
     host process; a 002-era row keeps its topic."""
     view = m.view
-    dropped = {step_of(e) for e in view.of(STEP_DROPPED)}
+    dropped = {step_of(e) for e in view.history.of(STEP_DROPPED)}
     titles: dict[str, tuple[int, str]] = {}
     for idx, step in enumerate(view.steps):
         if step.action == "title" and idx not in dropped:
-            titles[step.args.session] = (view.landed(idx, step.at), str(step.args.title))
+            titles[step.args.session] = (view.disturbances.landed(idx, step.at), str(step.args.title))
     # 002-era names that differ only in case are one group: the migration to the NOCASE column
     # keeps every twin but renames the later ones NAME-2, NAME-3... (D-store-6), so a row may
     # carry any topic of its group, never one from outside it.
@@ -156,7 +156,7 @@ def topics(m: Model) -> None:
     for r in getattr(view.spec, "legacy", []) or []:
         legacy.setdefault(r.name.lower(), set()).add(r.topic)
     for row in view.db["sessions"]:
-        label = view.label_of.get(row["session_id"])
+        label = view.names.label_of.get(row["session_id"])
         if not row.get("auto"):
             group = legacy.get(re.sub(r"-\d+$", "", str(row.get("name")).lower()))
             if group and group != {None}:
@@ -178,13 +178,13 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
     the title it holds), no later start of a process hosting it (which reads a title of its own), and
     at least one such idle whose refresh no crash could have cut?"""
     if any(e["t"] >= at and label in (data_of(e).get("sessions") or {}) or data_of(e).get("resumed") == label
-           for e in view.of(PROCESS_START) if e["t"] >= at):
+           for e in view.history.of(PROCESS_START) if e["t"] >= at):
         return False
     # A session step goes to the process started last among those hosting the session (a `-c`
     # that opens the newest session in a second process takes it over); the older tab keeps its
     # own title and refreshes the topic from it on its own idle events: the new title is sure to
     # be the topic only when the retitled tab is the one that went idle.
-    started = [inc for inc in view.incs if label in inc.sessions and inc.start_t <= at]
+    started = [inc for inc in view.hosting.incs if label in inc.sessions and inc.start_t <= at]
     titled = max(started, key=lambda inc: inc.start_i) if started else None
     if titled is None or not HOSTS[titled.kind].polls or not titled.alive(at):
         return False
@@ -192,12 +192,12 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
     # event too: an idle event is one whose status was not idle before in that process.
     # The refresh runs at the idle event's instant: a crash of that process inside a refresh_topic
     # call then (this session's or another's going idle with it) may have cut it before its commit.
-    cut = {(id(view.inc_of(c)), c["t"]) for c in view.of(CRASH) if data_of(c).get("call") == "refresh_topic"}
+    cut = {(id(view.hosting.inc_of(c)), c.t) for c in view.history.of(CRASH) if c.call == "refresh_topic"}
     before: dict[int, Optional[str]] = {}
     refreshers: set[int] = set()
     sure = False
-    for e in view.of(STATUS, session=label):
-        inc = view.inc_of(e)
+    for e in view.history.of(STATUS, session=label):
+        inc = view.hosting.inc_of(e)
         status, prev = data_of(e).get("status"), before.get(id(inc))
         before[id(inc)] = status
         if (e["t"] > at and status == "idle" and prev != "idle" and inc is not None

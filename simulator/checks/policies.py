@@ -83,29 +83,29 @@ def expected_fate(o: PolicyOptions, sender_registered: bool) -> tuple[str, bool]
 
 def _recipient(view: RunView, c: Call) -> Optional[str]:
     to = str(c.args.get("to", ""))
-    return view.label_for_name(to) or view.label_of.get(to)
+    return view.names.label_for_name(to) or view.names.label_of.get(to)
 
 
 def _registered_at(view: RunView, label: str, i: int) -> bool:
     """Was `label` in the directory at history position i (its last observation before it)?"""
-    seen = [n for e, lab, n in view.name_observations() if lab == label and e["i"] < i]
+    seen = [n for e, lab, n in view.names.name_observations() if lab == label and e["i"] < i]
     return bool(seen) and seen[-1] is not None
 
 
 def _home(view: RunView, label: Optional[str], i: int) -> Optional[str]:
     """The process hosting `label` at history position i (its latest live incarnation)."""
-    hosts = [inc for inc in view.incs
+    hosts = [inc for inc in view.hosting.incs
              if label in inc.sessions and inc.start_i <= i and (inc.end_i is None or i < inc.end_i)]
     return hosts[-1].proc if hosts else None
 
 
 def _sends(view: RunView) -> list[Call]:
-    return [c for c in view.calls_of("send") if c.result is not None]
+    return [c for c in view.mail.calls_of("send") if c.result is not None]
 
 
 def _rows(view: RunView, sender: Optional[str], to: Optional[str], body: str) -> list[dict]:
-    return [r for r in view.db["messages"] if r["body"] == body and view.label_of.get(r["from_session"]) == sender
-            and view.label_of.get(r["to_session"]) == to]
+    return [r for r in view.db["messages"] if r["body"] == body and view.names.label_of.get(r["from_session"]) == sender
+            and view.names.label_of.get(r["to_session"]) == to]
 
 
 @dataclass
@@ -126,7 +126,7 @@ def held_sends(view: RunView) -> list[HeldSend]:
     order), the user's review of it and the notice its sender got."""
     rows = sorted(view.db.get("held") or (), key=lambda r: r["id"])
     used: set[int] = set()
-    reviews = {c.outcome.held: (c, c.outcome.kind) for c in view.calls if c.tool in ("approve", "decline")
+    reviews = {c.outcome.held: (c, c.outcome.kind) for c in view.mail.calls if c.tool in ("approve", "decline")
                and c.outcome.kind in (APPROVED, DECLINED)}
     notices = {n.held: (r, n) for r in view.db["messages"] for n in [decode_notice(r["body"])] if n}
     out = []
@@ -135,8 +135,8 @@ def held_sends(view: RunView) -> list[HeldSend]:
             continue
         to = _recipient(view, c)
         row = next((r for r in rows if r["id"] not in used and r["body"] == c.body
-                    and view.label_of.get(r["from_session"]) == c.session
-                    and view.label_of.get(r["to_session"]) == to), None)
+                    and view.names.label_of.get(r["from_session"]) == c.session
+                    and view.names.label_of.get(r["to_session"]) == to), None)
         h = HeldSend(c, to, row, c.outcome.held_wait_ms)
         if row is not None:
             used.add(row["id"])
@@ -157,7 +157,7 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     the cap refuses none before that."""
     counts: dict[tuple, list[Call]] = {}
     judged = 0
-    events = sorted([("prompt", e["i"], e) for e in view.of(USER_PROMPT)] + [("send", c.i, c) for c in _sends(view)],
+    events = sorted([("prompt", e["i"], e) for e in view.history.of(USER_PROMPT)] + [("send", c.i, c) for c in _sends(view)],
                     key=lambda x: x[1])
     for kind, _i, item in events:
         if kind == "prompt":
@@ -235,7 +235,7 @@ def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
         when = "before its user approved it" if approved else "though its user never approved it"
         return verdict(q2_inbound, "fail", f"{c.session}'s held message to {h.to} is in {h.to}'s inbox {when}",
                        c.witness() + [{"db_row": r} for r in rows[:3]])
-    seen = [r for r in view.calls_of("read", h.to, ok=True)
+    seen = [r for r in view.mail.calls_of("read", h.to, ok=True)
             if r.i < until and any(m.chars.startswith(c.body) for m in r.outcome.messages)]
     if len(seen) > direct:
         return verdict(q2_inbound, "fail",
@@ -294,7 +294,7 @@ def q2_inbound(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
 def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
     """What is wrong with how a held message ended (None: approved, or dropped and reported as promised)."""
     c, review, notice = h.call, h.review, h.notice
-    poll = view.poll_ms(_home(view, h.to, c.i))
+    poll = view.hosting.poll_ms(_home(view, h.to, c.i))
     if review and review["decision"] == DECLINED:
         if h.dropped != "refused":
             return (f"{c.session}'s held message to {h.to} was declined at t={span(review['call'].t)} "

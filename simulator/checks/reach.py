@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from simulator.checks.registry import sample_row
 from simulator.checks.view import RunView, brief
 from simulator.checks.wakes import wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
@@ -39,17 +40,17 @@ def reach(name: str, description: str, *, rules: tuple[str, ...] = ()):
 
 def _reads_between(view: RunView, label: str, a: int, b: int) -> bool:
     """An ok, non-empty chat_read by `label` between history positions a and b."""
-    return any(a < c.i < b and c.outcome.kind == FRAMED for c in view.calls_of("read", label, ok=True))
+    return any(a < c.i < b and c.outcome.kind == FRAMED for c in view.mail.calls_of("read", label, ok=True))
 
 
 @reach("re-nudge", "a second wake for a session whose mail was already woken and not read", rules=("R21", "R23"))
 def _renudge(view: RunView) -> Witness:
     by: dict[str, list[dict]] = {}
-    for w in view.of(WAKE):
+    for w in view.history.of(WAKE):
         by.setdefault(w.get("session"), []).append(w)
     for label, ws in by.items():
         for a, b in zip(ws, ws[1:]):
-            fresh = view.new_mail(label, a["i"], b["i"])
+            fresh = view.mail.new_mail(label, a["i"], b["i"])
             if not _reads_between(view, label, a["i"], b["i"]) and int(data_of(b).get("count") or 0) > fresh:
                 return [a, b]
     return None
@@ -74,7 +75,7 @@ def _idle_at(view: RunView, proc: str, label: str, i: int) -> bool:
     """The session's last recorded status in `proc` before position i is idle and not
     compacting (no status event yet: a tab the harness counts idle)."""
     last = None
-    for e in view.of(STATUS, session=label, proc=proc):
+    for e in view.history.of(STATUS, session=label, proc=proc):
         if e["i"] < i:
             last = e
     return last is None or (data_of(last).get("status") == "idle" and not data_of(last).get("compacting"))
@@ -88,16 +89,16 @@ def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Wi
     held_until = window[0]["t"] + HOUR_MS
     if len(ws) > k + cap and ws[k + cap]["t"] < held_until:
         return None  # not held: the cap let a seventh through (P2's business)
-    inc = view.inc_of(window[-1])
+    inc = view.hosting.inc_of(window[-1])
     proc = window[-1].get("proc")
-    reads = [c.i for c in view.calls_of("read", label, ok=True) if c.outcome.kind == FRAMED]
-    for p in view.of(POLL, proc=proc):
+    reads = [c.i for c in view.mail.calls_of("read", label, ok=True) if c.outcome.kind == FRAMED]
+    for p in view.history.of(POLL, proc=proc):
         if p["i"] <= window[-1]["i"] or p["t"] >= held_until:
             continue
-        if view.inc_of(p) is not inc or label not in (data_of(p).get("hosted") or []):
+        if view.hosting.inc_of(p) is not inc or label not in (data_of(p).get("hosted") or []):
             continue
         since = max([window[-1]["i"]] + [r for r in reads if r < p["i"]])
-        if view.new_mail(label, since, p["i"]) and _idle_at(view, proc, label, p["i"]):
+        if view.mail.new_mail(label, since, p["i"]) and _idle_at(view, proc, label, p["i"]):
             return [window[0], window[-1], p]
     return None
 
@@ -105,10 +106,10 @@ def _cap_held(view: RunView, label: str, ws: list[dict], k: int, cap: int) -> Wi
 @reach("ping-pong", "two sessions each sent at least 2 unscripted replies to the other", rules=("R22",))
 def _ping_pong(view: RunView) -> Witness:
     sent: dict[tuple, list] = {}
-    for c in view.calls_of("send", ok=True):
+    for c in view.mail.calls_of("send", ok=True):
         if step_of(c.result or {}) is not None:
             continue  # a scripted step, not an agent's reply
-        to = view.label_for_name(c.outcome.to) if c.outcome.kind == SENT else None
+        to = view.names.label_for_name(c.outcome.to) if c.outcome.kind == SENT else None
         sent.setdefault((c.session, to), []).append(c)
     for (a, b), calls in sent.items():
         back = sent.get((b, a), [])
@@ -119,14 +120,14 @@ def _ping_pong(view: RunView) -> Witness:
 
 @reach("broadcast-skip", "a broadcast result naming skipped stale sessions", rules=("R12", "R35"))
 def _broadcast_skip(view: RunView) -> Witness:
-    return next(([c.result] for c in view.calls_of("broadcast", ok=True)
+    return next(([c.result] for c in view.mail.calls_of("broadcast", ok=True)
                  if c.outcome.skipped), None)
 
 
 @reach("adoption", "a hook line printed after a session-id fork", rules=("R33",))
 def _adoption(view: RunView) -> Witness:
-    for f in view.of(FORK):
-        h = next((h for h in view.of(HOOK, session=f.get("session"))
+    for f in view.history.of(FORK):
+        h = next((h for h in view.history.of(HOOK, session=f.get("session"))
                   if h["i"] > f["i"] and "you are" in hook_line(h)), None)
         if h:
             return [f, h]
@@ -135,72 +136,71 @@ def _adoption(view: RunView) -> Witness:
 
 @reach("rehost", "a restarted daemon re-hosted a dead one's sessions", rules=("R15",))
 def _rehost(view: RunView) -> Witness:
-    return next(([e] for e in view.of(PROCESS_START) if data_of(e).get("rehost_of")), None)
+    return next(([e] for e in view.history.of(PROCESS_START) if data_of(e).get("rehost_of")), None)
 
 
 @reach("graduation", "a rehosted session showed activity (in opencode: a status event)", rules=("R15",))
 def _graduation(view: RunView) -> Witness:
-    for inc in view.incs:
-        for e in view.of(*view.activity_kinds(inc), proc=inc.proc):
-            if e.get("session") in inc.rehosted and e["i"] > inc.start_i and view.inc_of(e) is inc:
+    for inc in view.hosting.incs:
+        for e in view.history.of(*view.hosting.activity_kinds(inc), proc=inc.proc):
+            if e.get("session") in inc.rehosted and e["i"] > inc.start_i and view.hosting.inc_of(e) is inc:
                 return [inc.start_event, e]
     return None
 
 
 @reach("stale", "a sample showing a registered session stale", rules=("R14",))
 def _stale(view: RunView) -> Witness:
-    for s in view.of(SAMPLE):
+    for s in view.history.of(SAMPLE):
         for label, row in sample_rows(s).items():
             if row.get("registered") and row.get("stale"):
-                return [{**s, "data": {"sessions": {label: row}}}]
+                return [sample_row(s, label)]
     return None
 
 
 @reach("prune", "a session vanished from the directory without leaving", rules=("R26",))
 def _prune(view: RunView) -> Witness:
-    for label, prev, s, row in view.vanishings():
-        return [{**prev, "data": {"sessions": {label: sample_rows(prev)[label]}}},
-                {**s, "data": {"sessions": {label: row}}}]
+    for label, prev, s, _row in view.mail.vanishings():
+        return [sample_row(prev, label), sample_row(s, label)]
     return None
 
 
 @reach("refusal", "a tool call refused (ok=false)", rules=("R9",))
 def _refusal(view: RunView) -> Witness:
-    return next(([e] for e in view.of(TOOL_RESULT) if data_of(e).get("ok") is False), None)
+    return next(([e] for e in view.history.of(TOOL_RESULT) if data_of(e).get("ok") is False), None)
 
 
 @reach("echo", "a [chat] echo bubble", rules=("R27",))
 def _echo(view: RunView) -> Witness:
-    return next(([e] for e in view.of(ECHO)), None)
+    return next(([e] for e in view.history.of(ECHO)), None)
 
 
 @reach("tombstone-gate", "a registration refused by a leave tombstone", rules=("R7",))
 def _tombstone_gate(view: RunView) -> Witness:
-    for h in view.of(HOOK):
+    for h in view.history.of(HOOK):
         if "you left the directory" in hook_line(h):
             return [h]
-    for leave in view.leaves():
+    for leave in view.mail.leaves():
         label = leave.get("session")
-        back = next((e["i"] for e in view.explicit_registers(label) if e["i"] > leave["i"]), None)
-        tries = [e for e in view.of(STATUS, USER_PROMPT, session=label)
+        back = next((e["i"] for e in view.mail.explicit_registers(label) if e["i"] > leave["i"]), None)
+        tries = [e for e in view.history.of(STATUS, USER_PROMPT, session=label)
                  if e["i"] > leave["i"] and (back is None or e["i"] < back)
                  and (e["kind"] == USER_PROMPT or data_of(e).get("status") == "idle")]
         for t in tries:
-            after = next((s for s in view.of(SAMPLE) if s["i"] > t["i"]), None)
+            after = next((s for s in view.history.of(SAMPLE) if s["i"] > t["i"]), None)
             if after and label in sample_rows(after) and not sample_rows(after)[label].get("registered"):
-                return [leave, t, {**after, "data": {"sessions": {label: sample_rows(after)[label]}}}]
+                return [leave, t, sample_row(after, label)]
     return None
 
 
 @reach("store-busy", "a store failure the poller caught", rules=("R24",))
 def _store_busy(view: RunView) -> Witness:
-    return next(([e] for e in view.of(STORE_ERROR)), None)
+    return next(([e] for e in view.history.of(STORE_ERROR)), None)
 
 
 @reach("event-in-wake", "a host event (a session's turn ending, a window change) handed to the runtime inside a wake "
        "prompt call, re-entering the poller while it delivers (events: synchronous)", rules=("R24",))
 def _event_in_wake(view: RunView) -> Witness:
-    return next(([e] for e in view.of(STREAM_EVENT) if data_of(e).get("inside") == "wake"), None)
+    return next(([e] for e in view.history.of(STREAM_EVENT) if data_of(e).get("inside") == "wake"), None)
 
 
 def _decision(h: dict) -> str:
@@ -209,12 +209,12 @@ def _decision(h: dict) -> str:
 
 @reach("stop-reminder", "a Claude Code Stop hook blocked the stop with a mail reminder", rules=("R36",))
 def _stop_reminder(view: RunView) -> Witness:
-    return next(([h] for h in view.of(HOOK) if data_of(h).get("hook") == "Stop" and "block" in _decision(h)), None)
+    return next(([h] for h in view.history.of(HOOK) if data_of(h).get("hook") == "Stop" and "block" in _decision(h)), None)
 
 
 @reach("cursor-followup", "a Cursor stop hook returned a follow-up message", rules=("R36",))
 def _cursor_followup(view: RunView) -> Witness:
-    return next(([h] for h in view.of(HOOK) if data_of(h).get("hook") == "stop"
+    return next(([h] for h in view.history.of(HOOK) if data_of(h).get("hook") == "stop"
                  and "followup" in _decision(h).replace("_", "").replace("-", "")), None)
 
 

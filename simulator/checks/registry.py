@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from simulator.checks.view import RunView, brief
-from simulator.events import sample_rows
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, options_by_process
@@ -109,8 +108,8 @@ def skipped(fn: Checker, message: str) -> Verdict:
 
 def sample_row(sample: dict, label: str) -> dict:
     """The sample reduced to one session, for a short witness."""
-    out = dict(sample)
-    out["data"] = {"sessions": {label: sample_rows(sample)[label]}}
+    out = sample.as_dict()
+    out["data"] = {"sessions": {label: out["data"]["sessions"][label]}}
     return out
 
 

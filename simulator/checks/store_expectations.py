@@ -23,7 +23,7 @@ from simulator.scenario.expectation_keys import moments_of
 
 def observed(view: RunView, index: int, moment: Optional[int] = None) -> Optional[dict]:
     """The observer's `expectation` event for expectation `index` (and `moment`), if any."""
-    evs = [e for e in view.of(EXPECTATION) if data_of(e).get("index") == index
+    evs = [e for e in view.history.of(EXPECTATION) if data_of(e).get("index") == index
            and (moment is None or data_of(e).get("moment") == moment)]
     return evs[-1] if evs else None
 
@@ -56,7 +56,7 @@ def counter(view: RunView, at: Any, arg: dict, index: int) -> Judgement:
     base = arg.get("base")
     if base is None:
         label = arg["session"]
-        name = detail.get("name") or view.name_by(label, wit[0]["t"])  # its last name, if it left
+        name = detail.get("name") or view.names.name_by(label, wit[0]["t"])  # its last name, if it left
         if not name:
             return f"{label} has no name by {when(at)}, so no base to look up", wit
         base = name_base(name)

@@ -27,7 +27,7 @@ def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dic
 def reload_positions(view: RunView) -> dict[str, list[int]]:
     """Process label -> the history positions of its plugin reloads (each a fresh runtime in the same process)."""
     out: dict[str, list[int]] = {}
-    for r in view.of(FAULT_FIRED):
+    for r in view.history.of(FAULT_FIRED):
         target = (data_of(r).get("detail") or {}).get("target")
         if data_of(r).get("fault") == "reload" and target:
             out.setdefault(target, []).append(r["i"])
@@ -39,10 +39,10 @@ def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[
     label), optionally of `labels` only."""
     out: dict[tuple, list[dict]] = {}
     reloads_of = reload_positions(view)
-    for w in view.of(WAKE):
+    for w in view.history.of(WAKE):
         if labels is not None and w.get("session") not in labels:
             continue
-        inc = view.inc_of(w)
+        inc = view.hosting.inc_of(w)
         runtime = inc.n if inc else None
         reloads = sum(1 for i in reloads_of.get(w.get("proc"), ()) if inc is None or inc.start_i < i < w["i"])
         if reloads and runtime is not None:

@@ -94,7 +94,7 @@ def unread_throughout(view: RunView, arg: dict, window: tuple[int, int]) -> Judg
     label, (start, until) = arg["session"], window
     if view.epoch_ms is None:
         return f"cannot tell {label}'s unread mail between {shown(start)} and {shown(until)}: no clock epoch", []
-    ids = set(view.ids.get(label, ()))
+    ids = set(view.names.ids.get(label, ()))
     spans = []  # (stored, read or None) of each message to the session
     for m in view.db["messages"]:
         if m["to_session"] in ids and view.vt(m["created_at"]) is not None:
@@ -113,7 +113,7 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
     """`active` / `stale` at every sample in the window, the texts in every chat_list reply
     of the session in it; a window with no sample (or no reply, for a text) judges nothing: a failure."""
     label, (start, until) = arg["session"], window
-    inside = [s for s in view.of(SAMPLE) if start <= s["t"] < until]
+    inside = [s for s in view.history.of(SAMPLE) if start <= s["t"] < until]
     if (arg.get("active") or arg.get("stale")) and not inside:
         return f"no directory sample between {shown(start)} and {shown(until)} to look in", []
     for sample in inside:
@@ -123,7 +123,7 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
                 row = rows.get(other, {})
                 if not row.get("registered") or roster_section(row.get("stale"), row.get("host_kind")) != section:
                     return f"{other} is not in {label}'s {section} section at {shown(sample['t'])}", [sample]
-    replies = [c for c in view.calls_of("list", label, ok=True) if start <= c.t < until]
+    replies = [c for c in view.mail.calls_of("list", label, ok=True) if start <= c.t < until]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key not in arg:
             continue
@@ -139,7 +139,7 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
 
 def store_errors(view: RunView, span: Span, arg: dict) -> Judgement:
     """Store calls that failed (`store-error` events), of one process or all (R24)."""
-    errors = span.pick(view.of(STORE_ERROR, proc=arg.get("process")))
+    errors = span.pick(view.history.of(STORE_ERROR, proc=arg.get("process")))
     want = bounds_problem(arg, len(errors))
     where = f" in {arg['process']}" if "process" in arg else ""
     return (f"{len(errors)} store errors{where} {span}, want {want}" if want else None), errors[:4]

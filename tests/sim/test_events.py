@@ -80,8 +80,7 @@ def catalog(text: str) -> tuple[dict[str, str], dict[str, dict[str, bool]]]:
 
 
 def declared(kind: str) -> dict[str, bool]:
-    record = events.EVENT_KINDS[kind]
-    return {**dict.fromkeys(record.__required_keys__, False), **dict.fromkeys(record.__optional_keys__, True)}
+    return events.declared_fields(events.EVENT_KINDS[kind])
 
 
 def test_the_catalog_reader_reads_shapes_and_field_rows():
@@ -154,3 +153,30 @@ def test_a_scenario_run_emits_only_declared_kinds_and_fields(tmp_path):
         events.check(e["kind"], e["data"], side)
         seen.add(e["kind"])
     assert len(seen) >= 20  # a run of many kinds: processes, faults, sleeps, hooks, wakes, tools
+    # Decoded once into records, every line keeps all it said: the record writes the line back.
+    assert [r.as_dict() for r in result.typed] == result.history
+    assert {type(r).__name__ for r in result.typed} >= {"ProcessStart", "Sample", "Hook", "Wake", "ToolResult"}
+
+
+def test_a_record_is_frozen_and_names_its_fields():
+    wake = events.decode({"i": 4, "t": 90_000, "dispatch": 7, "proc": "h1", "session": "bob", "kind": "wake",
+                          "data": {"senders": ["ba-sil-00001"], "count": 1, "text": "...", "hosted": True}})
+    assert isinstance(wake, events.Wake) and (wake.kind, wake.count, wake.hosted, wake.place) == (
+        "wake", 1, True, "h1/bob")
+    with pytest.raises(AttributeError):
+        wake.count = 2  # type: ignore[misc]
+
+
+def test_a_left_out_optional_field_is_absent_and_stays_out_of_the_line():
+    result = events.decode({"kind": "tool-result", "data": {"tool": "chat_read", "ok": True, "text": ""}})
+    assert result.step is None and "step" not in result.as_dict()["data"]
+    # process-start.opens: null says "opens no session", which is not "not a resume that opens one"
+    opens_none = events.decode({"kind": "process-start", "data": {"target": "h1", "opens": None}})
+    plain = events.decode({"kind": "process-start", "data": {"target": "h1"}})
+    assert opens_none.opens is None and plain.opens is events.ABSENT
+    assert opens_none.as_dict()["data"]["opens"] is None and "opens" not in plain.as_dict()["data"]
+
+
+def test_an_undeclared_kind_decodes_as_written():
+    e = events.decode({"kind": "clock", "data": {"now": 1.0}, "t": 3})
+    assert (e.kind, e.data(), e.t) == ("clock", {"now": 1.0}, 3)

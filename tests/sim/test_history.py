@@ -6,7 +6,7 @@ import json
 import os
 import signal
 
-from simulator.history import MERGED_NAME, Recorder, merge, read_events
+from simulator.history import MERGED_NAME, History, Recorder, merge, read_events
 
 
 def test_emit_writes_one_sorted_json_line_per_event(tmp_path):
@@ -65,3 +65,14 @@ tmp_path / "history" / "h1.0.jsonl", "a") as fh:
     again = (tmp_path / MERGED_NAME).read_bytes()
     merge(tmp_path, ["h1"])
     assert len(first) == 1 and (tmp_path / MERGED_NAME).read_bytes() == again
+
+
+def test_a_cut_history_holds_what_had_happened_by_then():
+    lines = [{"t": 10 * n, "proc": "h1", "session": "bob" if n % 2 else "alice", "kind": "poll",
+              "data": {"hosted": []}} for n in range(6)]
+    history = History.decode(lines)  # hand-built lines without `i`: their order gives it
+    assert [e.i for e in history] == [0, 1, 2, 3, 4, 5]
+    cut = history.cut(3)
+    assert [e.i for e in cut] == [0, 1, 2, 3] and cut.limit == 3
+    assert [e.i for e in cut.of("poll", session="bob")] == [1, 3]
+    assert [e.t for e in history.of("poll", session="bob")] == [10, 30, 50]

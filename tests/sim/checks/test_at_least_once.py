@@ -230,7 +230,7 @@ def test_chat_enabled_is_what_the_process_read_at_its_start(tmp_path):
     h.start(300_000, "h4", {"bob": BOB}, incarnation=1)
     h.phase(END, "end")
     view = RunView(spec, h.done(), db_with(tmp_path), RUN_INFO)
-    assert [chat_enabled(view, inc) for inc in view.incs] == [False, True]
+    assert [chat_enabled(view, inc) for inc in view.hosting.incs] == [False, True]
 
 
 @pytest.mark.rules("R19")

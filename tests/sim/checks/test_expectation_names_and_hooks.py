@@ -54,12 +54,12 @@ def test_expand_by_time_and_literal_without_a_name(tmp_path):
     db = make_db(tmp_path / "t.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB2, "opencode", 25 * MIN)))
     h = H(); _leave_and_return(h)
     view = RunView(make_spec(), h.done(), db, RUN_INFO)
-    assert view.expand("to {bob}", 500) == "to {bob}"          # registered at 1s: no name yet
-    assert view.expand("to {bob}", 3 * MIN) == f"to {N_BOB}"
-    assert view.expand("to {bob}", 20 * MIN) == f"to {N_BOB}"  # left at 4m: its last name still names it
-    assert view.expand("to {bob}", 25 * MIN) == f"to {N_BOB2}"
-    assert view.expand("to {bob}") == view.expand("to {bob}", "end") == f"to {N_BOB2}"
-    assert view.expand("{nobody} {alice}", 3 * MIN) == f"{{nobody}} {N_ALICE}"
+    assert view.names.expand("to {bob}", 500) == "to {bob}"          # registered at 1s: no name yet
+    assert view.names.expand("to {bob}", 3 * MIN) == f"to {N_BOB}"
+    assert view.names.expand("to {bob}", 20 * MIN) == f"to {N_BOB}"  # left at 4m: its last name still names it
+    assert view.names.expand("to {bob}", 25 * MIN) == f"to {N_BOB2}"
+    assert view.names.expand("to {bob}") == view.names.expand("to {bob}", "end") == f"to {N_BOB2}"
+    assert view.names.expand("{nobody} {alice}", 3 * MIN) == f"{{nobody}} {N_ALICE}"
 
 
 HOSTS = [{"id": "h1", "sessions": [{"id": "alice"}]},

@@ -163,8 +163,8 @@ def test_a_resumed_session_thatch_may_not_join_is_hosted_only_from_its_first_sta
 
     def hosting(h, spec, t):
         view = RunView(spec, h.done(), db, RUN_INFO)
-        inc = next(i for i in view.incs if i.proc == "h2")
-        return view.hosting(inc, "bob", t)
+        inc = next(i for i in view.hosting.incs if i.proc == "h2")
+        return view.hosting.is_hosting(inc, "bob", t)
 
     procs = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "start": "never"}]
     assert hosting(world(), make_spec(processes=procs), 70_000)

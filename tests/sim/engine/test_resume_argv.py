@@ -276,13 +276,13 @@ def test_a_resumed_session_its_command_line_does_not_open_is_hosted_from_its_fir
     busy = {"t": 61_000, "proc": "h3", "session": "bob", "kind": "status",
             "data": {"status": "busy", "compacting": False}}
     view = _view([start, prompt, busy])
-    [inc] = view.incs
+    [inc] = view.hosting.incs
     assert inc.dormant == {"bob"}
-    assert not view.hosting(inc, "bob", 30_000) and not view.hosting(inc, "bob", 60_000)
-    assert view.hosting(inc, "bob", 61_000)
+    assert not view.hosting.is_hosting(inc, "bob", 30_000) and not view.hosting.is_hosting(inc, "bob", 60_000)
+    assert view.hosting.is_hosting(inc, "bob", 61_000)
     opened = dict(start, data=dict(start["data"], opens="bob"))
     view = _view([opened])
-    assert view.hosting(view.incs[0], "bob", 30_000)
+    assert view.hosting.is_hosting(view.hosting.incs[0], "bob", 30_000)
 
 
 @pytest.mark.rules("R5", "R14")
@@ -295,9 +295,9 @@ def test_the_session_a_continue_opens_instead_is_hosted_from_the_start():
               "data": {"session_id": "ses_alice", "name": "ba-sil-00001", "how": "auto"}}
     end = {"t": 60_000, "proc": "orchestrator", "kind": "phase", "data": {"phase": "end"}}
     view = _view([start, joined, end])
-    [inc] = view.incs
+    [inc] = view.hosting.incs
     assert inc.dormant == {"bob"} and inc.opened == "alice"
-    assert view.hosting(inc, "alice", 0) and not view.hosting(inc, "bob", 30_000)
+    assert view.hosting.is_hosting(inc, "alice", 0) and not view.hosting.is_hosting(inc, "bob", 30_000)
     assert [(s.start, s.reason) for s in Gate(view).timeline("alice")] == [(0, "")]
 
 
