@@ -280,9 +280,11 @@ def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: dict
     """Some process hosted `label` when its row was beaten: at the beat's stamp (second resolution), not at the
     sample that saw it, since a host may die after its beat (a kill at a poll's own instant)."""
     if beat is None:
-        return any(view.hosting.is_hosting(inc, label, sample["t"]) for inc in view.hosting.hosts(label, sample["t"], sample["i"]))
+        hosting = view.hosting
+        return any(hosting.is_hosting(inc, label, sample.t) for inc in hosting.hosts(label, sample.t, sample.i))
     return any(label in inc.sessions and inc.start_t <= beat + STAMP_RESOLUTION_MS
-               and (inc.end_t is None or inc.end_t >= beat) and view.hosting.is_hosting(inc, label, beat) for inc in view.hosting.incs)
+               and (inc.end_t is None or inc.end_t >= beat) and view.hosting.is_hosting(inc, label, beat)
+               for inc in view.hosting.incs)
 
 
 def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:

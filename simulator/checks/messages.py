@@ -61,7 +61,8 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
         to = sent.to if sent.kind == SENT else str(c.args.get("to", ""))
         body = split_key(c.body) if sent.parts > 1 else c.body  # stored as parts
         # Recipients compare by label when known: a name can change after a leave.
-        results.setdefault((acting_identity(view, c), view.names.label_for_name(to) or view.names.label_of.get(to) or to.lower(),
+        recipient = view.names.label_for_name(to) or view.names.label_of.get(to) or to.lower()
+        results.setdefault((acting_identity(view, c), recipient,
                             body), []).append(c)
     return results
 
@@ -273,7 +274,7 @@ def p8_broadcast(view: RunView) -> Verdict:
                 if r["via_broadcast"] and view.names.label_of.get(r["from_session"]) == c.session
                 and body in (c.body, split_key(c.body))]
         if c.result is None or not c.ok:
-            crashed = any(crash_cut_short(k, "broadcast-insert") and k.get("proc") == c.proc for k in view.history.of(CRASH))
+            crashed = any(crash_cut_short(k, "broadcast-insert") and k.proc == c.proc for k in view.history.of(CRASH))
             later = [x for x in bcasts if x is not c and x.ok and x.session == c.session and x.body == c.body]
             if c.result is None and crashed and mine and not later:
                 return verdict(p8_broadcast, "fail", f"a broadcast by {c.session} cut by a crash left {len(mine)} rows",

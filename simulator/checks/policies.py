@@ -157,7 +157,8 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
     the cap refuses none before that."""
     counts: dict[tuple, list[Call]] = {}
     judged = 0
-    events = sorted([("prompt", e["i"], e) for e in view.history.of(USER_PROMPT)] + [("send", c.i, c) for c in _sends(view)],
+    prompts = [("prompt", e.i, e) for e in view.history.of(USER_PROMPT)]
+    events = sorted(prompts + [("send", c.i, c) for c in _sends(view)],
                     key=lambda x: x[1])
     for kind, _i, item in events:
         if kind == "prompt":

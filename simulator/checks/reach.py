@@ -209,7 +209,7 @@ def _decision(h: dict) -> str:
 
 @reach("stop-reminder", "a Claude Code Stop hook blocked the stop with a mail reminder", rules=("R36",))
 def _stop_reminder(view: RunView) -> Witness:
-    return next(([h] for h in view.history.of(HOOK) if data_of(h).get("hook") == "Stop" and "block" in _decision(h)), None)
+    return next(([h] for h in view.history.of(HOOK) if h.hook == "Stop" and "block" in _decision(h)), None)
 
 
 @reach("cursor-followup", "a Cursor stop hook returned a follow-up message", rules=("R36",))
