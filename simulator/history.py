@@ -7,10 +7,14 @@ once `emit` returns the event is in the kernel, so a SIGKILL a microsecond
 later (a crash point, a kill fault) loses nothing already recorded.
 
 `merge` puts the files together in dispatch order: `(dispatch, proc rank,
-incarnation, seq)`. Nothing non-deterministic is ever written (no pid, no
-wall time, keys sorted), so the same scenario and seed give a byte-identical
-`history.jsonl`. See docs/history.md for the event catalog and
-`simulator/events.py` for its kinds and their fields, which `emit` checks.
+incarnation, seq)`. An event a process recorded under a provisional dispatch
+number (a window of the windowed engine, simulator/engine/window.py) gets its
+final number from the engine's `Renumbering` as the merge decodes it, before
+the sort: the per-process files stay as they were written (D-history-3).
+Nothing non-deterministic is ever written (no pid, no wall time, keys
+sorted), so the same scenario and seed give a byte-identical `history.jsonl`.
+See docs/history.md for the event catalog and `simulator/events.py` for its
+kinds and their fields, which `emit` checks.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 from simulator.events import CRASH, HARNESS_FIELDS, ORCHESTRATOR_FIELDS, Event, check, decode
 
 ORCHESTRATOR = "orchestrator"
 HISTORY_DIR = "history"
 MERGED_NAME = "history.jsonl"
+
+# (process label, incarnation) -> {provisional dispatch number: final one}: what the windowed
+# engine learnt of the entries a process ran in its windows, handed to `merge`.
+Renumbering = Mapping[tuple[str, int], Mapping[int, int]]
 
 
 # sort_keys + compact separators: the bytes depend on the values only. One
@@ -136,10 +144,14 @@ def read_events(path: os.PathLike | str) -> list[dict[str, Any]]:
     return events
 
 
-def merge(run_dir: os.PathLike | str, proc_order: Optional[Iterable[str]] = None) -> list[dict[str, Any]]:
+def merge(run_dir: os.PathLike | str, proc_order: Optional[Iterable[str]] = None,
+          renumbering: Optional[Renumbering] = None) -> list[dict[str, Any]]:
     """Merge every per-process file into `history.jsonl`; returns the events.
 
-    Order: dispatch, then the orchestrator, then processes in `proc_order`
+    Each event recorded under a provisional dispatch number that `renumbering`
+    knows for its process incarnation takes its final number first (a number
+    the table lacks stays as written). Order: dispatch, then the orchestrator,
+    then processes in `proc_order`
     (the scenario's declaration order; unknown labels after, alphabetically),
     then incarnation and per-file sequence. The orchestrator records the
     events that *cause* a dispatch under that dispatch and the ones that
@@ -153,7 +165,7 @@ def merge(run_dir: os.PathLike | str, proc_order: Optional[Iterable[str]] = None
         rank.setdefault(label, len(rank))
     events: list[dict[str, Any]] = []
     for path in sorted((run_dir / HISTORY_DIR).glob("*.jsonl")):
-        events.extend(read_events(path))
+        events.extend(_with_final_dispatch(read_events(path), renumbering or {}))
 
     def key(e: dict[str, Any]):
         proc = e.get("proc", "")
@@ -175,6 +187,15 @@ def merge(run_dir: os.PathLike | str, proc_order: Optional[Iterable[str]] = None
         for e in merged:
             fh.write(encode_event(e) + "\n")
     return merged
+
+
+def _with_final_dispatch(events: list[dict[str, Any]], renumbering: Renumbering) -> list[dict[str, Any]]:
+    """`events` of one process file, each provisional dispatch number replaced by its final one."""
+    for e in events:
+        numbers = renumbering.get((e.get("proc"), e.get("inc", 0)))
+        if numbers and e.get("dispatch") in numbers:
+            e["dispatch"] = numbers[e["dispatch"]]
+    return events
 
 
 def load(path: os.PathLike | str) -> list[dict[str, Any]]:

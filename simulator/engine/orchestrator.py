@@ -441,6 +441,8 @@ class Orchestrator:
     def _lock_release(self, t: int, idx: int) -> None:
         taken_in = self.processes.release_lock(idx)
         errors = []
+        # The process files as written: a window's events carry provisional (negative) numbers until
+        # the merge, below any `taken_in`, and no window runs while a lock is held (D-history-3).
         for live in self.processes.every:
             errors += [e for e in read_events(self.processes.history_file(live))
                        if e.get("kind") == STORE_ERROR and e.get("dispatch", 0) >= taken_in]
@@ -465,9 +467,8 @@ class Orchestrator:
                 self.log.record(FAULT_NOT_FIRED, fresh=True, fault=f.fault, step=idx)
         self.log.record(RUN_END, fresh=True, **({"partial": True} if partial else {}))
         self.log.close()
-        if self.windows is not None:
-            self.windows.remap_history(self.run_dir)
-        return merge(self.run_dir, self.world.proc_order())
+        return merge(self.run_dir, self.world.proc_order(),
+                     self.windows.renumbering if self.windows is not None else None)
 
 
 class _FiringNothing:

@@ -16,14 +16,15 @@ docs/decisions/sim.md.
 Numbering: the processes record window events under provisional dispatch
 numbers; the replies say what ran, and the orchestrator numbers every entry
 that ran in agenda order `(t, priority, process declaration order, local
-order)`, keeping a map that `remap_history` applies to the per-process files
-before the merge. A scenario and seed give one history per engine.
+order)`, keeping the table (`Windows.renumbering`) that `history.merge`
+applies to each event as it reads the per-process files: the merged history
+carries final numbers, and nothing rewrites a file (D-history-3). A scenario
+and seed give one history per engine.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Protocol
@@ -37,7 +38,7 @@ from simulator.engine.dispatch import Dispatcher, FaultStatus
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import ForkGuard, Live, Processes
 from simulator.engine.world import World
-from simulator.history import process_file
+from simulator.history import Renumbering
 from simulator.protocol import OP_POLL, OP_RUN_WINDOW, Command, send_msg
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import process_options
@@ -50,7 +51,6 @@ LOCAL_AGENTS = frozenset({"reader", "silent"})
 _NEVER = (float("inf"), 0)
 # How many window commands run at once: one per core this process may use.
 WINDOW_PARALLEL = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-_PROVISIONAL = re.compile(r'"dispatch":(-\d+)')
 
 
 @dataclass
@@ -90,7 +90,8 @@ class Windows:
     def __init__(self, run: WindowedRun, dispatcher: Dispatcher) -> None:
         self.run = run                 # the orchestrator (it owns this object), seen through WindowedRun
         self.dispatcher = dispatcher   # sends the windows and collects their replies
-        self.remap: dict[tuple[str, int], dict[int, int]] = {}
+        # (label, incarnation) -> {provisional dispatch number: final one}, for `history.merge`
+        self._final: dict[tuple[str, int], dict[int, int]] = {}
         self._safety: Optional[_Safety] = None
         self._window_id = 0
         self._static: dict[str, bool] = {}
@@ -271,25 +272,16 @@ class Windows:
         run = self.run
         for t, _prio, _rank, _i, live, provisional, session in ran:
             run.clock.advance_to(t)
-            self.remap.setdefault((live.label, live.incarnation), {})[provisional] = run.log.next_dispatch()
+            self._final.setdefault((live.label, live.incarnation), {})[provisional] = run.log.next_dispatch()
             if session:
                 self.dispatcher.last_activity[session] = t
 
     # -- the history -------------------------------------------------------------------
 
-    def remap_history(self, run_dir: Path) -> None:
-        """Put each window event's real dispatch number in its process file (before the merge)."""
-        for (label, incarnation), numbers in self.remap.items():
-            path = process_file(run_dir, label, incarnation)
-            if not path.exists():
-                continue
-            text = path.read_text(encoding="utf-8")
-            path.write_text(_PROVISIONAL.sub(_renumber(numbers), text), encoding="utf-8")
-
-
-def _renumber(numbers: dict[int, int]):
-    """A `re.sub` replacement giving a provisional dispatch number its real one."""
-    return lambda m: f'"dispatch":{numbers.get(int(m.group(1)), m.group(1))}'
+    @property
+    def renumbering(self) -> Renumbering:
+        """Every window event's final dispatch number, by process incarnation and provisional number."""
+        return self._final
 
 
 def _local_agents(lv: Live) -> bool:

@@ -76,3 +76,20 @@ def test_a_cut_history_holds_what_had_happened_by_then():
     assert [e.i for e in cut] == [0, 1, 2, 3] and cut.limit == 3
     assert [e.i for e in cut.of("poll", session="bob")] == [1, 3]
     assert [e.t for e in history.of("poll", session="bob")] == [10, 30, 50]
+
+
+def test_merge_gives_window_events_their_final_dispatch_and_leaves_the_files_as_written(tmp_path):
+    """A window event recorded under a provisional dispatch number comes out of the merge under its
+    final one, sorted there; a number the table lacks stays; the process file is not rewritten."""
+    orch, h1 = Recorder.for_process(tmp_path, "orchestrator"), Recorder.for_process(tmp_path, "h1", 1)
+    orch.current(3, 0); orch.emit("fault", fault="kill", step=0, args={})
+    orch.current(6, 9_000); orch.emit("fault", fault="kill", step=1, args={})
+    h1.current(-1, 5_000); h1.emit("poll", hosted=["a"])        # window 1: final dispatch 5
+    h1.current(-2, 8_000); h1.emit("poll", hosted=["b"])        # window 1: final dispatch 4
+    h1.current(-3, 9_000); h1.emit("poll", hosted=["c"])        # never numbered: stays as written
+    written = (tmp_path / "history" / "h1.1.jsonl").read_bytes()
+    merged = merge(tmp_path, ["h1"], {("h1", 1): {-1: 5, -2: 4}, ("h1", 0): {-3: 7}})
+    assert [(e["dispatch"], e["kind"], e["data"].get("hosted")) for e in merged] == [
+        (-3, "poll", ["c"]), (3, "fault", None), (4, "poll", ["b"]), (5, "poll", ["a"]), (6, "fault", None)]
+    assert (tmp_path / "history" / "h1.1.jsonl").read_bytes() == written
+    assert [e["dispatch"] for e in read_events(tmp_path / "history" / "h1.1.jsonl")] == [-1, -2, -3]

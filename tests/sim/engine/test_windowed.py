@@ -24,6 +24,7 @@ import pytest
 from simulator import Scenario, run_scenario
 from simulator.explore.generator import generate
 from simulator.explore.swarm import SMALL
+from simulator.history import HISTORY_DIR, read_events
 from simulator.scenario.loader import load_file
 import repo
 
@@ -93,6 +94,8 @@ def test_windowed_is_byte_identical_run_to_run(tmp_path):
                      for i in range(2))
     assert first.history_path.read_bytes() == second.history_path.read_bytes()
     assert all(e["dispatch"] > 0 for e in first.history)  # every provisional number was mapped
+    # ... in the merge: the process files keep the provisional numbers they were written with (D-history-3)
+    assert any(e["dispatch"] < 0 for path in (first.run_dir / HISTORY_DIR).glob("*.jsonl") for e in read_events(path))
 
 
 def test_windows_batch_a_process_timers_into_one_round_trip(tmp_path, monkeypatch):
