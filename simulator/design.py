@@ -48,7 +48,6 @@ LATER_SPLIT_PART_BOUNDS = (500, 9000)
 LATER_MAX_BODY_CHARS = 20_000
 LATER_READ_PAGE_LEN = 2000
 MACHINERY_TITLE = "thatch-extraction"
-FIRST_PART_RE = re.compile(r"^\(message 1 of (?P<count>\d+)\)")
 
 
 def first_part_marker(count: int) -> str:
@@ -56,16 +55,9 @@ def first_part_marker(count: int) -> str:
     return f"(message 1 of {count})"
 
 PART_CONTINUED = "(continued in next message)"
-SENT_PARTS_RE = re.compile(r"SENT AS (?P<count>\d+) PARTS")
 DEDUP_REPLY_MARK = "still UNREAD in the recipient's inbox"
-CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+) characters")
-# The parts of a split body carry their markers after/before a blank line; a drain line under the
-# later design ends its head with `, id ID]` (the real chat_read at 2ed97f2a).
+# The parts of a split body carry their markers after/before a blank line (simulator/replies.py reads them).
 PART_SEPARATOR = "\n\n"
-# A page of one message (chat_read message=ID offset=K) holds `[message ID from NAME, STAMP]`, then its
-# range `[showing characters A-B of N - ...]` (body offsets, end exclusive) and the characters.
-PAGE_RANGE_RE = re.compile(r"^\[showing characters (?P<start>\d+)-(?P<end>\d+) of (?P<total>\d+)", re.M)
-DRAIN_ID_RE = re.compile(r"(\d\d:\d\dZ), id \d+\] ")
 
 
 def utf16_len(text: str) -> int:
@@ -86,30 +78,9 @@ def index_at_units(text: str, units: int) -> int:
     return len(text)
 
 
-def joined_parts(bodies: list[str]) -> str:
-    """The chunks of one split send, joined: the first part's `(message 1 of N)` and every part's
-    `(continued in next message)` taken off with their blank lines. A cut drops its own blank line and
-    the whitespace around it, so the chunks give the body back up to whitespace (`split_key`)."""
-    out = []
-    for n, body in enumerate(bodies):
-        if n == 0:
-            m = FIRST_PART_RE.match(body)
-            body = body[m.end():].removeprefix(PART_SEPARATOR) if m else body
-        if n < len(bodies) - 1:
-            body = body.removesuffix(PART_SEPARATOR + PART_CONTINUED)
-        out.append(body)
-    return "".join(out)
-
-
 def split_key(body: str) -> str:
     """What a split body and its joined chunks have in common: the text without its whitespace."""
     return "".join(body.split())
-
-
-def drain_lines(text: str) -> str:
-    """A chat_read output with the later design's `, id N` taken out of each line's head, so a stored
-    row's `inbox_needle` finds its line under either design."""
-    return DRAIN_ID_RE.sub(r"\1] ", text)
 
 
 # R33: a continuation chain is walked at most 10 hops to a registered ancestor.
@@ -142,20 +113,6 @@ STAMP_RESOLUTION_MS = SECOND_MS
 # per-base counter of five or more digits (counters never wrap).
 NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
 
-# Messaging policies: the replies and notices that say what a policy did (docs/authoring-scenarios.md,
-# "Messaging policies"). A held send is accepted but not stored until its recipient's user approves it.
-HELD_REPLY_RE = re.compile(r"^Message to (?P<to>\S+) is held for its user's approval")
-# A held message behind an approval prompt says when the prompt lapses; one parked for a later
-# review (a prompt already open, or the user's own standing hold) says it waits instead.
-HELD_DEADLINE_RE = re.compile(r"if nobody answers within (?P<wait>\S+) it expires")
-CAP_REFUSAL_RE = re.compile(r"^Not sent: you have sent (?P<to>\S+) (?P<cap>\d+) messages? since your user last wrote")
-EXITED_REFUSAL_RE = re.compile(r"^Not sent: (?P<to>.+?) has exited \(")
-INBOUND_REFUSAL_RE = re.compile(r"^Not delivered: (?P<to>\S+) (?:refuses messages|runs with nobody to review)")
-# The message a sender receives when its held message is declined or expires.
-NOTICE_RE = re.compile(r'^\[chat notice\] your held message #(?P<held>\d+) to (?P<to>\S+) \("(?P<excerpt>.*)"\) '
-                       r"(?P<outcome>expired|was refused)")
-REVIEW_REPLY_RE = re.compile(r"^(?P<decision>Approved|Declined) held message #(?P<held>\d+) from ")
-
 # R31: an MCP-host conversation's chat id.
 MCP_ID_PREFIX = "mcp_"
 # opencode's own session ids (docs/history.md), which the chat keeps as they are.
@@ -163,26 +120,12 @@ OPENCODE_ID_PREFIX = "ses_"
 # A run session id with one of these is a chat id already; any other is a host session id the chat hashes (R31).
 CHAT_ID_PREFIXES = (OPENCODE_ID_PREFIX, MCP_ID_PREFIX)
 
-# R31/R36: the hook line printed at session start and on every prompt, the real thatch's
-# `[thatch] chat: you are NAME (no unread mail for you).` or `(N unread message(s) for you).`
-HOOK_LINE_RE = re.compile(r"^\[thatch\] chat: you are (?P<name>\S+) "
-                          r"\((?:no unread mail|(?P<unread>\d+) unread message\(s\)) for you\)\.")
+# R31/R36: the hook line printed at session start and on every prompt is read in simulator/replies.py.
 # R7/R31: the line a conversation that left gets instead of an identity.
 LEAVE_LINE_PREFIX = "[thatch] chat: this conversation left the chat directory"
 
-# The tools' success replies (the real thatch's shapes, which agents and the echo parse):
-# `[registered] NAME`, `[sent] to NAME (<id[:12]>)`, `[broadcast] to N sessions` + `recipients: A, B`.
-REGISTERED_RE = re.compile(r"^\[registered\] (?P<name>\S+)$", re.M)
-SENT_RE = re.compile(r"^\[sent\] to (?P<to>\S+) \(")
-BROADCAST_RE = re.compile(r"^\[broadcast\] to (?P<count>\d+) sessions?\nrecipients: (?P<recipients>[^\n]*)"
-                          r"(?:\nskipped stale: (?P<skipped>[^\n]*))?")
-# R14, R16: where a reply says a row is stale or active. chat_list lists `Active (N):` and
-# `Stale (N):` sections of `- NAME ...` lines; the CLI's list `# Active Sessions` and
-# `# Stale Sessions`, each a table under a `NAME ...` header row; a send's note says
-# "The recipient is active" or "The recipient is stale"; a broadcast's `skipped stale:` names
-# the stale rows it left out, its `recipients:` the others.
-LIST_SECTION_RE = re.compile(r"^(?P<section>Active|Stale) \(\d+\):$")
-CLI_SECTION_RE = re.compile(r"^# (?P<section>Active|Stale) Sessions$")
+# R14: where a send's note says its recipient is active or stale (simulator/replies.py reads the rest of
+# the replies: the roster's sections, a broadcast's skips).
 SEND_NOTE_ACTIVE = "The recipient is active"
 SEND_NOTE_STALE = "The recipient is stale"
 # R16: the CLI's list hides stale rows last seen more than this many days ago (`--stale N`, `all`).
@@ -192,15 +135,9 @@ INBOX_EMPTY = "Inbox empty."
 INBOX_WARNING = "UNTRUSTED CONTENT:"
 INBOX_BEGIN = "===[ begin chat inbox ]==="
 INBOX_END = "===[ end chat inbox ]==="
-# One message line: `[from NAME, Sep 11 14:32Z] body`; a departed sender is `unknown (<id[:12]>, departed)`.
-# Under the later design's paged reads the line carries its message id: `[#12 from NAME, ...] body`.
-# A drain line's body follows its head's closing bracket and one space.
+# One message line: `[from NAME, Sep 11 14:32Z] body` (simulator/replies.py reads it); a drain line's
+# body follows its head's closing bracket and one space.
 INBOX_BODY_OPEN = "] "
-INBOX_LINE_RE = re.compile(
-    r"^\[from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)(?:, id (?P<id>\d+))?\] ", re.M)
-# R20: the opencode wake prompt names the senders and the count, never a body.
-WAKE_NUDGE_RE = re.compile(r"Chat: (?P<count>\d+) unread messages? from (?P<names>.*?)\.\n"
-                           r"Call thatch_chat_read")
 
 
 def mcp_session_id(host_session_id: str) -> str:
@@ -244,14 +181,6 @@ def roster_section(stale: bool | None, host_kind: str | None) -> str:
     """The roster section a registered row is listed in: "stale" only for a stale row of a kind
     whose age is its liveness (every kind but mcp), else "active" (R16, R35)."""
     return "stale" if stale and host_kind != MCP_ROW_KIND else "active"
-def hook_unread(match: re.Match) -> int:
-    """The unread count of a HOOK_LINE_RE match (`no unread mail` is 0)."""
-    return int(match.group("unread") or 0)
-
-
-def reply_names(field: str | None) -> list[str]:
-    """The names of a reply's `recipients:` / `skipped stale:` field (`(none)` is none)."""
-    return [n.strip() for n in (field or "").split(",") if n.strip() and n.strip() != "(none)"]
 
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -273,11 +202,6 @@ def inbox_needle(created_at: str, body: str) -> str:
     return f", {inbox_stamp(created_at)}] {body}"
 
 
-def is_framed_read(text: str) -> bool:
-    """A chat_read reply that delivered mail: the warning and both fences (R10)."""
-    return INBOX_WARNING in text and INBOX_BEGIN in text and INBOX_END in text
-
-
 # The tools' refusals and other replies, as the reference model of the replies (P11) predicts them
 # (the real thatch's texts). A refused send or broadcast is `Not sent: <why>`.
 MAX_BODY_CHARS = 10_000           # R9: a trimmed body of at most 10,000 characters
@@ -288,15 +212,12 @@ NOT_REGISTERED_REPLY = "You are not registered - call chat_register first."
 EMPTY_BODY_REPLY = NOT_SENT + "Message body cannot be empty."
 TOO_LONG_REPLY = NOT_SENT + f"Message too long (max {MAX_BODY_CHARS} characters)."
 SELF_REPLY = NOT_SENT + "You cannot message yourself."
-NO_RECIPIENT_RE = re.compile(r'^Not sent: No registered session named "(?P<to>.*)"\. Use chat_list', re.S)
-# chat_status: `[chat] registered as NAME: P unread of T total...`, or the not-registered line (R34).
-STATUS_RE = re.compile(r"^\[chat\] registered as (?P<name>\S+): (?P<pending>\d+) unread of (?P<total>\d+) total")
+# chat_status of a session not in the directory (R34).
 STATUS_NOT_REGISTERED_PREFIX = "Not registered - call chat_register"
 # chat_unregister: left now, or was not in the directory.
 UNREGISTERED_REPLY = "[unregistered] this session left the chat directory."
 UNREGISTER_NOT_REGISTERED = "You are not registered."
-# chat_register's second line and the sentence saying where the name came from (R2, R6).
-REGISTERED_ID_RE = re.compile(r"^session_id: (?P<id>\S+)$", re.M)
+# The sentence of chat_register's reply saying where the name came from (R2, R6).
 ORIGIN_KEPT = "You were already registered - keeping your current name."
 ORIGIN_REJOINED = "You had left the directory, so this is a fresh name"
 ORIGIN_DRAWN = "Your name was drawn from the built-in pool."
@@ -451,8 +372,3 @@ def texts_reference(texts: tuple[ShownText, ...] | list[ShownText] = SHOWN_TEXTS
             shows = (("   " + line).rstrip() for line in text.shows.splitlines())
             out += [f"-- {text.key}: {text.when}", *shows, ""]
     return "\n".join(out).rstrip("\n") + "\n"
-
-# A store error that another process's write caused, as it reaches a reply, a hook line or the poller's
-# log (P15): SQLite's own words for a lock it could not get ("database is locked", SQLITE_BUSY and
-# SQLITE_BUSY_SNAPSHOT, bun's error codes), whatever the system under test wraps them in.
-CONTENTION_ERROR_RE = re.compile(r"database is locked|database table is locked|SQLITE_BUSY|database is busy", re.I)

@@ -15,6 +15,7 @@ import pytest
 
 import repo
 from simulator import design
+from simulator.replies import IDENTITY, LEFT, OTHER, HookLine, decode_hook_line
 
 
 def rule_text(rid: str) -> str:
@@ -116,25 +117,25 @@ def _documented_hook_lines() -> list[str]:
 @pytest.mark.rules("R31", "R36")
 def test_the_hook_line_grammar_reads_the_documented_line():
     """R31, R36: the line printed at session start and on every prompt names the assigned name and
-    the unread count (seed 000); D-real-text-8 records the real wording, and design.HOOK_LINE_RE reads
-    both forms back, with or without the project's other sessions after it."""
+    the unread count (seed 000); D-real-text-8 records the real wording, and replies.decode_hook_line
+    reads both forms back, with or without the project's other sessions after it."""
     empty, with_mail = _documented_hook_lines()
-    m = design.HOOK_LINE_RE.match(empty.replace("NAME", "ba-sil-00042"))
-    assert m and (m.group("name"), design.hook_unread(m)) == ("ba-sil-00042", 0)
+    assert decode_hook_line(empty.replace("NAME", "ba-sil-00042")) == HookLine(IDENTITY, "ba-sil-00042", 0)
     filled = with_mail.replace("NAME", "ba-sil-00042").replace("(N ", "(3 ")
-    m = design.HOOK_LINE_RE.match(filled + " Others in this project with unread mail: ky-rie-00002 (1).")
-    assert m and (m.group("name"), design.hook_unread(m)) == ("ba-sil-00042", 3)
+    assert decode_hook_line(filled + " Others in this project with unread mail: ky-rie-00002 (1).") == \
+        HookLine(IDENTITY, "ba-sil-00042", 3)
 
 
 @pytest.mark.rules("R7", "R31")
 def test_the_hook_line_grammar_does_not_read_other_lines():
     """R7, R31: the leave line and a mail reminder carry no identity to read back."""
-    assert not design.HOOK_LINE_RE.match(
+    assert decode_hook_line(
         design.LEAVE_LINE_PREFIX + ' (chat_unregister) and will not receive mail. To rejoin as this conversation, '
-        'pass as: "mcp_ba7816bf8f01".')
-    assert not design.HOOK_LINE_RE.match("You have 2 unread chat messages from ba-sil-00001.")
-    assert not design.HOOK_LINE_RE.match("[thatch] chat: you are ba-sil-00001 (two unread message(s) for you).")
-    assert not design.HOOK_LINE_RE.match("[thatch] chat: 2 unread messages for ba-sil-00001 from ky-rie-00002.")
+        'pass as: "mcp_ba7816bf8f01".') == HookLine(LEFT)
+    for line in ("You have 2 unread chat messages from ba-sil-00001.",
+                 "[thatch] chat: you are ba-sil-00001 (two unread message(s) for you).",
+                 "[thatch] chat: 2 unread messages for ba-sil-00001 from ky-rie-00002."):
+        assert decode_hook_line(line) == HookLine(OTHER), line
 
 
 # --- names (R2) ----------------------------------------------------------------------
