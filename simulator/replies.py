@@ -142,7 +142,6 @@ class SendOutcome(Outcome):
     parts: int = 1
     suppressed: bool = False
     held_wait_ms: Optional[int] = None
-    cap: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -270,7 +269,6 @@ class HeldNotice:
 
     held: int
     to: str
-    excerpt: str
     outcome: str
 
 
@@ -331,8 +329,7 @@ def _send(tool: str, ok: bool, text: str) -> Outcome:
     return SendOutcome(
         tool, ok, kind, to=to, to_id12=hit["id"] if kind == SENT else None,
         recipient_stale=stale if kind == SENT else None, parts=int(parts["count"]) if parts else 1,
-        suppressed=DEDUP_REPLY_MARK in text, held_wait_ms=wait_ms(deadline["wait"]) if deadline else None,
-        cap=int(hit["cap"]) if kind == CAPPED else None)
+        suppressed=DEDUP_REPLY_MARK in text, held_wait_ms=wait_ms(deadline["wait"]) if deadline else None)
 
 
 def _broadcast(ok: bool, text: str, kind: str, hit: Optional[re.Match]) -> Outcome:
@@ -507,8 +504,7 @@ def decode_notice(body: Optional[str]) -> Optional[HeldNotice]:
     hit = NOTICE_RE.match(str(body or ""))
     if hit is None:
         return None
-    return HeldNotice(int(hit["held"]), hit["to"], hit["excerpt"], "expired" if hit["outcome"] == "expired"
-                      else "refused")
+    return HeldNotice(int(hit["held"]), hit["to"], "expired" if hit["outcome"] == "expired" else "refused")
 
 
 def part_count(body: Optional[str]) -> Optional[int]:

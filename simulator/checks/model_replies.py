@@ -15,8 +15,12 @@ from simulator.checks.model import Box, Model
 from simulator.checks.view import Call
 from simulator.design import MAX_BODY_CHARS, MCP_ID_PREFIX, NAME_RE
 from simulator.replies import (
-    DISABLED, EMPTY_INBOX, FRAMED, LEFT, NOT_REGISTERED, OTHER, REGISTERED, SENT, UNREGISTERED, Outcome,
+    BROADCAST, DISABLED, EMPTY_BODY, EMPTY_INBOX, FRAMED, LEFT, NOT_REGISTERED, OTHER, REGISTERED, SELF, SENT, TOO_LONG,
+    UNKNOWN_TO, UNREGISTERED, Outcome,
 )
+
+# A messaging policy's answer to a send or a broadcast (held, capped, exited, refused inbound): one class here.
+POLICY = "policy"
 
 # Characters the store refuses in a body on grounds of its own (controls, lone surrogates): not modeled.
 _ODD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
@@ -28,16 +32,16 @@ def body_class(body: Any) -> Optional[str]:
         return None
     trimmed = body.strip()
     if not trimmed:
-        return "empty"
+        return EMPTY_BODY
     units = len(trimmed.encode("utf-16-le")) // 2
     if len(trimmed) <= MAX_BODY_CHARS < units:
         return None  # characters outside the BMP: one or two to a count, either may be meant
-    return "too_long" if len(trimmed) > MAX_BODY_CHARS else "ok"
+    return TOO_LONG if len(trimmed) > MAX_BODY_CHARS else "ok"
 
 
 def send_class(o: Outcome) -> str:
     """The class of a send or broadcast reply: its kind, a messaging policy's answers as one class."""
-    return "policy" if o.policy else o.kind
+    return POLICY if o.policy else o.kind
 
 
 def regs(m: Model, sid: Optional[str], racy: bool) -> set[bool]:
@@ -51,7 +55,7 @@ def regs(m: Model, sid: Optional[str], racy: bool) -> set[bool]:
 def judge(m: Model, c: Call, allowed: set[str], cls: str, what: str) -> bool:
     """Fail a reply whose class is outside `allowed` ("other" is never judged: a store failure, a
     crashed server, an argument the model does not state)."""
-    if cls == "other":
+    if cls == OTHER:
         return False
     m.judged += 1
     if cls not in allowed:
@@ -68,12 +72,12 @@ def _step(c: Call) -> Any:
 def pre_body(enabled: set[bool], body: Any, allowed: set[str]) -> bool:
     """The refusals every send and broadcast meets first (R29, R9); True when the call gets further."""
     if False in enabled:
-        allowed.add("disabled")
+        allowed.add(DISABLED)
     if True not in enabled:
         return False
     bc = body_class(body)
     if bc is None:
-        allowed.update(("empty", "too_long"))
+        allowed.update((EMPTY_BODY, TOO_LONG))
         return True
     if bc != "ok":
         allowed.add(bc)
@@ -108,13 +112,13 @@ def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[st
     rcpts = m.by_name(str(to), unregistered=racy)
     out: set[str] = set()
     if racy or not any(m.reg.get(r) is True for r in rcpts):
-        out.add("unknown_to")
+        out.add(UNKNOWN_TO)
     for r in rcpts:
-        out.add("self" if r == ident else "sent")
+        out.add(SELF if r == ident else SENT)
     if not rcpts and m.may_be_unknown_row(str(to)):
-        out.update(("sent", "self"))
+        out.update((SENT, SELF))
     if m.loose:
-        out.add("policy")
+        out.add(POLICY)
     return out
 
 
@@ -126,7 +130,7 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         for ident in ids:
             states = regs(m, ident, racy)
             if False in states:
-                allowed.add("unregistered")  # R9 orders neither refusal first: a bad body or the caller's
+                allowed.add(UNREGISTERED)  # R9 orders neither refusal first: a bad body or the caller's
             if body_ok and True in states:
                 allowed |= recipients_of(m, c.args.get("to", ""), ident, racy)
     cls = send_class(c.outcome)
@@ -159,17 +163,17 @@ def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         for ident in ids:
             states = regs(m, ident, racy)
             if False in states:
-                allowed.add("unregistered")  # R9 orders neither refusal first
+                allowed.add(UNREGISTERED)  # R9 orders neither refusal first
             if body_ok and True in states:
-                allowed.add("broadcast")
+                allowed.add(BROADCAST)
         if m.loose and body_ok:
-            allowed.add("policy")
+            allowed.add(POLICY)
     cls = send_class(c.outcome)
     if cls == OTHER:
         m.ghosts.add(c.body)
         return
     m.note_sender(c.body, None)
-    if judge(m, c, allowed, cls, "chat_broadcast reply") and cls == "broadcast":
+    if judge(m, c, allowed, cls, "chat_broadcast reply") and cls == BROADCAST:
         broadcast_reply(m, c, ids, racy)
 
 
@@ -208,14 +212,14 @@ def broadcast_reply(m: Model, c: Call, ids: list[Optional[str]], racy: bool) -> 
 
 def judge_read(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
-    allowed = {"disabled"} if False in enabled else set()
+    allowed = {DISABLED} if False in enabled else set()
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
             if False in states:
-                allowed.add("unregistered")
+                allowed.add(UNREGISTERED)
             if True in states:
-                allowed.update(("empty", "framed"))
+                allowed.update((EMPTY_INBOX, FRAMED))
     cls = c.outcome.kind
     if cls == OTHER:
         for sid in ids:
@@ -300,11 +304,11 @@ def mail_count(m: Model, c: Optional[Call], sid: str, pending: int, what: str, e
 
 def judge_status(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
-    allowed = {"disabled"} if False in enabled else set()
+    allowed = {DISABLED} if False in enabled else set()
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
-            allowed.update(("registered" if s else "not_registered") for s in states)
+            allowed.update((REGISTERED if s else NOT_REGISTERED) for s in states)
     text, status = c.text, c.outcome
     cls = status.kind
     if not judge(m, c, allowed, cls, "chat_status reply") or cls != REGISTERED:
@@ -367,11 +371,11 @@ def fresh_name(m: Model, c: Call, name: str, where: str) -> None:
 
 def judge_unregister(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
-    allowed = {"disabled"} if False in enabled else set()
+    allowed = {DISABLED} if False in enabled else set()
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
-            allowed.update(("left" if s else "not_registered") for s in states)
+            allowed.update((LEFT if s else NOT_REGISTERED) for s in states)
             if ident is None:
                 allowed.add(UNREGISTERED)
     cls = c.outcome.kind
