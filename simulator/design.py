@@ -113,6 +113,12 @@ STAMP_RESOLUTION_MS = SECOND_MS
 # per-base counter of five or more digits (counters never wrap).
 NAME_RE = re.compile(r"^[a-z]+(-[a-z]+)*-\d{5,}$")
 
+
+def unrenamed(name: str) -> str:
+    """A 002-era name as claimed before the migration to the NOCASE name column, which keeps every
+    case twin and renames the later ones NAME-2, NAME-3... (D-store-6): `name` less a `-K` suffix."""
+    return re.sub(r"-\d+$", "", name)
+
 # R31: an MCP-host conversation's chat id.
 MCP_ID_PREFIX = "mcp_"
 # opencode's own session ids (docs/history.md), which the chat keeps as they are.

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import RunView
-from simulator.design import MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id
+from simulator.design import MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id, unrenamed
 from simulator.replies import IDENTITY, decode_hook_line
 from simulator.events import FORK, HOOK, LEAVE, REGISTERED, SAMPLE, data_of, hook_line, sample_rows
 from simulator.result import Verdict
@@ -18,7 +17,7 @@ def _legacy_name(view: RunView, label: str, name: str) -> bool:
     """`name` is the claimed name of `label`'s own 002-era row (`legacy:`), as
     migrated: case kept, or with the `-N` suffix a case clash gets (D-store-6)."""
     for row in getattr(view.spec, "legacy", None) or ():
-        if row.session == label and re.fullmatch(re.escape(row.name) + r"(-\d+)?", name):
+        if row.session == label and row.name in (name, unrenamed(name)):
             return True
     return False
 

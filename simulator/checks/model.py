@@ -26,14 +26,12 @@ gives, and says which it predicted. It never imports thatch_core.
 
 from __future__ import annotations
 
-import re
-
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from simulator.checks.view import Call, RunView
-from simulator.design import PID_FRESH_MS, SECOND_MS
+from simulator.design import PID_FRESH_MS, SECOND_MS, unrenamed
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import PolicyOptions
 
@@ -229,7 +227,7 @@ class Model:
         low = str(name).lower()
         if not self.legacy_twin(name):
             return False
-        return any(re.fullmatch(re.escape(low) + r"-\d+", n.lower()) for n in names)
+        return any(n.lower() != low and unrenamed(n.lower()) == low for n in names)
 
     def legacy_twin(self, name: str) -> bool:
         """Do two 002-era rows claim `name` in different cases? Which keeps it and which becomes

@@ -17,15 +17,13 @@ here the final database is judged against what the model knows at the end:
 
 from __future__ import annotations
 
-import re
-
 from typing import Optional
 
 from simulator.checks.model import Model, Surprise, modeled
 from simulator.checks.model_follow import follow
 from simulator.checks.registry import Promise, passed, prop, verdict
 from simulator.checks.view import RunView
-from simulator.design import STAMP_RESOLUTION_MS, TOMBSTONE_TTL_MS, topic_of_title
+from simulator.design import STAMP_RESOLUTION_MS, TOMBSTONE_TTL_MS, topic_of_title, unrenamed
 from simulator.events import CRASH, FORK, PROCESS_START, SAMPLE, STATUS, STEP_DROPPED, data_of, sample_rows, step_of
 from simulator.scenario.kinds import HOSTS
 
@@ -158,7 +156,7 @@ def topics(m: Model) -> None:
     for row in view.db["sessions"]:
         label = view.names.label_of.get(row["session_id"])
         if not row.get("auto"):
-            group = legacy.get(re.sub(r"-\d+$", "", str(row.get("name")).lower()))
+            group = legacy.get(unrenamed(str(row.get("name")).lower()))
             if group and group != {None}:
                 m.judged += 1
                 if row.get("topic") not in group:
