@@ -19,7 +19,8 @@ from typing import Optional
 from simulator.checks.registry import WITNESS_MAX, passed, prop, verdict
 from simulator.checks.view import RunView
 from simulator.events import (
-    BLOCKED, DEADLOCK, HOOK, INTERLEAVE_RUN, PAUSED, RESUMED, STORE_ERROR, TOOL_RESULT, data_of,
+    BLOCKED, DEADLOCK, HOOK, INTERLEAVE_RUN, PAUSED, RESUMED, STORE_ERROR, TOOL_RESULT, Event, Hook, StoreError,
+    ToolResult,
 )
 from simulator.replies import contention_error
 from simulator.result import Verdict
@@ -27,23 +28,22 @@ from simulator.result import Verdict
 _INTERLEAVING = (PAUSED, RESUMED, INTERLEAVE_RUN, DEADLOCK, BLOCKED)
 
 
-def _error_text(e: dict) -> Optional[str]:
+def _error_text(e: ToolResult | Hook | StoreError) -> Optional[str]:
     """The text of a reply, hook line or caught store error that may carry a store error."""
-    data = data_of(e)
-    if e["kind"] == TOOL_RESULT:
-        return data.get("text")
-    if e["kind"] == HOOK:
-        return data.get("line")
-    return data.get("error")
+    if isinstance(e, ToolResult):
+        return e.text
+    if isinstance(e, Hook):
+        return e.line
+    return e.error
 
 
-def _witness(view: RunView, failed: dict) -> list[dict]:
+def _witness(view: RunView, failed: Event) -> list[Event]:
     """The interleaving of the failed call's instant (from its pause: the calls that ran meanwhile, the
     resume), then the call itself."""
-    pauses = [e["i"] for e in view.history.of(PAUSED) if e["t"] == failed["t"] and e["i"] < failed["i"]]
+    pauses = [e.i for e in view.history.of(PAUSED) if e.t == failed.t and e.i < failed.i]
     if not pauses:
         return [failed]
-    around = [e for e in view.history.of(*_INTERLEAVING, TOOL_RESULT) if pauses[-1] <= e["i"] < failed["i"]]
+    around = [e for e in view.history.of(*_INTERLEAVING, TOOL_RESULT) if pauses[-1] <= e.i < failed.i]
     return around[:WITNESS_MAX - 1] + [failed]
 
 
@@ -59,13 +59,13 @@ def p15_contention_safe(view: RunView) -> Verdict:
         text = _error_text(e)
         if not contention_error(text):
             continue
-        if any(start <= e["t"] <= end for start, end in locks):
+        if any(start <= e.t <= end for start, end in locks):
             continue
-        what = {TOOL_RESULT: "tool call", HOOK: "hook", STORE_ERROR: "poll cycle"}[e["kind"]]
-        who = e.get("session") or e.get("proc")
-        paused = any(x["t"] == e["t"] for x in view.history.of(PAUSED))
+        what = {TOOL_RESULT: "tool call", HOOK: "hook", STORE_ERROR: "poll cycle"}[e.kind]
+        who = e.session or e.proc
+        paused = any(x.t == e.t for x in view.history.of(PAUSED))
         return verdict(p15_contention_safe, "fail",
-                       f"a {what} of {who} at t={e['t']} ms failed on another process's write: "
+                       f"a {what} of {who} at t={e.t} ms failed on another process's write: "
                        f"{text.strip()[:160]!r}" + (" (inside an interleaving)" if paused else ""),
                        _witness(view, e))
     return passed(p15_contention_safe, f"{judged} replies, hook lines and poll cycles without a contention error",

@@ -21,7 +21,7 @@ from simulator.checks.view import Incarnation, RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
 from simulator.scenario.kinds import HOSTS
 from simulator.events import (
-    SLEEP_END, SLEEP_START, STATUS, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE, data_of,
+    SLEEP_END, SLEEP_START, STATUS, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE, SleepStart,
 )
 
 TURN_EVENTS = (TOOL_CALL, USER_PROMPT, TURN_START)
@@ -50,13 +50,13 @@ class Gate:
         self.enabled = {id(inc): chat_enabled(view, inc) for inc in view.hosting.incs}
         self.errors: dict[str, list[int]] = {}
         for e in view.history.of(STORE_ERROR):
-            self.errors.setdefault(e.get("proc"), []).append(e["t"])
+            self.errors.setdefault(e.proc, []).append(e.t)
         self.sleeps: list[tuple[int, float]] = []
         for e in view.history.of(SLEEP_START, SLEEP_END):
-            if e["kind"] == SLEEP_START:
-                self.sleeps.append((e["t"], float("inf")))
+            if isinstance(e, SleepStart):
+                self.sleeps.append((e.t, float("inf")))
             elif self.sleeps and self.sleeps[-1][1] == float("inf"):
-                self.sleeps[-1] = (self.sleeps[-1][0], e["t"])
+                self.sleeps[-1] = (self.sleeps[-1][0], e.t)
         self._cache: dict[str, list[Stretch]] = {}
 
     # -- the facts, each at a virtual time (after every event of that time) ------------
@@ -64,7 +64,7 @@ class Gate:
     def _registered(self, label: str) -> tuple[list[int], list[bool]]:
         """Times and states of the label's directory membership, from observations and leaves."""
         marks = [(e.i, e.t, name is not None) for e, lab, name in self.view.names.name_observations() if lab == label]
-        marks += [(e["i"], e["t"], False) for e in self.view.mail.leaves(label)]
+        marks += [(e.i, e.t, False) for e in self.view.mail.leaves(label)]
         marks.sort(key=lambda m: m[0])
         return [m[1] for m in marks], [m[2] for m in marks]
 
@@ -77,8 +77,8 @@ class Gate:
         times, states = [inc.start_t], [first]
         for e in self.view.history.of(STATUS, session=label, proc=inc.proc):
             if self.view.hosting.inc_of(e) is inc:
-                times.append(e["t"])
-                states.append("compacting" if data_of(e).get("compacting") else str(data_of(e).get("status")))
+                times.append(e.t)
+                states.append("compacting" if e.compacting else str(e.status))
         if label in inc.rehosted:
             # A re-hosted tab that stays silent past its deadline drops out with what was
             # assumed of it; once it is back (activity), its status is unknown until seen.

@@ -17,41 +17,42 @@ from simulator.checks.registry import Promise, passed, promised_procs, prop, ski
 from simulator.checks.view import Call, RunView
 from simulator.checks.wakes import reload_positions, rolling_excess, wakes_by_incarnation
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR, MINUTE_MS, RENUDGE_MS, SECOND_MS, STAMP_RESOLUTION_MS
-from simulator.events import CRASH, POLL, PROCESS_START, STATUS, STORE_ERROR, STREAM_EVENT, TURN_START, WAKE, data_of
+from simulator.events import (
+    CRASH, POLL, STATUS, STORE_ERROR, STREAM_EVENT, TURN_START, WAKE, Crash, Event, Poll, ProcessStart, Status, Wake,
+)
 from simulator.result import Verdict
 from simulator.scenario.durations import format_duration as span
 
 
-def _one_pass_twice(view: RunView, label: str, a: dict, b: dict) -> Optional[Verdict]:
+def _one_pass_twice(view: RunView, label: str, a: Wake, b: Wake) -> Optional[Verdict]:
     """Two wakes of `label` by one process within one dispatch for one batch (the second
     counting more messages than arrived since the first): a delivery pass entered while
     another was running, which R24's guard drops (a host event handed over inside a prompt)."""
-    if (a["dispatch"] != b["dispatch"]
-            or int(data_of(b).get("count") or 0) <= view.mail.new_mail(label, a["i"], b["i"])):
+    if a.dispatch != b.dispatch or b.count <= view.mail.new_mail(label, a.i, b.i):
         return None
     return verdict(p1_single_deliverer, "fail",
-                   f"{label} was woken twice by {a.get('proc')} at t={span(b['t'])} in one dispatch "
+                   f"{label} was woken twice by {a.proc} at t={span(b.t)} in one dispatch "
                    "for one batch: a delivery pass re-entered while another ran (R24)", [a, b])
 
 
-def _names_other_mail(view: RunView, label: str, a: dict, b: dict) -> bool:
+def _names_other_mail(view: RunView, label: str, a: Wake, b: Wake) -> bool:
     """Does wake `b` name a sender that neither wake `a` nor the mail since it holds? Then `b`
     covers mail `a` did not (an older message that came due again, R18), not `a`'s batch again."""
-    known = set(data_of(a).get("senders") or ())
-    for c in view.mail.new_mail_calls(label, a["i"], b["i"]):
+    known = set(a.senders)
+    for c in view.mail.new_mail_calls(label, a.i, b.i):
         known.update(view.names.names_of(c.session))
-        if isinstance(c.args, dict) and c.args.get("as"):
+        if c.args.get("as"):
             known.add(str(c.args["as"]))
-    return any(s not in known for s in data_of(b).get("senders") or ())
+    return any(s not in known for s in b.senders)
 
 
-def _due_again(label: str, wakes: list[dict], b: dict, reads: list) -> bool:
+def _due_again(label: str, wakes: list[Wake], b: Wake, reads: list[Call]) -> bool:
     """Could wake `b` re-nudge an older batch (R18)? Some wake of `label` at least the re-nudge
     interval before it, with no read of `label` since, left mail that came due again; another
     process (that wake's host may have died) may send it while the first wake's host holds a
     later batch, so `b` is not that later batch woken twice."""
-    return any(b["t"] - w["t"] >= RENUDGE_MS and not any(c.session == label and w["i"] < c.i < b["i"] for c in reads)
-               for w in wakes if w["i"] < b["i"])
+    return any(b.t - w.t >= RENUDGE_MS and not any(c.session == label and w.i < c.i < b.i for c in reads)
+               for w in wakes if w.i < b.i)
 
 
 @prop("P1")
@@ -62,16 +63,16 @@ def p1_single_deliverer(view: RunView) -> Verdict:
         return skipped(p1_single_deliverer, "no wake prompt in the run")
     for w in wakes:
         inc = view.hosting.inc_of(w)
-        hosted = data_of(w).get("hosted", True)
-        if not hosted or inc is None or w.get("session") not in inc.sessions or not inc.alive(w["t"], w["i"]):
-            why = "data.hosted is false" if not hosted else f"{w.get('proc')} does not host {w.get('session')} then"
+        hosted = w.hosted is not False  # a hand-built wake that leaves it out was a host's
+        if not hosted or inc is None or w.session not in inc.sessions or not inc.alive(w.t, w.i):
+            why = "data.hosted is false" if not hosted else f"{w.proc} does not host {w.session} then"
             wit = [w] + ([inc.start_event] if inc and inc.start_event else [])
             return verdict(p1_single_deliverer, "fail",
-                           f"wake of {w.get('session')} at t={span(w['t'])} by a non-host: {why}", wit)
+                           f"wake of {w.session} at t={span(w.t)} by a non-host: {why}", wit)
     reads = view.mail.calls_of("read", ok=True)
-    by_session: dict[str, list[dict]] = {}
+    by_session: dict[Optional[str], list[Wake]] = {}
     for w in wakes:
-        by_session.setdefault(w.get("session"), []).append(w)
+        by_session.setdefault(w.session, []).append(w)
     for label, ws in by_session.items():
         for a, b in zip(ws, ws[1:]):
             ia, ib = view.hosting.inc_of(a), view.hosting.inc_of(b)
@@ -81,16 +82,16 @@ def p1_single_deliverer(view: RunView) -> Verdict:
                     return twice
             if ia is ib or ia is None or ib is None:
                 continue
-            if b["t"] - a["t"] >= RENUDGE_MS or not ia.alive(b["t"], b["i"]):
+            if b.t - a.t >= RENUDGE_MS or not ia.alive(b.t, b.i):
                 continue
-            if any(c.session == label and a["i"] < c.i < b["i"] for c in reads):
+            if any(c.session == label and a.i < c.i < b.i for c in reads):
                 continue
-            if (int(data_of(b).get("count") or 0) <= view.mail.new_mail(label, a["i"], b["i"])
+            if (b.count <= view.mail.new_mail(label, a.i, b.i)
                     or _names_other_mail(view, label, a, b) or _due_again(label, ws, b, reads)):
                 continue  # the second wake is for mail that arrived after the first, or came due again: another batch
             return verdict(p1_single_deliverer, "fail",
-                           f"{label} was woken by {ia.proc}#{ia.n} at t={span(a['t'])} and by {ib.proc}#{ib.n} "
-                           f"at t={span(b['t'])} while both were alive: one batch, two deliverers", [a, b])
+                           f"{label} was woken by {ia.proc}#{ia.n} at t={span(a.t)} and by {ib.proc}#{ib.n} "
+                           f"at t={span(b.t)} while both were alive: one batch, two deliverers", [a, b])
     return passed(p1_single_deliverer, f"{len(wakes)} wakes, each by the session's live host", len(wakes))
 
 
@@ -98,7 +99,7 @@ def p1_single_deliverer(view: RunView) -> Verdict:
 WAKE_CAP = Promise(lambda o: o.wake_cap is not None and o.wake_cap <= MAX_WAKES_PER_HOUR)
 
 
-def _capped(view: RunView, fn, groups: dict[tuple, list[dict]]) -> dict[tuple, list[dict]]:
+def _capped(view: RunView, fn, groups: dict[tuple, list[Wake]]) -> dict[tuple, list[Wake]]:
     """The wake groups of the processes whose options make `fn`'s wake-cap promise."""
     procs = promised_procs(fn, view.spec)
     return {key: ws for key, ws in groups.items() if key[0] in procs}
@@ -115,7 +116,7 @@ def p2_rate_cap(view: RunView) -> Verdict:
         over = rolling_excess(ws)
         if over:
             return verdict(p2_rate_cap, "fail", f"{label} got {len(over)} wakes from {proc}#{n} within one hour "
-                           f"(t={span(over[0]['t'])}..{span(over[-1]['t'])}), cap {MAX_WAKES_PER_HOUR}", over)
+                           f"(t={span(over[0].t)}..{span(over[-1].t)}), cap {MAX_WAKES_PER_HOUR}", over)
     judged = sum(map(len, groups.values()))
     return passed(p2_rate_cap, f"{judged} wakes, none over the cap", judged)
 
@@ -143,7 +144,7 @@ def _creations(view: RunView, calls_out: Optional[dict[int, Call]] = None) -> di
     return out
 
 
-def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) -> bool:
+def _came_after(view: RunView, w: Wake, created: tuple, call: Optional[Call]) -> bool:
     """Did wake `w` come after the message was stored? Its history position says so, except
     within one concurrent wave: the wave's processes run at once and the merge orders their
     events by process, so another process's wake in the send's wave that names the sender
@@ -153,19 +154,19 @@ def _came_after(view: RunView, w: dict, created: tuple, call: Optional[Call]) ->
     process between the call and its result that names the sender may be for it. The
     sender is who the send acted as (a Cursor send claiming another session's name is
     that session's mail, R32)."""
-    if (w["t"], w["i"]) > created:
+    if (w.t, w.i) > created:
         return True
-    if call is None or call.result is None or w["t"] != call.t:
+    if call is None or call.result is None or w.t != call.t:
         return False
-    if w.get("dispatch") is None or w.get("dispatch") != call.result.get("dispatch"):
+    if w.dispatch is None or w.dispatch != call.result.dispatch:
         return False
-    if w.get("proc") == call.proc and not (call.call is not None and call.call["i"] < w["i"] < call.result["i"]):
+    if w.proc == call.proc and not (call.call is not None and call.call.i < w.i < call.result.i):
         return False
     sender = acting_identity(view, call)
-    return any(view.names.label_for_name(n) == sender for n in data_of(w).get("senders") or ())
+    return any(view.names.label_for_name(n) == sender for n in w.senders)
 
 
-def _lost_stamps(view: RunView) -> dict[int, dict]:
+def _lost_stamps(view: RunView) -> dict[float, Crash]:
     """Wake position -> the crash between it and its stamp (before delivered-stamp, after
     wake-prompt: checks/faults.py) that followed it in the same process life
     (the batch stays never-delivered: it is due again at once, R23)."""
@@ -173,12 +174,11 @@ def _lost_stamps(view: RunView) -> dict[int, dict]:
     for crash in view.history.of(CRASH):
         if not crash_lost_a_stamp(crash):
             continue
-        prior = [w for w in view.history.of(WAKE, proc=crash.get("proc"))
-                 if w["i"] < crash["i"] and view.hosting.inc_of(w) is view.hosting.inc_of(crash)
-
-                 and (crash.get("session") is None or w.get("session") == crash.get("session"))]
+        prior = [w for w in view.history.of(WAKE, proc=crash.proc)
+                 if w.i < crash.i and view.hosting.inc_of(w) is view.hosting.inc_of(crash)
+                 and (crash.session is None or w.session == crash.session)]
         if prior:
-            out[prior[-1]["i"]] = crash
+            out[prior[-1].i] = crash
     return out
 
 
@@ -199,50 +199,50 @@ def _first_window(view: RunView, runs: list[tuple[int, int, list[Stretch]]], nee
     return None
 
 
-def _next_due(wakes: list[dict], woken: dict, lost: dict[int, dict]) -> tuple[int, float, dict]:
+def _next_due(wakes: list[Wake], woken: Wake, lost: dict[float, Crash]) -> tuple[int, float, Wake]:
     """When the message is due a wake again after `woken`: at once after a crash that lost its
     stamp, else 15 minutes after the last of the wakes that kept re-stamping it (R18, R21)."""
     w = woken
     while True:
-        if w["i"] in lost:
-            return lost[w["i"]]["t"], lost[w["i"]]["i"], w
-        due = w["t"] + RENUDGE_MS + STAMP_RESOLUTION_MS
-        later = [x for x in wakes if x["i"] > w["i"] and x["t"] < due]
+        if w.i in lost:
+            return lost[w.i].t, lost[w.i].i, w
+        due = w.t + RENUDGE_MS + STAMP_RESOLUTION_MS
+        later = [x for x in wakes if x.i > w.i and x.t < due]
         if not later:
             return due, -1, w
         w = later[-1]
 
 
-def _renudge_poll(view: RunView, runs: list[tuple[int, int, list[Stretch]]], prev: dict, lost: dict,
-                  label: str, until: int) -> Optional[dict]:
+def _renudge_poll(view: RunView, runs: list[tuple[int, int, list[Stretch]]], prev: Wake,
+                  lost: dict[float, Crash], label: str, until: int) -> Optional[Poll]:
     """R18 to the second: a wake at a whole second stamps `delivered_at` exactly, so the mail is
     due again at the host's first poll at or after 15 minutes from it (`delivered_at <= now -
     15 min`), not a poll later. That poll, where nothing near it blurs the instant: the session
     deliverable by that host from a whole poll cycle before the due time until after the poll,
     still unread, and the poll meeting no lock, store error, crash, stall or sleep. None where
     the bound is not that exact."""
-    if prev["i"] in lost or prev["t"] % SECOND_MS:
+    if prev.i in lost or prev.t % SECOND_MS:
         return None
-    exact = prev["t"] + RENUDGE_MS
+    exact = prev.t + RENUDGE_MS
     part = next((p for _s, _e, parts in runs for p in parts if p.start <= exact < p.end), None)
     if part is None or part.host is None or part.start > exact - view.hosting.poll_ms(part.host.proc):
         return None
     inc = part.host
-    poll = next((e for e in view.history.of(POLL, proc=inc.proc) if e["i"] > prev["i"] and e["t"] >= exact
-                 and view.hosting.inc_of(e) is inc and label in (data_of(e).get("hosted") or ())), None)
-    if poll is None or poll["t"] >= min(part.end, until) or view.disturbances.asleep(poll["t"], slack=SECOND_MS):
+    poll = next((e for e in view.history.of(POLL, proc=inc.proc) if e.i > prev.i and e.t >= exact
+                 and view.hosting.inc_of(e) is inc and label in (e.hosted or ())), None)
+    if poll is None or poll.t >= min(part.end, until) or view.disturbances.asleep(poll.t, slack=SECOND_MS):
         return None
-    if any(a <= poll["t"] <= b + SECOND_MS for a, b in view.disturbances.lock_windows()):
+    if any(a <= poll.t <= b + SECOND_MS for a, b in view.disturbances.lock_windows()):
         return None
-    if any(p in (None, inc.proc) and a <= poll["t"] <= b + SECOND_MS for p, a, b in view.disturbances.stall_windows()):
+    if any(p in (None, inc.proc) and a <= poll.t <= b + SECOND_MS for p, a, b in view.disturbances.stall_windows()):
         return None
-    if any(abs(e["t"] - poll["t"]) <= SECOND_MS for e in view.history.of(STORE_ERROR, CRASH, proc=inc.proc)):
+    if any(abs(e.t - poll.t) <= SECOND_MS for e in view.history.of(STORE_ERROR, CRASH, proc=inc.proc)):
         return None
     return poll
 
 
 def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int, list[Stretch]]],
-                created: tuple, until: int) -> Optional[dict]:
+                created: tuple, until: int) -> Optional[Event]:
     """R19 and R5 to the instant: the idle event flushes pending mail at once, and so does the
     startup path of a process that hosts the session from its start. The idle status event (or
     the process start) that first opened the gate after the message was created, where the
@@ -259,12 +259,11 @@ def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int
     elif before is None or before.reason not in (f"busy in {inc.proc}", f"compacting in {inc.proc}"):
         return None
     else:
-        edge = next((e for e in view.history.of(STATUS, session=label, proc=inc.proc) if e["t"] == a
-                     and view.hosting.inc_of(e) is inc and data_of(e).get("status") == "idle"
-                     and not data_of(e).get("compacting")), None)
-    if edge is None or any(e["t"] == a for e in view.history.of(STORE_ERROR, CRASH, proc=inc.proc)):
+        edge = next((e for e in view.history.of(STATUS, session=label, proc=inc.proc) if e.t == a
+                     and view.hosting.inc_of(e) is inc and e.status == "idle" and not e.compacting), None)
+    if edge is None or any(e.t == a for e in view.history.of(STORE_ERROR, CRASH, proc=inc.proc)):
         return None
-    if any(e["t"] == a and data_of(e).get("inside") for e in view.history.of(STREAM_EVENT, session=label)):
+    if any(e.t == a and e.inside for e in view.history.of(STREAM_EVENT, session=label)):
         return None  # handed over inside a call: a wake prompt's call re-enters a poller already delivering (R24)
     return edge
 
@@ -281,8 +280,8 @@ def _exempt_reason(timeline: list[Stretch], created: int, until: int, read: Opti
     return "read before a wake was due" if read is not None else "created too close to the end"
 
 
-def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, prev: Optional[dict],
-            lost: dict, exact: Optional[dict] = None) -> Verdict:
+def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, prev: Optional[Wake],
+            lost: dict[float, Crash], exact: Optional[Event] = None) -> Verdict:
     """The failure: which wake was owed (the first, one after a lost stamp, or a re-nudge) and from when;
     `exact`: the poll a re-nudge was due at to the second."""
     a, deadline, stretch = window
@@ -291,32 +290,32 @@ def _missed(view: RunView, m: dict, label: str, created: tuple, window: tuple, p
     if prev is None:
         story = (f"message #{m['id']} to {label} (created t={span(created[0])}) "
                  f"was deliverable from t={span(a)} ({live})")
-    elif prev["i"] in lost:
-        story = (f"message #{m['id']} to {label}: its wake at t={span(prev['t'])} lost its stamp to a crash (R23); "
+    elif prev.i in lost:
+        story = (f"message #{m['id']} to {label}: its wake at t={span(prev.t)} lost its stamp to a crash (R23); "
                  f"from t={span(a)} {live}")
     else:
-        story = (f"message #{m['id']} to {label} was woken at t={span(prev['t'])} "
+        story = (f"message #{m['id']} to {label} was woken at t={span(prev.t)} "
                  f"and still unread {RENUDGE_MS // MINUTE_MS} min later, "
                  f"so due a re-nudge (R18); from t={span(a)} {live}")
     sent = [c for c in view.mail.calls if c.tool in ("send", "broadcast") and (c.t, c.i) == created]
     status = [e for e in view.history.of(STATUS, session=label, proc=host.proc)
               if e.t <= a and view.hosting.inc_of(e) is host]
     wit = ([w for c in sent[:1] for w in c.witness()] + ([prev] if prev else [])
-           + ([lost[prev["i"]]] if prev and prev["i"] in lost else []))
+           + ([lost[prev.i]] if prev and prev.i in lost else []))
     wit += ([host.start_event] if host.start_event else []) + status[-1:]
-    if exact is not None and exact["kind"] == STATUS:
-        return verdict(p3_at_least_once, "fail", f"{story}, but its idle event at t={span(exact['t'])} did not "
+    if isinstance(exact, Status):
+        return verdict(p3_at_least_once, "fail", f"{story}, but its idle event at t={span(exact.t)} did not "
                        f"flush it at once (R19)", wit + [exact])
-    if exact is not None and exact["kind"] == PROCESS_START:
-        return verdict(p3_at_least_once, "fail", f"{story}, but the startup of {host.proc} at t={span(exact['t'])} "
+    if isinstance(exact, ProcessStart):
+        return verdict(p3_at_least_once, "fail", f"{story}, but the startup of {host.proc} at t={span(exact.t)} "
                        f"did not wake it at once (R5: the startup path kicks a delivery pass)", wit)
     if exact is not None:
-        return verdict(p3_at_least_once, "fail", f"{story}, but the poll at t={span(exact['t'])}, 15 min to the "
+        return verdict(p3_at_least_once, "fail", f"{story}, but the poll at t={span(exact.t)}, 15 min to the "
                        f"second after that wake (its stamp is exact), did not re-nudge it", wit + [exact])
     return verdict(p3_at_least_once, "fail", f"{story}, but no wake came after it by t={span(deadline)}", wit)
 
 
-def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tuple, lost: dict,
+def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tuple, lost: dict[float, Crash],
                     call: Optional[Call] = None) -> tuple[int, Optional[Verdict], str]:
     """(wakes the message was owed or got, the first one missed, why it was owed none). A wake is
     owed once the session stays deliverable for a whole window while the message is unread; a
@@ -329,15 +328,15 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
     duties = 0
     while True:
         first = prev is None
-        woken = next((w for w in wakes if w["t"] <= until and (_came_after(view, w, created, call) if first
-                                                                 else (w["t"], w["i"]) > (need_t, need_i))), None)
+        woken = next((w for w in wakes if w.t <= until and (_came_after(view, w, created, call) if first
+                                                                 else (w.t, w.i) > (need_t, need_i))), None)
         window = _first_window(view, runs, need_t, until)
         exact = (_renudge_poll(view, runs, prev, lost, label, until) if prev is not None
                  else _flush_edge(view, gate, label, runs, created, until))
-        if exact is not None and (woken is None or woken["t"] > exact["t"]):
-            due = next(p for _s, _e, parts in runs for p in parts if p.start <= exact["t"] < p.end)
-            return duties + 1, _missed(view, m, label, created, (exact["t"], exact["t"], due), prev, lost, exact), ""
-        if woken is not None and (window is None or woken["t"] <= window[1]):
+        if exact is not None and (woken is None or woken.t > exact.t):
+            due = next(p for _s, _e, parts in runs for p in parts if p.start <= exact.t < p.end)
+            return duties + 1, _missed(view, m, label, created, (exact.t, exact.t, due), prev, lost, exact), ""
+        if woken is not None and (window is None or woken.t <= window[1]):
             duties += 1
             need_t, need_i, prev = _next_due(wakes, woken, lost)
             continue
@@ -349,23 +348,23 @@ def _message_duties(view: RunView, gate: Gate, m: dict, label: str, created: tup
 def _gate_breach(view: RunView) -> Optional[Verdict]:
     """R19: no wake lands while its host last saw the session busy or compacting (a status change
     at the wake's own instant may have reached the runtime on either side of it: not judged)."""
-    statuses: dict[tuple, list[dict]] = {}
+    statuses: dict[tuple, list[Status]] = {}
     for e in view.history.of(STATUS):
-        statuses.setdefault((e.get("proc"), e.get("session")), []).append(e)
-    at = {key: [e["i"] for e in evs] for key, evs in statuses.items()}
+        statuses.setdefault((e.proc, e.session), []).append(e)
+    at = {key: [e.i for e in evs] for key, evs in statuses.items()}
     reloads = reload_positions(view)
     for w in view.history.of(WAKE):
-        key = (w.get("proc"), w.get("session"))
-        k = bisect.bisect_left(at.get(key, []), w["i"])
+        key = (w.proc, w.session)
+        k = bisect.bisect_left(at.get(key, []), w.i)
         last = statuses[key][k - 1] if k else None
-        if last is None or last["t"] >= w["t"] or view.hosting.inc_of(last) is not view.hosting.inc_of(w):
+        if last is None or last.t >= w.t or view.hosting.inc_of(last) is not view.hosting.inc_of(w):
             continue
-        if any(last["i"] < i < w["i"] for i in reloads.get(w.get("proc"), ())):
+        if any(last.i < i < w.i for i in reloads.get(w.proc, ())):
             continue  # a plugin reload between: the fresh runtime knows no status it was told before
-        state = "compacting" if data_of(last).get("compacting") else data_of(last).get("status")
+        state = "compacting" if last.compacting else last.status
         if state in ("busy", "compacting"):
-            return verdict(p3_at_least_once, "fail", f"{w.get('session')} was woken at t={span(w['t'])} by "
-                           f"{w.get('proc')}, which last saw it {state} (t={span(last['t'])}): the gate is idle "
+            return verdict(p3_at_least_once, "fail", f"{w.session} was woken at t={span(w.t)} by "
+                           f"{w.proc}, which last saw it {state} (t={span(last.t)}): the gate is idle "
                            f"and not compacting (R19)", [last, w])
     return None
 
@@ -424,7 +423,7 @@ def p10_ping_pong(view: RunView) -> Verdict:
         budget = 0
         for label in pair:
             incs = max(1, sum(1 for inc in view.hosting.incs if label in inc.sessions))
-            turns = [e for e in view.history.of(TURN_START, session=label) if data_of(e).get("cause") != "wake"]
+            turns = [e for e in view.history.of(TURN_START, session=label) if e.cause != "wake"]
             budget += MAX_WAKES_PER_HOUR * hours * incs + len(turns)
         bound = budget * max(1, seeds) + seeds
         if len(msgs) > bound:

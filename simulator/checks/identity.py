@@ -8,7 +8,7 @@ from simulator.checks.registry import passed, prop, sample_row, skipped, verdict
 from simulator.checks.view import RunView
 from simulator.design import MAX_CONTINUATION_HOPS, NAME_RE, TOMBSTONE_TTL_MS, mcp_session_id, unrenamed
 from simulator.replies import IDENTITY, decode_hook_line
-from simulator.events import FORK, HOOK, LEAVE, REGISTERED, SAMPLE, data_of, hook_line, sample_rows
+from simulator.events import FORK, HOOK, REGISTERED, SAMPLE, Event, Hook, Leave, Registered, Sample
 from simulator.result import Verdict
 from simulator.scenario.durations import format_duration as span
 
@@ -25,21 +25,20 @@ def _legacy_name(view: RunView, label: str, name: str) -> bool:
 TURN_END_HOOKS = ("Stop", "stop")  # R36: they check mail; only the identity hooks ensure-register (R31)
 
 
-def _chain_hops(view: RunView, label: str, hook: dict) -> int:
+def _chain_hops(view: RunView, label: str, hook: Hook) -> int:
     """Session-id forks of `label` since its identity was last anchored (an identity hook line
     printed or a registration observed) before `hook`: the continued-in records the hook's walk
     must follow back to the nearest registered (or tombstoned) ancestor."""
-    anchors = [e["i"] for e in view.history.of(HOOK, REGISTERED, session=label) if e["i"] < hook["i"]
-               and (e["kind"] == REGISTERED
-                    or (data_of(e).get("line") and data_of(e).get("hook") not in TURN_END_HOOKS))]
+    anchors = [e.i for e in view.history.of(HOOK, REGISTERED, session=label) if e.i < hook.i
+               and (isinstance(e, Registered) or (e.line and e.hook not in TURN_END_HOOKS))]
     since = anchors[-1] if anchors else -1
-    return sum(1 for f in view.history.of(FORK, session=label) if since < f["i"] < hook["i"])
+    return sum(1 for f in view.history.of(FORK, session=label) if since < f.i < hook.i)
 
 
-def _unadopted_hooks(view: RunView, label: str) -> list[dict]:
+def _unadopted_hooks(view: RunView, label: str) -> list[Hook]:
     """`label`'s identity hook lines that came after a fork chain longer than the walk may go
     (R33: at most 10 hops): there the conversation starts afresh under a new name."""
-    return [h for h in view.history.of(HOOK, session=label) if decode_hook_line(hook_line(h)).kind == IDENTITY
+    return [h for h in view.history.of(HOOK, session=label) if decode_hook_line(h.line).kind == IDENTITY
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
@@ -50,8 +49,8 @@ def p6_names(view: RunView) -> Verdict:
     obs = view.names.name_observations()
     if not any(n for _, _, n in obs):
         return skipped(p6_names, "no session was ever registered")
-    owner: dict[str, tuple[str, dict]] = {}
-    last: dict[str, tuple[Optional[str], dict]] = {}
+    owner: dict[str, tuple[str, Event]] = {}
+    last: dict[str, tuple[Optional[str], Event]] = {}
     for e, label, name in obs:
         if name is None:
             last[label] = (None, e)
@@ -65,14 +64,14 @@ def p6_names(view: RunView) -> Verdict:
                            [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
         if (prev is not None and prev.lower() != key
-                and not any(pe["i"] < x["i"] <= e["i"] for x in view.mail.leaves(label))
-                and not any(pe["i"] < h["i"] <= e["i"] for h in _unadopted_hooks(view, label))
+                and not any(pe.i < x.i <= e.i for x in view.mail.leaves(label))
+                and not any(pe.i < h.i <= e.i for h in _unadopted_hooks(view, label))
                 and not view.names.could_be_pruned(label, pe, e)):
             return verdict(p6_names, "fail",
                            f"{label} changed name from {prev} to {name} without leaving the directory", [pe, e])
         if key in owner:
             # Its own old name again: fine on a reclaim, never after a leave (names are not reissued).
-            left = [x for x in view.mail.leaves(label) if owner[key][1]["i"] < x["i"] < e["i"]]
+            left = [x for x in view.mail.leaves(label) if owner[key][1].i < x.i < e.i]
             if left:
                 return verdict(p6_names, "fail", f"{label} left and came back under its old name {name}",
                                [owner[key][1], left[0], e])
@@ -80,12 +79,12 @@ def p6_names(view: RunView) -> Verdict:
         last[label] = (name, e)
     for e in view.history.of(SAMPLE):
         seen: dict[str, str] = {}
-        for label, row in sample_rows(e).items():
-            if row.get("registered") and row.get("name"):
-                if row["name"].lower() in seen:
+        for label, row in e.sessions.items():
+            if row.registered and row.name:
+                if row.name.lower() in seen:
                     return verdict(p6_names, "fail",
-                                   f"{seen[row['name'].lower()]} and {label} share the name {row['name']}", [e])
-                seen[row["name"].lower()] = label
+                                   f"{seen[row.name.lower()]} and {label} share the name {row.name}", [e])
+                seen[row.name.lower()] = label
     return passed(p6_names, f"{len(owner)} names, well formed, unique, kept and never reissued", len(owner))
 
 
@@ -96,18 +95,18 @@ def p7_tombstones(view: RunView) -> Verdict:
     if not leaves:
         return skipped(p7_tombstones, "no session left the directory")
     for leave in leaves:
-        label = leave.get("session")
-        back = next((e["i"] for e in view.mail.explicit_registers(label) if e["i"] > leave["i"]), None)
+        label = leave.session
+        back = next((e.i for e in view.mail.explicit_registers(label) if e.i > leave.i), None)
         for e, lab, name in view.names.name_observations():
-            if lab == label and name and e["i"] > leave["i"] and (back is None or e["i"] < back) \
-                    and not (leave["kind"] == LEAVE and e["t"] == leave["t"]) \
-                    and e["t"] - leave["t"] <= TOMBSTONE_TTL_MS:
-                if e["kind"] == REGISTERED and data_of(e).get("how") == "explicit":
+            if lab == label and name and e.i > leave.i and (back is None or e.i < back) \
+                    and not (isinstance(leave, Leave) and e.t == leave.t) \
+                    and e.t - leave.t <= TOMBSTONE_TTL_MS:
+                if isinstance(e, Registered) and e.how == "explicit":
                     continue
-                wit = [leave, sample_row(e, label) if e["kind"] == SAMPLE else e]
+                wit = [leave, sample_row(e, label) if isinstance(e, Sample) else e]
                 return verdict(p7_tombstones, "fail",
-                               f"{label} left at t={span(leave['t'])} but shows registered as {name} "
-                               f"at t={span(e['t'])} "
+                               f"{label} left at t={span(leave.t)} but shows registered as {name} "
+                               f"at t={span(e.t)} "
                                "without an explicit chat_register", wit)
     return passed(p7_tombstones, f"{len(leaves)} leaves stuck", len(leaves))
 
@@ -118,19 +117,18 @@ def p9_continuation(view: RunView) -> Verdict:
     it starts afresh under a new name."""
     checked = 0
     for f in view.history.of(FORK):
-        label = f.get("session")
-        before = view.names.name_at(label, f["i"]) if label else None
+        label = f.session
+        before = view.names.name_at(label, f.i) if label else None
         nxt = next((h for h in view.history.of(HOOK, session=label)
-                    if h["i"] > f["i"] and decode_hook_line(hook_line(h)).kind == IDENTITY), None)
-
+                    if h.i > f.i and decode_hook_line(h.line).kind == IDENTITY), None)
         if before is None or nxt is None:
             continue
-        if any(f["i"] < leave["i"] < nxt["i"] for leave in view.mail.leaves(label)):
+        if any(f.i < leave.i < nxt.i for leave in view.mail.leaves(label)):
             continue  # it left in between: what its next line says is R7's to judge (P7), not the fork's
         if view.names.could_be_pruned(label, f, nxt):
             continue  # silent past the auto-row TTL in between: prune may have deleted the row (R26)
         checked += 1
-        shown = decode_hook_line(hook_line(nxt)).name
+        shown = decode_hook_line(nxt.line).name
         hops = _chain_hops(view, label, nxt)
         if hops > MAX_CONTINUATION_HOPS:
             if shown.lower() == before.lower():
@@ -143,7 +141,7 @@ def p9_continuation(view: RunView) -> Verdict:
             return verdict(p9_continuation, "fail",
                            f"{label} was {before} before the fork but its next hook line says {shown}",
                            [f, nxt], checked)
-        old = mcp_session_id(data_of(f)["old_host_id"]) if data_of(f).get("old_host_id") else None
+        old = mcp_session_id(f.old_host_id) if f.old_host_id else None
         left = [r for r in view.db["messages"] if old and r["to_session"] == old]
         if left:
             return verdict(p9_continuation, "fail",

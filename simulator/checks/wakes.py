@@ -12,40 +12,40 @@ from __future__ import annotations
 
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
-from simulator.events import FAULT_FIRED, WAKE, data_of
+from simulator.events import FAULT_FIRED, WAKE, Wake
 
 
-def rolling_excess(wakes: list[dict], cap: int = MAX_WAKES_PER_HOUR) -> list[dict] | None:
+def rolling_excess(wakes: list[Wake], cap: int = MAX_WAKES_PER_HOUR) -> list[Wake] | None:
     """The first cap+1 wakes that fall inside one rolling hour, or None."""
-    ts = sorted(wakes, key=lambda e: e["i"])
+    ts = sorted(wakes, key=lambda e: e.i)
     for k in range(len(ts) - cap):
-        if ts[k + cap]["t"] - ts[k]["t"] < HOUR_MS:
+        if ts[k + cap].t - ts[k].t < HOUR_MS:
             return ts[k:k + cap + 1]
     return None
 
 
-def reload_positions(view: RunView) -> dict[str, list[int]]:
+def reload_positions(view: RunView) -> dict[str, list[float]]:
     """Process label -> the history positions of its plugin reloads (each a fresh runtime in the same process)."""
-    out: dict[str, list[int]] = {}
+    out: dict[str, list[float]] = {}
     for r in view.history.of(FAULT_FIRED):
-        target = (data_of(r).get("detail") or {}).get("target")
-        if data_of(r).get("fault") == "reload" and target:
-            out.setdefault(target, []).append(r["i"])
+        target = (r.detail or {}).get("target") if r.fault == "reload" else None
+        if target:
+            out.setdefault(target, []).append(r.i)
     return out
 
 
-def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[tuple, list[dict]]:
+def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[tuple, list[Wake]]:
     """Wakes grouped by (process label, runtime: the incarnation number, `N.rK` after its K-th reload, session
     label), optionally of `labels` only."""
-    out: dict[tuple, list[dict]] = {}
+    out: dict[tuple, list[Wake]] = {}
     reloads_of = reload_positions(view)
     for w in view.history.of(WAKE):
-        if labels is not None and w.get("session") not in labels:
+        if labels is not None and w.session not in labels:
             continue
         inc = view.hosting.inc_of(w)
         runtime = inc.n if inc else None
-        reloads = sum(1 for i in reloads_of.get(w.get("proc"), ()) if inc is None or inc.start_i < i < w["i"])
+        reloads = sum(1 for i in reloads_of.get(w.proc, ()) if inc is None or inc.start_i < i < w.i)
         if reloads and runtime is not None:
             runtime = f"{runtime}.r{reloads}"
-        out.setdefault((w.get("proc"), runtime, w.get("session")), []).append(w)
+        out.setdefault((w.proc, runtime, w.session), []).append(w)
     return out
