@@ -27,8 +27,9 @@ from simulator.checks.window_expectations import Span, bounds_problem
 from simulator.design import roster_section
 from simulator.events import (
     ECHO, EXPECTATION, FORK, HOOK, MCP_SERVER, PROCESS_START, PRUNE, SAMPLE, STEP_DROPPED, TOOL_RESULT, TURN_END,
-    WAKE, data_of, sample_rows, step_of,
+    WAKE, Event, Hook, ProcessStart, Prune, Sample, SampleRow, ToolResult,
 )
+from simulator.events import Expectation as ExpectationEvent
 from simulator.result import Verdict
 from simulator.scenario.expectation_keys import moments_of, window_of
 from simulator.scenario.expectation_keys import expectation_body_problems, hook_line_host_problems
@@ -46,12 +47,8 @@ def _when(at: Any) -> str:
 _bounds = bounds_problem
 
 
-def _upto(view: RunView, at: Any, events: list[dict]) -> list[dict]:
-    return events if at == "end" else [e for e in events if e["t"] <= at]
-
-
-def _last_sample(view: RunView, at: Any) -> Optional[dict]:
-    samples = _upto(view, at, view.history.of(SAMPLE))
+def _last_sample(view: RunView, at: Any) -> Optional[Sample]:
+    samples = Span(at).pick(view.history.of(SAMPLE))
     return samples[-1] if samples else None
 
 
@@ -65,7 +62,7 @@ def _wakes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
         if key in arg:
             if not ws:
                 return f"{arg['session']} got no wake {span} to look in", []
-            text, needle = str(data_of(ws[-1]).get("text") or ""), view.names.expand(arg[key], at)
+            text, needle = ws[-1].text, view.names.expand(arg[key], at)
             if (needle in text) == negate:
                 return (f"{arg['session']}'s last wake {'contains' if negate else 'lacks'} {needle!r}: "
                         f"{text[:200]!r}"), ws[-1:]
@@ -80,12 +77,11 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     max bound how many), `not_contains` must be in none of them."""
     label, at = arg["session"], span.at
     echoes = span.pick(view.history.of(ECHO, session=label))
-    text = lambda e: str(data_of(e).get("text") or "")  # noqa: E731
     hits = echoes
     what = "echoes"
     if "contains" in arg:
         needle = view.names.expand(arg["contains"], at)
-        hits = [e for e in echoes if needle in text(e)]
+        hits = [e for e in echoes if needle in e.text]
         what = f"echoes containing {needle!r}"
     want = _bounds(arg, len(hits))
     if want is None and "contains" in arg and not any(k in arg for k in ("count", "min", "max")) and not hits:
@@ -94,18 +90,16 @@ def _echoes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
         return f"{label} got {len(hits)} {what} {span}, want {want}", (hits or echoes)[-4:]
     if "not_contains" in arg:
         needle = view.names.expand(arg["not_contains"], at)
-        bad = [e for e in echoes if needle in text(e)]
+        bad = [e for e in echoes if needle in e.text]
         if bad:
-            return f"{label} got an echo containing {needle!r} {span}: {text(bad[0])[:200]!r}", bad[:4]
+            return f"{label} got an echo containing {needle!r} {span}: {bad[0].text[:200]!r}", bad[:4]
     return None, hits[-4:]
 
 
 def _roster_text(view: RunView, at: Any, label: str, index: int) -> tuple[Optional[str], list]:
-    ev = [e for e in view.history.of(EXPECTATION)
-          if data_of(e).get("index") == index and isinstance(data_of(e).get("detail"), str)]
-
+    ev = [e for e in view.history.of(EXPECTATION) if e.index == index and isinstance(e.detail, str)]
     if ev:
-        return data_of(ev[-1])["detail"], ev[-1:]
+        return ev[-1].detail, ev[-1:]
     lists = [c for c in view.mail.calls_of("list", label, ok=True) if at == "end" or c.t <= at]
     if lists:
         return lists[-1].text, lists[-1].witness()
@@ -117,16 +111,14 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
     # The observer's own snapshot when it took one (before a sleep's catch-up), else the last sample.
     seen = _observed(view, index, "sessions")
     sample = seen or _last_sample(view, at)
-    rows = data_of(seen)["detail"]["sessions"] if seen else data_of(sample or {}).get("sessions", {})
+    rows = _observed_rows(seen) if seen else (sample.sessions if sample else {})
     for section in ("active", "stale"):
         for other in arg.get(section) or []:
-            row = rows.get(other, {})
-            if not row.get("registered") or roster_section(row.get("stale"), row.get("host_kind")) != section:
+            if not windowed.in_section(rows.get(other), section):
                 return f"{other} is not in {label}'s {section} section at {at}", [sample] if sample else []
     text, wit = _roster_text(view, at, label, index)
     if text is None and rows:
-        text = "\n".join(f"{r.get('name')} {roster_section(r.get('stale'), r.get('host_kind'))}"
-                         for r in rows.values() if r.get("registered"))
+        text = "\n".join(f"{r.name} {roster_section(r.stale, r.host_kind)}" for r in rows.values() if r.registered)
         wit = [sample]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
@@ -141,15 +133,14 @@ def _roster(view: RunView, at: Any, arg: dict, index: int) -> tuple[Optional[str
 def _hook_line(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     # The identity line printed at session start / prompt time, unless `hook:` names another hook (Stop, stop).
     wanted, at = ((arg["hook"],) if arg.get("hook") else PROMPT_HOOKS), span.at
-    hooks = [h for h in span.pick(view.history.of(HOOK, session=arg["session"]))
-             if data_of(h).get("line") and data_of(h).get("hook") in wanted]
+    hooks = [h for h in span.pick(view.history.of(HOOK, session=arg["session"])) if h.line and h.hook in wanted]
     if any(k in arg for k in ("count", "min", "max")):
         # Counting form: how many printed lines (of the wanted hooks) match.
-        hits = [h for h in hooks if _line_matches(view, at, arg, str(data_of(h)["line"]))]
+        hits = [h for h in hooks if _line_matches(view, at, arg, h.line)]
         want = _bounds(arg, len(hits))
         return (f"{arg['session']} printed {len(hits)} matching hook lines {span}, want {want}" if want else None,
                 hits[-4:])
-    line = str(data_of(hooks[-1])["line"]) if hooks else None
+    line = hooks[-1].line if hooks else None
     wit = hooks[-1:]
     if arg.get("absent"):
         return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
@@ -179,7 +170,7 @@ def _replies(view: RunView, span: Span, arg: dict, steps: list[Step]) -> tuple[O
     idx = step_index(steps, arg["step"])
     if idx is None:
         return f"no step {arg['step']!r} in this scenario", []
-    results = [e for e in span.pick(view.history.of(TOOL_RESULT)) if step_of(e) == idx]
+    results = [e for e in span.pick(view.history.of(TOOL_RESULT)) if e.step == idx]
     what = f"step {arg['step']}" if isinstance(arg["step"], str) else f"step {idx}"
     if any(k in arg for k in ("count", "min", "max")):
         hits = [e for e in results if _reply_text_problem(view, arg, e) is None]
@@ -190,18 +181,17 @@ def _replies(view: RunView, span: Span, arg: dict, steps: list[Step]) -> tuple[O
     return _reply_text_problem(view, arg, results[-1]), results[-1:]
 
 
-def _reply_text_problem(view: RunView, arg: dict, ev: dict) -> Optional[str]:
+def _reply_text_problem(view: RunView, arg: dict, ev: ToolResult) -> Optional[str]:
     """A recorded reply against the text keys and `ok` of a `replies` body."""
-    data = data_of(ev)
-    text = str(data.get("text") or "")
+    text = ev.text
     shown = text if len(text) <= 300 else text[:297] + "..."
-    if "ok" in arg and bool(data.get("ok")) != arg["ok"]:
-        return f"reply ok={bool(data.get('ok'))}, want ok={arg['ok']}: {shown!r}"
+    if "ok" in arg and ev.ok != arg["ok"]:
+        return f"reply ok={ev.ok}, want ok={arg['ok']}: {shown!r}"
     for key, fails in (("equals", lambda want: text != want), ("contains", lambda want: want not in text),
                        ("not_contains", lambda want: want in text),
                        ("matches", lambda want: not re.search(want, text))):
-        if key in arg and fails(_expand_at(view, arg[key], ev["i"])):
-            return f"reply {shown!r} fails {key}: {_expand_at(view, arg[key], ev['i'])!r}"
+        if key in arg and fails(_expand_at(view, arg[key], ev.i)):
+            return f"reply {shown!r} fails {key}: {_expand_at(view, arg[key], ev.i)!r}"
     return None
 
 
@@ -210,13 +200,13 @@ def _hooks(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     follow-ups, crashes): how many match."""
     runs = span.pick(view.history.of(HOOK, session=arg["session"]))
     if "hook" in arg:
-        runs = [h for h in runs if data_of(h).get("hook") == arg["hook"]]
+        runs = [h for h in runs if h.hook == arg["hook"]]
     if "decision" in arg:
-        runs = [h for h in runs if (data_of(h).get("decision") or "none") == arg["decision"]]
+        runs = [h for h in runs if (h.decision or "none") == arg["decision"]]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key in arg:
             needle = view.names.expand(arg[key], span.at)
-            runs = [h for h in runs if (needle in str(data_of(h).get("line") or "")) != negate]
+            runs = [h for h in runs if (needle in (h.line or "")) != negate]
     want = _bounds(arg, len(runs))
     said = " ".join(f"{k} {arg[k]}" for k in ("hook", "decision") if k in arg)
     return (f"{arg['session']} ran {len(runs)} hooks{' (' + said + ')' if said else ''} {span}, want {want}"
@@ -227,19 +217,27 @@ def _prunes(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
     """The prune passes that removed something, narrowed to those that pruned a session's row or
     expired its tombstone; how many, and how much unread mail they swept together (R26)."""
     passes = span.pick(view.history.of(PRUNE))
-    for key, field in (("pruned", "pruned"), ("tombstone", "expired_tombstones")):
+    for key, touched in (("pruned", _pruned_ids), ("tombstone", _expired_ids)):
         if key in arg:
             ids = set(view.names.ids.get(arg[key], ()))
-            passes = [p for p in passes if ids & set(data_of(p).get(field) or ())]
+            passes = [p for p in passes if ids & set(touched(p))]
     said = "".join(f" that {'pruned' if k == 'pruned' else 'expired the tombstone of'} {arg[k]}"
                    for k in ("pruned", "tombstone") if k in arg)
     want = _bounds(arg, len(passes))
     if want:
         return f"{len(passes)} prune passes{said} {span}, want {want}", passes[-4:]
-    swept = sum(int(data_of(p).get("swept") or 0) for p in passes)
+    swept = sum(p.swept for p in passes)
     if "swept" in arg and swept != arg["swept"]:
         return f"the prune passes{said} {span} swept {swept} messages, want {arg['swept']}", passes[-4:]
     return None, passes[-4:]
+
+
+def _pruned_ids(p: Prune) -> list[str]:
+    return p.pruned
+
+
+def _expired_ids(p: Prune) -> list[str]:
+    return p.expired_tombstones
 
 
 def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
@@ -247,17 +245,17 @@ def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]
     one a fork's `older_as` keeps) and the CLAUDE_CODE_SESSION_ID its MCP server started with (R31, R33)."""
     label, ids, wit = arg["session"], [], []
     for e in span.pick(view.history.of(PROCESS_START, FORK)):
-        d = data_of(e)
-        if e["kind"] == PROCESS_START and label in (d.get("sessions") or {}):
-            ids, wit = ids + [d["sessions"][label]], [e]
-        elif e["kind"] == FORK and (e.get("session") == label or d.get("older_as") == label):
-            ids, wit = ids + [d["new_host_id"] if e.get("session") == label else d["old_host_id"]], [e]
+        if isinstance(e, ProcessStart):
+            if label in e.sessions:
+                ids, wit = ids + [e.sessions[label]], [e]
+        elif e.session == label or e.older_as == label:
+            ids, wit = ids + [e.new_host_id if e.session == label else e.old_host_id], [e]
     if "is" in arg and (ids[-1:] or [None])[0] != arg["is"]:
         return (f"{label} goes by host id {ids[-1]!r} {span}, want {arg['is']!r}" if ids
                 else f"{label} has no host id {span}"), wit
     servers = span.pick(view.history.of(MCP_SERVER, session=label))
     if "server" in arg:
-        got = str(data_of(servers[-1])["env"].get("CLAUDE_CODE_SESSION_ID")) if servers else None
+        got = str(servers[-1].env.get("CLAUDE_CODE_SESSION_ID")) if servers else None
         if got != arg["server"]:
             return (f"{label}'s MCP server has CLAUDE_CODE_SESSION_ID={got!r} {span}, want {arg['server']!r}"
                     if servers else f"{label} started no MCP server {span}"), servers[-1:]
@@ -275,25 +273,30 @@ def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
     return not ("matches" in arg and not re.search(view.names.expand(arg["matches"], at), line))
 
 
-def _observed(view: RunView, index: int, key: str) -> Optional[dict]:
+def _observed(view: RunView, index: int, key: str) -> Optional[ExpectationEvent]:
     """The orchestrator's own observation for expectation `index` (detail with `key`), if any."""
-    evs = [e for e in view.history.of(EXPECTATION) if data_of(e).get("index") == index
-           and isinstance(data_of(e).get("detail"), dict) and key in data_of(e)["detail"]]
+    evs = [e for e in view.history.of(EXPECTATION)
+           if e.index == index and isinstance(e.detail, dict) and key in e.detail]
     return evs[-1] if evs else None
+
+
+def _observed_rows(seen: ExpectationEvent) -> dict[str, SampleRow]:
+    """The directory the observer read for a `before_catch_up` observation: label -> its row, as a sample's."""
+    return {label: SampleRow(**row) for label, row in seen.detail["sessions"].items()}
 
 
 def _registered(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optional[str], list]:
     label = arg["session"]
     seen = _observed(view, index, "registered") if at != "end" else None
     if seen is not None:
-        is_reg, name, wit = bool(data_of(seen)["detail"]["registered"]), data_of(seen)["detail"].get("name"), [seen]
+        is_reg, name, wit = bool(seen.detail["registered"]), seen.detail["name"], [seen]
     elif at == "end":
         row = view.names.final_row(label)
         is_reg, name, wit = row is not None, row["name"] if row else None, [{"db_row": row}] if row else []
     else:
         sample = _last_sample(view, at)
-        srow = sample_rows(sample or {}).get(label, {})
-        is_reg, name, wit = bool(srow.get("registered")), srow.get("name"), [sample] if sample else []
+        srow = sample.sessions.get(label) if sample else None
+        is_reg, name, wit = bool(srow and srow.registered), srow.name if srow else None, [sample] if sample else []
     if "is" in arg and bool(arg["is"]) != is_reg:
         return f"{label} is {'registered' if is_reg else 'not registered'} at {at}, want is: {arg['is']}", wit
     if arg.get("name_kept"):
@@ -316,9 +319,10 @@ def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optiona
     mine = [m for m in view.db["messages"] if m["to_session"] in ids]
     seen = _observed(view, index, "unread") if at != "end" else None
     if seen is not None:
-        n = int(data_of(seen)["detail"]["unread"])
-        mine = [seen]
-    elif at == "end":
+        n = int(seen.detail["unread"])
+        want = _bounds(arg, n)
+        return (f"{label} has {n} unread at {at}, want {want}" if want else None), [seen]
+    if at == "end":
         n = sum(1 for m in mine if not m["read_at"])
     elif view.epoch_ms is not None:
         def open_at(m):
@@ -328,8 +332,7 @@ def _unread(view: RunView, at: Any, arg: dict, index: int = -1) -> tuple[Optiona
     else:
         return f"cannot tell {label}'s unread count at {at}: no clock epoch in the run info", []
     want = _bounds(arg, n)
-    return (f"{label} has {n} unread at {at}, want {want}" if want else None,
-            [m if "kind" in m else {"db_row": m} for m in mine[-3:]])
+    return (f"{label} has {n} unread at {at}, want {want}" if want else None), [{"db_row": m} for m in mine[-3:]]
 
 
 def _host_kind(spec: Scenario, view: RunView, label: Any) -> Optional[str]:
@@ -411,7 +414,7 @@ def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
                 problem, wit = _judge(_before_catch_up(view, index) if exp.before_catch_up else view, exp, arg, index)
         except (KeyError, TypeError, ValueError) as exc:
             problem, wit = f"cannot evaluate: {type(exc).__name__}: {exc}", []
-        wit = [brief(e) if "kind" in e else e for e in wit if e][:8]
+        wit = [brief(e) if isinstance(e, Event) else e for e in wit if e][:8]
         if problem and at != "end":
             problem = problem.replace(f" at {at}", f" at {_when(at)}").replace(f" by {at}", f" by {_when(at)}")
         out.append(Verdict(f"expect#{index}", _title(exp, arg), "fail" if problem else "pass", problem or "as expected",
@@ -422,16 +425,15 @@ def check_expectations(spec: Scenario, view: RunView) -> list[Verdict]:
 def _before_catch_up(view: RunView, index: int) -> Any:
     """The view as the `before_catch_up` observation of expectation `index` saw it."""
     ev = stored.observed(view, index)
-    return view if ev is None else view.cut(ev["i"])
+    return view if ev is None else view.cut(ev.i)
 
 
 # -- step reply expectations (`steps[i].expect`) ---------------------------------
 
 
-def _prompt_hooks(view: RunView, step: Step) -> list[dict]:
+def _prompt_hooks(view: RunView, step: Step) -> list[Hook]:
     """The hooks a `prompt` step ran (SessionStart, UserPromptSubmit), whatever they printed."""
-    return [h for h in view.history.of(HOOK, session=step.args.session)
-            if h["t"] == step.at and data_of(h).get("hook") in PROMPT_HOOKS]
+    return [h for h in view.history.of(HOOK, session=step.args.session) if h.t == step.at and h.hook in PROMPT_HOOKS]
 
 
 def _silence_problem(view: RunView, step: Step) -> tuple[Optional[str], list]:
@@ -439,32 +441,30 @@ def _silence_problem(view: RunView, step: Step) -> tuple[Optional[str], list]:
     hooks = _prompt_hooks(view, step)
     if not hooks:
         return "no hook ran for this prompt (dropped, or its process was gone)", []
-    crashed = [h for h in hooks if data_of(h).get("decision") == "crashed"]
+    crashed = [h for h in hooks if h.decision == "crashed"]
     if crashed:
-        return f"the {data_of(crashed[0]).get('hook')} hook crashed, so it printed nothing by accident", crashed[:1]
-    lines = [h for h in hooks if data_of(h).get("line")]
+        return f"the {crashed[0].hook} hook crashed, so it printed nothing by accident", crashed[:1]
+    lines = [h for h in hooks if h.line]
     if step.expect.silent and lines:
-        said = data_of(lines[0])
-        return f"the {said.get('hook')} hook printed {said['line']!r}, want nothing", lines[:1]
+        return f"the {lines[0].hook} hook printed {lines[0].line!r}, want nothing", lines[:1]
     if not step.expect.silent and not lines:
         return "the prompt's hooks printed nothing, want a line", hooks[-1:]
     return None, (lines or hooks)[-1:]
 
 
-def _step_reply(view: RunView, idx: int, step: Step) -> Optional[dict]:
+def _step_reply(view: RunView, idx: int, step: Step) -> Optional[ToolResult | Hook]:
     """The recorded reply of step `idx`: its `tool-result` (tools and CLI steps
     carry `data.step`), or for a `prompt` step the hook line it printed."""
-    results = [e for e in view.history.of(TOOL_RESULT) if step_of(e) == idx]
+    results = [e for e in view.history.of(TOOL_RESULT) if e.step == idx]
     if results:
         return results[-1]
     if step.action == "prompt":
-        hooks = [h for h in view.history.of(HOOK, session=step.args.session)
-                 if h["t"] == step.at and data_of(h).get("line") and data_of(h).get("hook") in PROMPT_HOOKS]
+        hooks = [h for h in _prompt_hooks(view, step) if h.line]
         return hooks[-1] if hooks else None
     return None
 
 
-def _expand_at(view: RunView, text: Any, i: int) -> Any:
+def _expand_at(view: RunView, text: Any, i: float) -> Any:
     """`{label}` -> the name the label went by at event `i` (else its last name)."""
     if not isinstance(text, str):
         return text
@@ -473,21 +473,19 @@ def _expand_at(view: RunView, text: Any, i: int) -> Any:
                                  text)
 
 
-def _reply_problem(view: RunView, exp: ReplyExpectation, ev: dict) -> Optional[str]:
-    data = data_of(ev)
-    text = str(data.get("text") if ev["kind"] == TOOL_RESULT else data.get("line") or "")
-    ok = bool(data.get("ok")) if ev["kind"] == TOOL_RESULT else True
+def _reply_problem(view: RunView, exp: ReplyExpectation, ev: ToolResult | Hook) -> Optional[str]:
+    text, ok = (ev.text, ev.ok) if isinstance(ev, ToolResult) else (ev.line or "", True)
     shown = text if len(text) <= 300 else text[:297] + "..."
     if exp.ok is not None and ok != exp.ok:
         return f"reply ok={ok}, want ok={exp.ok}: {shown!r}"
-    if exp.equals is not None and text != _expand_at(view, exp.equals, ev["i"]):
-        return f"reply {shown!r} != {_expand_at(view, exp.equals, ev['i'])!r}"
-    if exp.contains is not None and _expand_at(view, exp.contains, ev["i"]) not in text:
-        return f"reply {shown!r} lacks {_expand_at(view, exp.contains, ev['i'])!r}"
-    if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev["i"]) in text:
-        return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev['i'])!r}"
-    if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev["i"]), text):
-        return f"reply {shown!r} does not match {_expand_at(view, exp.matches, ev['i'])!r}"
+    if exp.equals is not None and text != _expand_at(view, exp.equals, ev.i):
+        return f"reply {shown!r} != {_expand_at(view, exp.equals, ev.i)!r}"
+    if exp.contains is not None and _expand_at(view, exp.contains, ev.i) not in text:
+        return f"reply {shown!r} lacks {_expand_at(view, exp.contains, ev.i)!r}"
+    if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev.i) in text:
+        return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev.i)!r}"
+    if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev.i), text):
+        return f"reply {shown!r} does not match {_expand_at(view, exp.matches, ev.i)!r}"
     return None
 
 
@@ -509,8 +507,8 @@ def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:
             continue
         ev = _step_reply(view, idx, step)
         if ev is None:
-            dropped = [e for e in view.history.of(STEP_DROPPED) if step_of(e) == idx]
-            why = f": dropped ({dropped[-1]['data'].get('reason')})" if dropped else ""
+            dropped = [e for e in view.history.of(STEP_DROPPED) if e.step == idx]
+            why = f": dropped ({dropped[-1].reason})" if dropped else ""
             out.append(Verdict(f"step#{idx}", title, "fail", f"no reply recorded{why}", (),
                                [brief(e) for e in dropped[-1:]]))
             continue

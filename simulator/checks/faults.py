@@ -13,35 +13,31 @@ so a run without the other checks still reports its faults.
 
 from __future__ import annotations
 
-from typing import Any
-
 from simulator.checks.view import brief
-from simulator.events import DEADLOCK, FAULT_FIRED, FAULT_NOT_FIRED, PAUSE_MISSED, data_of, step_of
+from simulator.events import DEADLOCK, FAULT_FIRED, FAULT_NOT_FIRED, PAUSE_MISSED, Crash, Deadlock, PauseMissed
+from simulator.history import History
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario, format_duration
 
 
-def crash_cut_short(crash: dict[str, Any], point: str) -> bool:
+def crash_cut_short(crash: Crash, point: str) -> bool:
     """The `crash` event killed its process just before `point` (its statement never ran,
     its transaction never committed); a crash `after` a point left that work done."""
-    data = data_of(crash)
-    return data.get("point") == point and data.get("when", "before") == "before"
+    return crash.point == point and (crash.when or "before") == "before"
 
 
-def crash_lost_a_stamp(crash: dict[str, Any]) -> bool:
+def crash_lost_a_stamp(crash: Crash) -> bool:
     """The `crash` event fell between a wake prompt and its delivered stamp (R23): just
     before the stamp statement, or just after the prompt reached the session."""
-    data = data_of(crash)
-    return (crash_cut_short(crash, "delivered-stamp")
-            or (data.get("point") == "wake-prompt" and data.get("when") == "after"))
+    return crash_cut_short(crash, "delivered-stamp") or (crash.point == "wake-prompt" and crash.when == "after")
 
 
-def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdict]:
+def fault_verdicts(spec: Scenario, history: History) -> list[Verdict]:
     """One verdict `fault#<index>` per fault step of `spec`, from the run's history."""
-    fired = {step_of(e): e for e in history if e.get("kind") == FAULT_FIRED}
-    not_fired = {step_of(e): e for e in history if e.get("kind") == FAULT_NOT_FIRED}
-    deadlocks = {step_of(e): e for e in history if e.get("kind") == DEADLOCK}
-    missed = {step_of(e): e for e in history if e.get("kind") == PAUSE_MISSED}
+    fired = {e.step: e for e in history.of(FAULT_FIRED)}
+    not_fired = {e.step: e for e in history.of(FAULT_NOT_FIRED)}
+    deadlocks: dict[int, Deadlock] = {e.step: e for e in history.of(DEADLOCK)}
+    missed: dict[int, PauseMissed] = {e.step: e for e in history.of(PAUSE_MISSED)}
     out = []
     for idx, step in enumerate(spec.steps):
         if not step.is_fault:
@@ -50,22 +46,22 @@ def fault_verdicts(spec: Scenario, history: list[dict[str, Any]]) -> list[Verdic
         title = f"{step.action} fault"
         if idx in fired and idx not in not_fired:
             out.append(Verdict(f"fault#{idx}", title, "pass",
-                               f"{where} took effect: {fired[idx]['data'].get('detail', '')}",
+                               f"{where} took effect: {fired[idx].detail}",
                                (), [brief(fired[idx])]))
         elif idx in deadlocks:
             # The design serialised the two calls (the run call waited for the lock): the interleaving
             # asked for cannot happen there, which is no failure of the design (D-interleave-2).
-            d = data_of(deadlocks[idx])
+            d = deadlocks[idx]
             out.append(Verdict(f"fault#{idx}", title, "skipped",
-                               f"{where} DEADLOCK: the paused call ({d.get('paused')}) holds the write lock that a "
-                               f"run call needs ({d.get('blocked')}); the paused call finished first, then the run "
+                               f"{where} DEADLOCK: the paused call ({d.paused}) holds the write lock that a "
+                               f"run call needs ({d.blocked}); the paused call finished first, then the run "
                                "call: to interleave them, pause outside its transaction", (), [brief(deadlocks[idx])]))
         elif idx in missed:
-            m = data_of(missed[idx])
-            ran = (f"the longest of its {m.get('calls')} {m.get('call')} call(s) ran {m.get('longest')} "
-                   "statement(s)" if m.get("calls") else f"no {m.get('call')} call ran while it was armed")
+            m = missed[idx]
+            ran = (f"the longest of its {m.calls} {m.call} call(s) ran {m.longest} statement(s)" if m.calls
+                   else f"no {m.call} call ran while it was armed")
             out.append(Verdict(f"fault#{idx}", title, "not-reached",
-                               f"{where} NOT REACHED: statement {m.get('statement')} of {m.get('call')} never "
+                               f"{where} NOT REACHED: statement {m.statement} of {m.call} never "
                                f"ran: {ran}", (), [brief(missed[idx])]))
         else:
             reason = step.kind.not_reached  # why a fault of its kind can fail to take effect

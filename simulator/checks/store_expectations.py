@@ -16,15 +16,14 @@ from typing import Any, Callable, Optional
 from simulator.checks.view import RunView
 from simulator.checks.window_expectations import Judgement, bounds_problem
 from simulator.design import NAME_RE
-from simulator.events import EXPECTATION, data_of
+from simulator.events import EXPECTATION, Expectation
 from simulator.scenario.durations import format_duration
 from simulator.scenario.expectation_keys import moments_of
 
 
-def observed(view: RunView, index: int, moment: Optional[int] = None) -> Optional[dict]:
+def observed(view: RunView, index: int, moment: Optional[int] = None) -> Optional[Expectation]:
     """The observer's `expectation` event for expectation `index` (and `moment`), if any."""
-    evs = [e for e in view.history.of(EXPECTATION) if data_of(e).get("index") == index
-           and (moment is None or data_of(e).get("moment") == moment)]
+    evs = [e for e in view.history.of(EXPECTATION) if e.index == index and (moment is None or e.moment == moment)]
     return evs[-1] if evs else None
 
 
@@ -37,7 +36,7 @@ def _detail(view: RunView, index: int, at: Any) -> tuple[Optional[dict], Optiona
     ev = observed(view, index)
     if ev is None:
         return None, f"nothing was observed at {when(at)} (the run ended before it?)", []
-    detail = data_of(ev).get("detail") or {}
+    detail = ev.detail or {}
     if "error" in detail:
         return None, f"the database could not be read at {when(at)}: {detail['error']}", [ev]
     return detail, None, [ev]
@@ -56,13 +55,13 @@ def counter(view: RunView, at: Any, arg: dict, index: int) -> Judgement:
     base = arg.get("base")
     if base is None:
         label = arg["session"]
-        name = detail.get("name") or view.names.name_by(label, wit[0]["t"])  # its last name, if it left
+        name = detail["name"] or view.names.name_by(label, wit[0].t)  # its last name, if it left
         if not name:
             return f"{label} has no name by {when(at)}, so no base to look up", wit
         base = name_base(name)
         if base is None:
             return f"{label}'s name {name!r} is not an assigned name (a pool base and a counter)", wit
-    got = int((detail.get("counters") or {}).get(base, 0))  # a base never drawn counts 0
+    got = int(detail["counters"].get(base, 0))  # a base never drawn counts 0
     want = bounds_problem(arg, got)
     return (f"the counter of {base!r} is {got} at {when(at)}, want {want}" if want else None), wit
 
@@ -72,7 +71,7 @@ def _counted(view: RunView, at: Any, arg: dict, index: int, key: str, what: Call
     detail, why, wit = _detail(view, index, at)
     if detail is None:
         return why, wit
-    got = int(detail.get(key, 0))
+    got = int(detail[key])
     want = bounds_problem(arg, got)
     return (f"{what(got)} at {when(at)}, want {want}" if want else None), wit
 
@@ -110,7 +109,7 @@ def registered_row(view: RunView, at: Any, arg: dict, index: int) -> Judgement:
     detail, why, wit = _detail(view, index, at)
     if detail is None:
         return why, wit
-    label, row, ids, rows = arg["session"], arg["row"], detail.get("ids") or [], detail.get("rows") or []
+    label, row, ids, rows = arg["session"], arg["row"], detail["ids"], detail["rows"]
     pos = {"first": 0, "latest": len(ids) - 1}.get(row, row - 1 if isinstance(row, int) else -1)
     if not 0 <= pos < len(ids):
         return f"{label} has {len(ids)} ids by {when(at)}, so no id number {row}", wit
@@ -126,7 +125,7 @@ def same_name(view: RunView, arg: dict, index: int) -> Judgement:
     seen = [observed(view, index, moment) for moment in (0, 1)]
     if None in seen:
         return f"{label}'s name was not observed at {when(times[seen.index(None)])} (the run ended before it?)", []
-    names = [data_of(e)["detail"].get("name") if data_of(e)["detail"].get("registered") else None for e in seen]
+    names = [e.detail["name"] if e.detail["registered"] else None for e in seen]
     shown = " and ".join(f"{n or 'not registered'} at {when(t)}" for n, t in zip(names, times, strict=True))
     if None in names:
         return f"{label} was {shown}: no name to compare", seen

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS, roster_section
-from simulator.events import SAMPLE, STORE_ERROR, sample_rows
+from simulator.events import SAMPLE, STORE_ERROR, Event, SampleRow
 from simulator.scenario.durations import format_duration
 from simulator.scenario.expectation_keys import window_of
 
@@ -37,11 +37,12 @@ class Span:
     at: Any                                  # `end` or ms: when `{label}` expands; "by <at>" in messages
     window: Optional[tuple[int, int]] = None
 
-    def pick(self, events: list[dict]) -> list[dict]:
+    def pick(self, events: list[Any]) -> list[Any]:
+        """The events (records, or calls: anything with a time `t`) it looks at."""
         if self.window is not None:
             start, until = self.window
-            return [e for e in events if start <= e["t"] < until]
-        return events if self.at == "end" else [e for e in events if e["t"] <= self.at]
+            return [e for e in events if start <= e.t < until]
+        return events if self.at == "end" else [e for e in events if e.t <= self.at]
 
     def __str__(self) -> str:
         if self.window is not None:
@@ -71,21 +72,26 @@ def rolling_extremes(times: list[int], window: tuple[int, int]) -> tuple[tuple[i
     return min(counts), max(counts, key=lambda c: (c[0], c[1] in at_event, -c[1]))
 
 
-def per_hour(events: list[dict], arg: dict, what: str) -> Judgement:
+def per_hour(events: list[Event], arg: dict, what: str) -> Judgement:
     """`per_hour: {count | min | max}`: every rolling hour inside `between` holds that many events."""
     window, bound = window_of(arg), arg["per_hour"]
     if window is None:  # refused at load time; a scenario built in Python lands here
         return "per_hour needs `between: [from, until]`", []
-    (fewest, low_t), (most, high_t) = rolling_extremes([e["t"] for e in events], window)
+    (fewest, low_t), (most, high_t) = rolling_extremes([e.t for e in events], window)
     where = f"every rolling hour between {shown(window[0])} and {shown(window[1])}"
     for got, t, keys in ((fewest, low_t, ("count", "min")), (most, high_t, ("count", "max"))):
         want = bounds_problem({k: bound[k] for k in keys if k in bound}, got)
         if want:
-            hour = [e for e in events if t <= e["t"] < t + HOUR_MS]
+            hour = [e for e in events if t <= e.t < t + HOUR_MS]
             # t % 1000 == 1: an hour that starts past an event
             start = f"just after {shown(t - 1)}" if t % 1000 == 1 else f"from {shown(t)}"
             return f"{what}: {got} in the hour {start}, want {want} in {where}", hour[:4]
     return None, events[-4:]
+
+
+def in_section(row: Optional[SampleRow], section: str) -> bool:
+    """A sample's row of a session is registered and listed in `section` (`active` or `stale`) of a roster."""
+    return row is not None and row.registered and roster_section(row.stale, row.host_kind) == section
 
 
 def unread_throughout(view: RunView, arg: dict, window: tuple[int, int]) -> Judgement:
@@ -113,16 +119,14 @@ def roster_throughout(view: RunView, arg: dict, window: tuple[int, int], expand:
     """`active` / `stale` at every sample in the window, the texts in every chat_list reply
     of the session in it; a window with no sample (or no reply, for a text) judges nothing: a failure."""
     label, (start, until) = arg["session"], window
-    inside = [s for s in view.history.of(SAMPLE) if start <= s["t"] < until]
+    inside = [s for s in view.history.of(SAMPLE) if start <= s.t < until]
     if (arg.get("active") or arg.get("stale")) and not inside:
         return f"no directory sample between {shown(start)} and {shown(until)} to look in", []
     for sample in inside:
-        rows = sample_rows(sample)
         for section in ("active", "stale"):
             for other in arg.get(section) or []:
-                row = rows.get(other, {})
-                if not row.get("registered") or roster_section(row.get("stale"), row.get("host_kind")) != section:
-                    return f"{other} is not in {label}'s {section} section at {shown(sample['t'])}", [sample]
+                if not in_section(sample.sessions.get(other), section):
+                    return f"{other} is not in {label}'s {section} section at {shown(sample.t)}", [sample]
     replies = [c for c in view.mail.calls_of("list", label, ok=True) if start <= c.t < until]
     for key, negate in (("contains", False), ("not_contains", True)):
         if key not in arg:

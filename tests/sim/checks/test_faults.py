@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from historykit import H, base_world, make_spec
 from simulator.checks.faults import fault_verdicts
+from simulator.history import History
 
 
 def _spec():
@@ -17,7 +18,7 @@ def test_a_fault_that_took_effect_passes_with_its_detail():
     fired = h.ev(60_000, "fault-fired", fault="kill", step=0, detail="SIGKILL")
     h.ev(600_000, "fault-not-fired", fault="crash", step=1)
     h.ev(600_000, "fault-not-fired", fault="lock", step=2)
-    vs = {v.check: v for v in fault_verdicts(_spec(), h.done())}
+    vs = {v.check: v for v in fault_verdicts(_spec(), History.decode(h.done()))}
     assert vs["fault#0"].status == "pass" and vs["fault#0"].title == "kill fault"
     assert vs["fault#0"].message == "step 0 (kill at 1m) took effect: SIGKILL"
     assert vs["fault#0"].witness[0]["i"] == fired["i"]
@@ -29,7 +30,7 @@ def test_a_fault_that_never_fired_says_why():
     h.ev(60_000, "fault-fired", fault="kill", step=0, detail="SIGKILL")
     h.ev(600_000, "fault-not-fired", fault="crash", step=1)
     h.ev(600_000, "fault-not-fired", fault="lock", step=2)
-    vs = {v.check: v for v in fault_verdicts(_spec(), h.done())}
+    vs = {v.check: v for v in fault_verdicts(_spec(), History.decode(h.done()))}
     assert vs["fault#1"].status == "not-reached"
     assert vs["fault#1"].message == ("step 1 (mid-stamp, crash at 2m) never took effect: "
                                      "the process never reached the crash point's statement or step while it ran")
@@ -39,7 +40,7 @@ def test_a_fault_that_never_fired_says_why():
 
 def test_every_fault_step_gets_a_verdict_even_without_events():
     h = H(); base_world(h)
-    vs = fault_verdicts(_spec(), h.done())
+    vs = fault_verdicts(_spec(), History.decode(h.done()))
     assert [(v.check, v.status) for v in vs] == [("fault#0", "not-reached"), ("fault#1", "not-reached"),
                                                  ("fault#2", "not-reached")]
     assert vs[0].message.endswith("never took effect: the process was not running") and vs[0].witness == []
