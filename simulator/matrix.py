@@ -13,6 +13,9 @@ module; a range like `R18-R23` in a docstring names every rule in it. Tests
 imported, so a broken test file cannot hide its coverage and the matrix
 costs nothing to build.
 
+Each rule also lists the verdicts that judge it: the properties and policy
+promises whose catalogue entry (simulator/verdicts.py) names it.
+
 `matrix --check` fails when the book defines no rule, when a rule of the book
 is named by nothing, when a scenario or test names an id the book does not
 define, or when the book defines an id twice.
@@ -27,6 +30,8 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 import yaml
+
+from simulator.verdicts import CATALOGUE
 
 RULE_BOOK = "docs/rules.md"
 # The checkout this simulator belongs to: its rule book serves a root that has none.
@@ -124,6 +129,11 @@ class Matrix:
     def refs(self, rule: str) -> list[str]:
         return self.scenarios.get(rule, []) + self.tests.get(rule, [])
 
+    @staticmethod
+    def judges(rule: str) -> list[str]:
+        """The catalogue's verdicts that judge `rule` ("P3 at-least-once"), in catalogue order."""
+        return [f"{e.id} {e.title}" for e in CATALOGUE.values() if rule in e.rules]
+
     def uncovered(self) -> list[str]:
         """Rules of the book that no scenario and no test names."""
         return [r for r in self.rules if not self.refs(r)]
@@ -164,7 +174,9 @@ class Matrix:
         else:
             lines = [f"{counts}   {rule.link}" + ("   <- NOT COVERED" if not self.refs(rule_id) else ""),
                      f"     {rule.summary()}"]
-        return lines + [f"       {ref}" for ref in self.refs(rule_id)]
+        lines += [f"       {ref}" for ref in self.refs(rule_id)]
+        judges = self.judges(rule_id)
+        return lines + ([f"     judged by {', '.join(judges)}"] if judges else [])
 
     def format(self) -> str:
         """The whole listing: every rule with the scenarios and tests naming it, then the summary line."""

@@ -26,7 +26,7 @@ import pytest
 
 from simulator.sut import SUT_ENV, THATCH_CORE
 from simulator.result import Verdict
-from simulator.scenario.model import POLICY_PROMISE_IDS, PROPERTY_IDS
+from simulator.verdicts import CATALOGUE, POLICY_PROMISE_IDS, PROPERTY_IDS
 
 VERDICTS_ATTR = "sim_verdicts"
 COLUMNS = ("checked", "passed", "failed", "not reached", "n/a", "judged")
@@ -76,7 +76,7 @@ class PropertyTally:
             if not is_tallied(v.check):
                 continue
             # reach claims' titles are sentences: their id says enough in a table
-            label = v.check if v.check.startswith("reach:") else f"{v.check} {v.title}"
+            label = f"{v.check} {CATALOGUE[v.check].title}" if v.check in CATALOGUE else v.check
             row = self.rows.setdefault(v.check, TallyRow(label))
             if v.status == "skipped":
                 continue

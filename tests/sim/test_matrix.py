@@ -10,6 +10,7 @@ from pathlib import Path
 
 from simulator import cli
 from simulator.matrix import RULE_BOOK, Rule, build_matrix, parse_rules, rules_in_text
+from simulator.verdicts import CATALOGUE
 import repo
 
 
@@ -183,3 +184,20 @@ def test_the_repository_matrix_builds_and_reads_tests_in_subdirectories():
     assert set(matrix.rules) == set(matrix.scenarios) - set(matrix.undefined())
     assert any(ref.startswith("tests/core/") for rule in matrix.rules for ref in matrix.tests[rule])
     assert any(ref.startswith("tests/sim/") for rule in matrix.rules for ref in matrix.tests[rule])
+
+
+def test_each_rule_lists_the_catalogue_verdicts_that_judge_it(tmp_path):
+    """The verdicts' catalogue (simulator/verdicts.py) says which rules each property judges: R9 (send) is
+    judged by no-loss, the reply model and contention-safety."""
+    text = build_matrix(make_repo(tmp_path)).format()
+    r9 = text[text.index("R9  "):text.index("R10 ")]
+    assert r9.rstrip().splitlines()[-1] == "     judged by P5 no-loss, P11 reply-model, P15 contention-safe"
+    r36 = text[text.index("R36 "):]
+    assert r36.splitlines()[2] == "     judged by P11 reply-model"  # after its (no) references
+    assert "judged by" not in text[text.index("R33 "):text.index("R36 ")]  # a rule no entry names lists none
+
+
+def test_every_rule_the_catalogue_names_is_in_the_rule_book():
+    book = build_matrix(ROOT)
+    named = {r for e in CATALOGUE.values() for r in e.rules}
+    assert named <= set(book.rules), sorted(named - set(book.rules))
