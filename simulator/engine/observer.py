@@ -18,7 +18,7 @@ from simulator.engine.agenda import Entry, Expect, ExpectFirst
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import ForkGuard, Live, ProcessCommand
 from simulator.engine.world import World
-from simulator.events import EXPECTATION, SAMPLE
+from simulator.events import EXPECTATION, SAMPLE, SampleRow
 from simulator.protocol import OP_ACT, Reply, act_args
 from simulator.scenario.expectation_keys import STORE_KINDS, moments_of, window_of
 from simulator.scenario.kinds import SessionArg
@@ -69,7 +69,7 @@ class Observer:
         self.log.record(SAMPLE, fresh=True, sessions=self.directory(t))
 
     def directory(self, t: int) -> dict[str, dict[str, Any]]:
-        """Every session's row at t (label -> registered, name, last_seen, stale, host_kind, session_id)."""
+        """Every session's row at t (label -> its `SampleRow` as the sample records it)."""
         rows = {r[0]: r for r in self._read_db("SELECT session_id, name, last_seen, host_kind FROM chat_sessions")}
         now = vclock.epoch_ms(t)
         sessions = {}
@@ -77,12 +77,12 @@ class Observer:
             ids = self.world.row_ids(label)
             row = next((rows[i] for i in reversed(ids) if i in rows), None)
             if row is None:
-                sessions[label] = {"registered": False, "name": None, "last_seen": None, "stale": None,
-                                   "host_kind": None, "session_id": ids[-1]}
+                sample = SampleRow(session_id=ids[-1])
             else:
                 stale = design.is_stale(vclock.parse_iso_ms(row[2]), now)
-                sessions[label] = {"registered": True, "name": row[1], "last_seen": row[2],
-                                   "stale": stale, "host_kind": row[3], "session_id": row[0]}
+                sample = SampleRow(registered=True, name=row[1], last_seen=row[2], stale=stale, host_kind=row[3],
+                                   session_id=row[0])
+            sessions[label] = sample.as_dict()
         return sessions
 
     def _facts(self, kind: str, arg: dict, label: Any) -> dict[str, Any]:
