@@ -22,7 +22,8 @@ from simulator.scenario.durations import format_duration as span
 
 # The host kinds whose own poller beats their sessions' rows (R14).
 _POLLING_HOSTS = hosts_with("polls")
-# The poller's batch heartbeat as a crash event records it (normalised SQL).
+# The poller's batch heartbeat as a crash event records it (normalised SQL): a crash armed by a
+# statement's text (`sql:`) records point "sql" and the statement, not which write it was.
 _HEARTBEAT_SQL = re.compile(r"^update chat_sessions set last_seen = \S+ where session_id in\b")
 
 

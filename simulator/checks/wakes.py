@@ -28,9 +28,8 @@ def reload_positions(view: RunView) -> dict[str, list[float]]:
     """Process label -> the history positions of its plugin reloads (each a fresh runtime in the same process)."""
     out: dict[str, list[float]] = {}
     for r in view.history.of(FAULT_FIRED):
-        target = (r.detail or {}).get("target") if r.fault == "reload" else None
-        if target:
-            out.setdefault(target, []).append(r.i)
+        if r.fault == "reload":
+            out.setdefault(r.detail["target"], []).append(r.i)
     return out
 
 

@@ -59,12 +59,14 @@ def test_p4_still_judges_a_graduated_session_live(db):
 
 
 @pytest.mark.rules("R14")
-def test_p4_takes_the_last_committed_heartbeat_as_the_last_beat(db):
-    """R14: a poll that crashed before its heartbeat statement beat no one; the
-    session's last beat is the one before it, so stale 70 s later is on time."""
+@pytest.mark.parametrize("point", ["heartbeat", "sql"])
+def test_p4_takes_the_last_committed_heartbeat_as_the_last_beat(db, point):
+    """R14: a poll that crashed before its heartbeat statement (the named point, or a crash
+    armed by the statement's text) beat no one; the session's last beat is the one before
+    it, so stale 70 s later is on time."""
     h = H(); base_world(h); _beating(h, 60_000)           # beats at 0.5 s and 30.5 s
     h.poll(60_500, "h1", ["alice", "bob"])
-    h.ev(60_500, "crash", "h1", None, point="heartbeat",
+    h.ev(60_500, "crash", "h1", None, point=point,
          sql="update chat_sessions set last_seen = ? where session_id in (?, ?)", step=0)
     h.exit(60_500, "h1", "crashed")
     h.sample(101_000, {"bob": (N_BOB, True, 30_500)})
