@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from simulator.checks.view import Call, RunView
 from simulator.design import PID_FRESH_MS, SECOND_MS, unrenamed
+from simulator.events import Event, ToolResult
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import PolicyOptions
 
@@ -42,6 +43,12 @@ ECHOING_TOOLS = ("register", "send", "read", "broadcast")
 def modeled(options: PolicyOptions) -> bool:
     """The design the model states: thatch's seed-000 messaging, none of the later design's options."""
     return options.is_thatch and not getattr(options, "later", None)
+
+
+def opening(c: Call) -> Event:
+    """The event that opened call `c`: its tool-call, or its result when no call was recorded. A
+    call and its result may fall in different dispatches; the model places a call where it began."""
+    return c.call if c.call is not None else c.result  # type: ignore[return-value]
 
 
 @dataclass
@@ -74,7 +81,7 @@ class Surprise:
     what: str
     predicted: str
     actual: str
-    events: list[dict] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)  # records, or witness copies of a call's events
 
     def line(self) -> str:
         return f"{self.what}: the model predicted {self.predicted}; it was {self.actual}"
@@ -95,9 +102,9 @@ class Model:
     started: dict[int, int] = field(default_factory=dict)       # id(call) -> changes at its tool-call
     returned: dict[str, list[str]] = field(default_factory=dict)  # label -> bodies its reads returned
     blurred_reads: set[str] = field(default_factory=set)        # labels a read of unknown outcome touched
-    touches: dict[str, list[tuple[int, dict]]] = field(default_factory=dict)  # id -> (t, status result)
+    touches: dict[str, list[tuple[int, ToolResult]]] = field(default_factory=dict)  # id -> (t, status result)
     loose: bool = False                                          # the run mixes in a design not modeled
-    leaves: list[tuple[str, dict]] = field(default_factory=list)  # (id, leave event) the model is sure of
+    leaves: list[tuple[str, Event]] = field(default_factory=list)  # (id, leave event) the model is sure of
     # Sends and broadcasts called and not yet answered: they commit at some instant in between, so a
     # read may return their mail before their reply is recorded; what it took is `consumed`.
     pending: dict[int, Call] = field(default_factory=dict)
@@ -135,7 +142,7 @@ class Model:
         `c`: the conversation whose session-start or prompt hook last recorded this process's pid,
         less than 600 s before, while its row is registered. None: no anchor the model is sure of
         (another conversation's hook, a fork since, a stale or missing anchor)."""
-        inc = self.view.hosting.inc_of(c.call or c.result or {})
+        inc = self.view.hosting.inc_of(opening(c))
         anchor = self.anchors.get(id(inc)) if inc is not None else None
         if anchor is None or anchor[0] != c.session or c.t - anchor[2] > PID_FRESH_MS - SECOND_MS:
             return None
@@ -153,21 +160,20 @@ class Model:
         """The calls another process ran in the same concurrent dispatch as `c`."""
         if c is None:
             return []
-        return self.overlapping_event(c.call or c.result or {}, c.proc)
+        return self.overlapping_event(opening(c), c.proc)
 
-    def overlapping_event(self, e: dict, proc: Optional[str] = None) -> list[Call]:
+    def overlapping_event(self, e: Event, proc: Optional[str] = None) -> list[Call]:
         """The calls a process other than `e`'s ran in the concurrent dispatch of event `e`."""
         if not self.together:
             return []
-        proc = proc if proc is not None else e.get("proc")
-        return [x for x in self.together.get(e.get("dispatch"), ()) if x.proc != proc]
+        proc = proc if proc is not None else e.proc
+        return [x for x in self.together.get(e.dispatch, ()) if x.proc != proc]
 
     def moved_in_wave(self, c: Optional[Call]) -> bool:
         """Did another process register or leave a session in `c`'s concurrent dispatch?"""
         if c is None or not self.wave_moves:
             return False
-        d = (c.call or c.result or {}).get("dispatch")
-        return bool(self.wave_moves.get(d, set()) - {c.proc})
+        return bool(self.wave_moves.get(opening(c).dispatch, set()) - {c.proc})
 
     def acting(self, ids: list[Optional[str]], racy: bool) -> Optional[str]:
         """The one id a call that got past the registration check can have acted as, if only one can."""
@@ -239,7 +245,7 @@ class Model:
         """May the directory hold rows the model cannot name?"""
         return self.loose or any(v is None for v in self.reg.values()) or bool(getattr(self.view.spec, "legacy", None))
 
-    def surprise(self, what: str, predicted: str, actual: str, events: Iterable[Optional[dict]] = ()) -> None:
+    def surprise(self, what: str, predicted: str, actual: str, events: Iterable[Any] = ()) -> None:
         self.surprises.append(Surprise(what, predicted, actual, [e for e in events if e is not None]))
 
     # -- who calls ----------------------------------------------------------------
@@ -248,7 +254,7 @@ class Model:
         """(the chat ids the call may act as, whether that is certain). An opencode session acts as its
         own id; an MCP host's call as its conversation's id, a claimed `as`, or none (R32)."""
         ids = list(self.view.names.ids.get(c.session or "", ()))
-        inc = self.view.hosting.inc_of(c.call or c.result)
+        inc = self.view.hosting.inc_of(opening(c))
         mcp = inc is not None and HOSTS[inc.kind].mcp
         if not mcp and len(ids) == 1 and "as" not in c.args:
             return ids, True

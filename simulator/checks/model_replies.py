@@ -59,14 +59,10 @@ def judge(m: Model, c: Call, allowed: set[str], cls: str, what: str) -> bool:
         return False
     m.judged += 1
     if cls not in allowed:
-        m.surprise(f"{what} of {c.session} (step {_step(c)})", " or ".join(sorted(allowed)) or "nothing",
+        m.surprise(f"{what} of {c.session} (step {c.step})", " or ".join(sorted(allowed)) or "nothing",
                    f"{cls}: {c.text[:160]!r}", c.witness())
         return False
     return True
-
-
-def _step(c: Call) -> Any:
-    return (c.result or {}).get("data", {}).get("step")
 
 
 def pre_body(enabled: set[bool], body: Any, allowed: set[str]) -> bool:
@@ -101,7 +97,7 @@ def check_senders(m: Model, c: Call, entries: list[tuple[str, str]]) -> None:
             continue
         m.judged += 1
         if shown.lower() not in names:
-            m.surprise(f"the sender of {body[:40]!r} in chat_read by {c.session} (step {_step(c)})",
+            m.surprise(f"the sender of {body[:40]!r} in chat_read by {c.session} (step {c.step})",
                        f"from {' or '.join(sorted(names))}: the Claude Code call acted as its anchored "
                        "conversation, whatever name it claimed (R32)", f"from {shown}", c.witness())
 
@@ -145,7 +141,7 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         m.surprise(f"chat_send to {to}", "a refusal (to oneself)", f"sent to the caller's own id {id12}", c.witness())
     sure = [sid for sid in m.by_name(str(c.args.get("to", ""))) if m.reg.get(sid) is True]
     if not racy and len(sure) == 1 and (sure[0][:12] != id12 or to.lower() != m.names.get(sure[0], to).lower()):
-        m.surprise(f"chat_send of {c.session} (step {_step(c)})",
+        m.surprise(f"chat_send of {c.session} (step {c.step})",
                    f"sent to {m.names.get(sure[0])} ({sure[0][:12]})", f"sent to {to} ({id12})", c.witness())
     m.note_sender(c.body, m.anchored(c))
     targets = [sid for sid in m.by_name(to) if sid[:12] == id12] or [sid for sid in m.reg if sid[:12] == id12]
@@ -269,7 +265,7 @@ def drain(m: Model, c: Call, sid: str, bodies: list[str], strict: bool) -> None:
     box = m.box(sid)
     before = list(box.msgs)
     used = take(box, bodies)
-    where = f"chat_read by {c.session} (step {_step(c)})"
+    where = f"chat_read by {c.session} (step {c.step})"
     pending = m.pending_bodies(c)
     for body, k in zip(bodies, used):
         if k < 0 and body in pending:
@@ -293,7 +289,7 @@ def _short(bodies: list[str]) -> str:
     return "[" + ", ".join(repr(b[:40]) for b in bodies[:6]) + (", ..." if len(bodies) > 6 else "") + "]"
 
 
-def mail_count(m: Model, c: Optional[Call], sid: str, pending: int, what: str, events: list[dict]) -> None:
+def mail_count(m: Model, c: Optional[Call], sid: str, pending: int, what: str, events: list[Any]) -> None:
     """An unread count a reply states (R34, R31) against the model's inbox of `sid`."""
     lo, hi = m.box(sid).bounds(bool(m.ghosts) or bool(m.pending))
     m.judged += 1
@@ -321,10 +317,10 @@ def judge_status(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
         name = m.names.get(ident)
         if name and name.lower() != status.name.lower():
             m.surprise(f"chat_status of {c.session}", f"registered as {name}", text[:120], c.witness())
-        mail_count(m, c, ident, pending, f"chat_status of {c.session} (step {_step(c)})", c.witness())
+        mail_count(m, c, ident, pending, f"chat_status of {c.session} (step {c.step})", c.witness())
     named = [s for s in ids if s and m.names.get(s, "").lower() == status.name.lower()]
     for sid in [ident] if ident else named:
-        m.touches.setdefault(sid, []).append((c.call["t"] if c.call else c.t, c.result))
+        m.touches.setdefault(sid, []).append((c.call.t if c.call else c.t, c.result))
 
 
 def judge_register(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
@@ -341,7 +337,7 @@ def judge_register(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     judge(m, c, {REGISTERED} if True in enabled else {DISABLED}, REGISTERED, "chat_register reply")
     name, sid, origin = reg.name, reg.session_id, reg.origin
     state = None if racy or sid is None else m.reg.get(sid)
-    where = f"chat_register of {c.session} (step {_step(c)})"
+    where = f"chat_register of {c.session} (step {c.step})"
     kept_as = m.names.get(sid, name)
     if state is True and (origin != "kept" or (name.lower() != kept_as.lower()
                                                and not m.renamed_twin_in(kept_as, {name}))):

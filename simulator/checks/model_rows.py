@@ -24,7 +24,7 @@ from simulator.checks.model_follow import follow
 from simulator.checks.registry import Promise, passed, prop, verdict
 from simulator.checks.view import RunView
 from simulator.design import STAMP_RESOLUTION_MS, TOMBSTONE_TTL_MS, topic_of_title, unrenamed
-from simulator.events import CRASH, FORK, PROCESS_START, SAMPLE, STATUS, STEP_DROPPED, data_of, sample_rows, step_of
+from simulator.events import CRASH, FORK, PROCESS_START, SAMPLE, STATUS, STEP_DROPPED
 from simulator.scenario.kinds import HOSTS
 
 MODELED = Promise(modeled)
@@ -60,7 +60,7 @@ def rows(m: Model) -> None:
     present = {r["session_id"] for r in db["sessions"]}
     unread: dict[str, int] = {}
     for msg in db["messages"]:
-        if msg.get("read_at") is None:
+        if msg["read_at"] is None:
             unread[msg["to_session"]] = unread.get(msg["to_session"], 0) + 1
     for sid, state in m.reg.items():
         if state is None:
@@ -71,7 +71,7 @@ def rows(m: Model) -> None:
                        "registered" if sid in present else "no row")
     # A forked Claude Code session's ids are one conversation: its mail may move from the old
     # id to the new one when the new id first acts (R33), so they are counted together.
-    forked = {e.get("session") for e in m.view.history.of(FORK)}
+    forked = {e.session for e in m.view.history.of(FORK)}
     counted: dict[str, list[str]] = {}
     for sid in m.boxes:
         label = m.view.names.label_of.get(sid)
@@ -90,7 +90,7 @@ def read_stamps(m: Model) -> None:
     """A stamped row was returned by a read of its recipient (the stamp is scoped, R10)."""
     left = {label: list(bodies) for label, bodies in m.returned.items()}
     for msg in m.view.db["messages"]:
-        if msg.get("read_at") is None:
+        if msg["read_at"] is None:
             continue
         label = m.view.names.label_of.get(msg["to_session"], msg["to_session"])
         if label in m.blurred_reads or label not in m.view.names.ids:
@@ -100,7 +100,7 @@ def read_stamps(m: Model) -> None:
         if msg["body"] in bodies:
             bodies.remove(msg["body"])
         else:
-            m.surprise(f"read stamp of message #{msg.get('id')} to {label}",
+            m.surprise(f"read stamp of message #{msg['id']} to {label}",
                        "stamped only when a read returned it", f"read_at {msg['read_at']}, never returned")
 
 
@@ -111,13 +111,13 @@ def status_touches(m: Model) -> None:
         t, result = max(touches, key=lambda x: x[0])
         seen: list[tuple[Optional[int], str]] = []
         for e in m.view.history.of(SAMPLE):
-            row = sample_rows(e).get(label or "") or {}
-            if e["i"] > result["i"] and row.get("registered") and row.get("session_id") in (sid, None):
-                seen.append((m.view.vt(row.get("last_seen")), f"sample at {e['t']} ms"))
+            row = e.sessions.get(label or "")
+            if e.i > result.i and row is not None and row.registered and row.session_id in (sid, None):
+                seen.append((m.view.vt(row.last_seen), f"sample at {e.t} ms"))
                 break
         final = next((r for r in m.view.db["sessions"] if r["session_id"] == sid), None)
         if final is not None:
-            seen.append((m.view.vt(final.get("last_seen")), "the final row"))
+            seen.append((m.view.vt(final["last_seen"]), "the final row"))
         for when, where in seen:
             if when is None:
                 continue
@@ -131,7 +131,7 @@ def tombstones(m: Model) -> None:
     """A sure leave leaves its tombstone (R7) until an explicit register or the 7-day TTL."""
     have = {r["session_id"] for r in m.view.db["tombstones"]}
     for sid, e in m.leaves:
-        if m.tomb.get(sid) is not True or m.view.t_end - e["t"] >= TOMBSTONE_TTL_MS:
+        if m.tomb.get(sid) is not True or m.view.t_end - e.t >= TOMBSTONE_TTL_MS:
             continue
         m.judged += 1
         if sid not in have:
@@ -142,7 +142,7 @@ def topics(m: Model) -> None:
     """R3: an auto row's topic follows its last title once an idle event came after it, in the same
     host process; a 002-era row keeps its topic."""
     view = m.view
-    dropped = {step_of(e) for e in view.history.of(STEP_DROPPED)}
+    dropped = {e.step for e in view.history.of(STEP_DROPPED)}
     titles: dict[str, tuple[int, str]] = {}
     for idx, step in enumerate(view.steps):
         if step.action == "title" and idx not in dropped:
@@ -155,19 +155,19 @@ def topics(m: Model) -> None:
         legacy.setdefault(r.name.lower(), set()).add(r.topic)
     for row in view.db["sessions"]:
         label = view.names.label_of.get(row["session_id"])
-        if not row.get("auto"):
-            group = legacy.get(unrenamed(str(row.get("name")).lower()))
+        if not row.get("auto"):  # a 002-era file no process opened has no `auto` column
+            group = legacy.get(unrenamed(row["name"].lower()))
             if group and group != {None}:
                 m.judged += 1
-                if row.get("topic") not in group:
+                if row["topic"] not in group:
                     want = " or ".join(sorted(repr(t) for t in group))
-                    m.surprise(f"topic of 002-era row {row['name']}", want, repr(row.get("topic")))
+                    m.surprise(f"topic of 002-era row {row['name']}", want, repr(row["topic"]))
             continue
         if label in titles and refreshed(view, label, titles[label][0]):
             want = topic_of_title(titles[label][1])
             m.judged += 1
-            if want is not None and row.get("topic") != want:
-                m.surprise(f"topic of {label}", repr(want), repr(row.get("topic")))
+            if want is not None and row["topic"] != want:
+                m.surprise(f"topic of {label}", repr(want), repr(row["topic"]))
 
 
 def refreshed(view: RunView, label: str, at: int) -> bool:
@@ -175,8 +175,7 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
     retitled, with no idle event in another process hosting it then (which refreshes the topic from
     the title it holds), no later start of a process hosting it (which reads a title of its own), and
     at least one such idle whose refresh no crash could have cut?"""
-    if any(e["t"] >= at and label in (data_of(e).get("sessions") or {}) or data_of(e).get("resumed") == label
-           for e in view.history.of(PROCESS_START) if e["t"] >= at):
+    if any(label in e.sessions or e.resumed == label for e in view.history.of(PROCESS_START) if e.t >= at):
         return False
     # A session step goes to the process started last among those hosting the session (a `-c`
     # that opens the newest session in a second process takes it over); the older tab keeps its
@@ -196,12 +195,12 @@ def refreshed(view: RunView, label: str, at: int) -> bool:
     sure = False
     for e in view.history.of(STATUS, session=label):
         inc = view.hosting.inc_of(e)
-        status, prev = data_of(e).get("status"), before.get(id(inc))
+        status, prev = e.status, before.get(id(inc))
         before[id(inc)] = status
-        if (e["t"] > at and status == "idle" and prev != "idle" and inc is not None
+        if (e.t > at and status == "idle" and prev != "idle" and inc is not None
                 and HOSTS[inc.kind].polls and inc.alive(at)):
             refreshers.add(id(inc))
-            sure = sure or (inc is titled and (id(inc), e["t"]) not in cut)
+            sure = sure or (inc is titled and (id(inc), e.t) not in cut)
     return refreshers == {id(titled)} and sure
 
 
