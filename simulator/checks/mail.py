@@ -129,9 +129,15 @@ def _cut(body: str, start: int, k: int, text: str, where: int) -> tuple[int, Opt
 
 
 def _drain_spans(view: RunView, call: Call) -> list[Shown]:
-    """A drained row's line: its body follows the line head's closing `] `, the rows one after another."""
+    """A drained row's line: its body follows the line head's closing `] `, the rows one after another. Where
+    the lines name their rows (the later design's `id N`), only the rows named are looked for: two drains in one
+    stamp second may meet parts whose shown text is alike, and a body found by content alone may be another's."""
+    rows = _drained_by(view, call)
+    named = {m.id for m in getattr(call.outcome, "messages", ()) if m.id is not None}
+    if named:
+        rows = [r for r in rows if r["id"] in named]
     out, cursor = [], 0
-    for r in _drained_by(view, call):
+    for r in rows:
         body = str(r["body"] or "")
         whole = call.text.find(INBOX_BODY_OPEN + body + "\n", cursor)  # a whole line ends with its body
         if whole >= 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
-from simulator.events import FAULT_FIRED, WAKE, Wake
+from simulator.events import WAKE, Wake
 
 
 def rolling_excess(wakes: list[Wake], cap: int = MAX_WAKES_PER_HOUR) -> list[Wake] | None:
@@ -26,11 +26,7 @@ def rolling_excess(wakes: list[Wake], cap: int = MAX_WAKES_PER_HOUR) -> list[Wak
 
 def reload_positions(view: RunView) -> dict[str, list[float]]:
     """Process label -> the history positions of its plugin reloads (each a fresh runtime in the same process)."""
-    out: dict[str, list[float]] = {}
-    for r in view.history.of(FAULT_FIRED):
-        if r.fault == "reload":
-            out.setdefault(r.detail["target"], []).append(r.i)
-    return out
+    return {proc: [r.i for r in reloads] for proc, reloads in view.hosting.reloads.items()}
 
 
 def wakes_by_incarnation(view: RunView, labels: set[str] | None = None) -> dict[tuple, list[Wake]]:

@@ -8,8 +8,8 @@ from typing import Any, Iterable, Optional
 from simulator.checks.indexes.mail import Mail
 from simulator.design import DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS
 from simulator.events import (
-    POLL, PROCESS_EXIT, PROCESS_START, STATUS, STEP_DROPPED, TOOL_CALL, TURN_START, USER_PROMPT, ABSENT, Poll,
-    ProcessExit, ProcessStart,
+    FAULT_FIRED, POLL, PROCESS_EXIT, PROCESS_START, STATUS, STEP_DROPPED, TOOL_CALL, TURN_START, USER_PROMPT, ABSENT,
+    FaultFired, Poll, ProcessExit, ProcessStart,
 )
 from simulator.history import History
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
@@ -68,12 +68,13 @@ class Hosting:
         self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}
         # Sub-agent children: a polling host never hosts one, even once it joined the directory (R13).
         self.children = {s.id for p in getattr(spec, "processes", []) for s in p.sessions if s.parent}
-        self._activity: dict[tuple[int, str], Optional[int]] = {}
+        self._activity: dict[tuple[int, str, float], Optional[int]] = {}
         self.rehost_graces: dict[str, int] = {}
         for step in steps:
             if step.action == "restart" and step.restart.grace is not None:
                 self.rehost_graces.setdefault(step.restart.into, int(step.restart.grace))
         self.incs = self._incarnations()
+        self.reloads = self._reloads()
         self._trim_rehosted()
         self._mark_unjoinable_startups()
 
@@ -109,6 +110,20 @@ class Hosting:
             inc.dormant, inc.opened = {e.resumed}, opened
         inc.predecessor = old
         return inc
+
+    def _reloads(self) -> dict[str, list[FaultFired]]:
+        """Process label -> its plugin reloads in history order: each a fresh runtime in the same
+        process, which re-hosts what the old one hosted as a restarted daemon would (D-later-sim-2)."""
+        out: dict[str, list[FaultFired]] = {}
+        for e in self.history.of(FAULT_FIRED):
+            if e.fault == "reload":
+                out.setdefault(e.detail["target"], []).append(e)
+        return out
+
+    def reloads_in(self, inc: Incarnation, t: int) -> list[FaultFired]:
+        """The reloads of `inc`'s life up to virtual time t."""
+        return [r for r in self.reloads.get(inc.proc, ())
+                if inc.start_i < r.i and (inc.end_i is None or r.i < inc.end_i) and r.t <= t]
 
     def _trim_rehosted(self) -> None:
         """A restarted polling daemon re-hosts what its predecessor was hosting when it ended, not
@@ -211,18 +226,45 @@ class Hosting:
         at t. A rehosted session counts within the grace, or for good once it showed activity
         there (R15 graduation); a dormant resumed one (its command line opened another session
         or none) only from its first use. A graduation is never seen ahead of time. A polling
-        host never hosts a sub-agent child (R13)."""
+        host never hosts a sub-agent child (R13). A plugin reload is a restart in the same
+        process: the fresh runtime re-hosts what the old one hosted at the reload (`_runtime`)."""
         if label not in inc.sessions or (label in self.children and HOSTS[inc.kind].polls):
             return None
+        hosting = self._runtime(inc, label, t, self.reloads_in(inc, t))
+        return hosting[0] if hosting is not None else None
+
+    def _runtime(self, inc: Incarnation, label: str, t: int,
+                 reloads: list[FaultFired]) -> Optional[tuple[int, Optional[int]]]:
+        """(since when, the deadline while it is only re-hosted) of the runtime in force at t after
+        `reloads`, or None. As `HostedSet.load_previous` does, a reloaded runtime re-hosts a session
+        the old one hosted for real with a full grace from the reload and keeps the deadline of one
+        the old one only re-hosted; its startup path hosts the command line's session again."""
+        if not reloads:
+            return self._first_runtime(inc, label, t)
+        reload = reloads[-1]
+        before = self._runtime(inc, label, reload.t, reloads[:-1])
+        first = self.first_activity(inc, label, after=reload.i)
+        if label == (inc.opened or inc.resumed) and label not in inc.dormant:
+            first = reload.t
+        if before is None:
+            return (first, None) if first is not None and first <= t else None
+        since, deadline = before
+        deadline = reload.t + self.rehost_grace(inc) if deadline is None else deadline
+        if first is not None and first <= t:
+            return (since, None) if first < deadline else (first, None)
+        return (since, deadline) if t < deadline else None
+
+    def _first_runtime(self, inc: Incarnation, label: str, t: int) -> Optional[tuple[int, Optional[int]]]:
+        """`_runtime` for the runtime the process started with."""
         first = self.first_activity(inc, label)
         if label in inc.dormant:
-            return first if first is not None and first <= t else None
+            return (first, None) if first is not None and first <= t else None
+        if label not in inc.rehosted:
+            return inc.start_t, None
         grace_end = self.rehost_deadline(inc, label)
-        if label not in inc.rehosted or t < grace_end:
-            return inc.start_t
-        if first is None or first > t:
-            return None
-        return inc.start_t if first < grace_end else first
+        if first is not None and first <= t:
+            return (inc.start_t, None) if first < grace_end else (first, None)
+        return (inc.start_t, grace_end) if t < grace_end else None
 
     def rehost_deadline(self, inc: Incarnation, label: str) -> int:
         """When `inc`'s re-hosting of `label` ends unless the session shows activity first: the
@@ -242,17 +284,19 @@ class Hosting:
         """The history events that count as a session's activity in `inc` (`first_activity`)."""
         return (STATUS,) if HOSTS[inc.kind].polls else (TOOL_CALL, USER_PROMPT, TURN_START)
 
-    def first_activity(self, inc: Incarnation, label: str) -> Optional[int]:
-        """Virtual time of `label`'s first activity in `inc`'s life, cached: P4 and the delivery
+    def first_activity(self, inc: Incarnation, label: str, after: Optional[float] = None) -> Optional[int]:
+        """Virtual time of `label`'s first activity in `inc`'s life (after history position `after`
+        when given: a reload's), cached: P4 and the delivery
         gate ask it for every sample and every cut. In a polling host (opencode) that is the
         session's first status report: only session.status events host a session there, a
         prompt or a tool call alone does not (the real runtime's hosted set). Elsewhere any
         call, prompt or turn counts."""
-        key = (id(inc), label)
+        start = inc.start_i if after is None else after
+        key = (id(inc), label, start)
         if key not in self._activity:
             self._activity[key] = next(
                 (e.t for e in self.history.of(*self.activity_kinds(inc), proc=inc.proc)
-                 if e.session == label and inc.start_i < e.i and (inc.end_i is None or e.i < inc.end_i)),
+                 if e.session == label and start < e.i and (inc.end_i is None or e.i < inc.end_i)),
                 None)
         return self._activity[key]
 

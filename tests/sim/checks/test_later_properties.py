@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from historykit import ALICE, BOB, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
-from simulator.design import index_at_units
+from simulator.design import INBOX_BEGIN, INBOX_END, index_at_units
 
 INCLUDE = {"include": ["P12", "P13", "P14"]}
 BODY = "the release branch is green, tag it"
@@ -124,6 +124,21 @@ def test_p13_a_part_cut_by_the_designs_own_page_is_not_unseen(tmp_path):
     read_of(h, 120_000, "[from ba-sil-00001, Jan 5 09:01Z] " + body[:2000] + "\n[clipped: showing 2000 of 3000]")
     db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, body, 60_000, 120_000, 0),))
     vs = verdicts(make_spec(properties=INCLUDE), h, db)
+    assert vs["P13"].status == "pass" and vs["P5"].status == "pass", (vs["P13"].message, vs["P5"].message)
+
+
+def test_p13_and_p5_find_each_drained_row_by_the_id_its_line_names(tmp_path):
+    """Two drains in one stamp second, each showing one of two rows whose first page is alike: the finder takes
+    the row each line names (`id N`), not the first row whose text fits (seed 1013 of the thatch-later
+    campaign took row 1's text for row 2's line, so row 2 read as never returned and never shown)."""
+    body = "abc " * 750
+    h = H(); base_world(h)
+    for row_id in (1, 2):
+        line = (f"[from ba-sil-00001, Jan 5 09:01Z, id {row_id}] {body[:2000]}\n[clipped: showing 2000 of 3003 "
+                f"characters - continue with chat_read, message {row_id}, offset 2000]")
+        read_of(h, 120_000, f"[thatch] chat inbox: 1 message(s), now marked read.\n{INBOX_BEGIN}\n{line}\n{INBOX_END}")
+    twins = ((ALICE, BOB, body + "one", 60_000, 120_000, 0), (ALICE, BOB, body + "two", 60_000, 120_000, 0))
+    vs = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / "t.db", messages=twins))
     assert vs["P13"].status == "pass" and vs["P5"].status == "pass", (vs["P13"].message, vs["P5"].message)
 
 

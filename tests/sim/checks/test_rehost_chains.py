@@ -101,3 +101,52 @@ def test_p3_owes_no_wake_to_a_returning_tab_until_its_status_is_seen(tmp_path):
                          steps=[{"at": "1m", "restart": {"process": "h1", "into": "h2", "grace": "5m"}}])
         v = judge("P3", h, one_message_db(tmp_path / f"back-{idle_at}.db", 660_000), spec)
         assert (v.status == "fail") == owed, (idle_at, v.message)
+
+
+DAY = 86_400_000
+
+
+def _reloaded_world(h, *, bob_idle_at=None):
+    """h1 hosts alice and bob; its plugin reloads at 1m (a fresh runtime in the same process,
+    re-hosting what the old one hosted for the default 24 h grace). bob, silent unless
+    `bob_idle_at`, drops out of the hosted set when that grace ends; his explicit register
+    at 24h2m hosts nothing (only a status event does)."""
+    base_world(h)
+    h.poll(30_000, "h1", ["alice", "bob"])
+    h.ev(60_000, "fault-fired", fault="reload", step=0, detail={"target": "h1"})
+    if bob_idle_at is not None:
+        h.status(bob_idle_at, "h1", "bob")
+    for t in (90_000, 7_190_000):
+        h.poll(t, "h1", ["alice", "bob"])
+    h.poll(DAY + 90_000, "h1", ["alice", "bob"] if bob_idle_at is not None else ["alice"])
+    h.call(DAY + 120_000, "h1", "bob", "register", {}, True, f"[registered] as {N_BOB}")
+
+
+def _reload_spec():
+    return make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}],
+                     steps=[{"at": "1m", "reload": {"process": "h1"}}])
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_lets_a_session_silent_since_a_reload_go_stale_past_its_grace(db):
+    """R15, R14: a plugin reload re-hosts bob only for its grace (D-later-sim-2); silent, he
+    drops out a day later and goes stale, which his explicit register does not change (seed
+    1040 of the thatch-later campaign: P4 took the reloaded runtime for one still hosting him)."""
+    h = H(); _reloaded_world(h)
+    h.sample(DAY + 240_000, {"bob": (N_BOB, True, DAY + 120_000)})
+    v = judge("P4", h, db, _reload_spec())
+    assert v.status != "fail", v.message
+
+
+@pytest.mark.rules("R15", "R14")
+def test_p4_still_holds_a_reloaded_runtime_to_its_grace_and_to_graduation(db):
+    """R15, R14: within the reload's grace bob must stay fresh, and once a status event hosts him
+    in the fresh runtime he is hosted for good: stale in either case fails."""
+    h = H(); _reloaded_world(h)
+    bad = h.sample(7_200_000, {"bob": (N_BOB, True, 90_000)})
+    v = judge("P4", h, db, _reload_spec())
+    assert v.status == "fail" and v.witness[0]["i"] == bad["i"], v.message
+    h = H(); _reloaded_world(h, bob_idle_at=300_000)
+    bad = h.sample(DAY + 240_000, {"bob": (N_BOB, True, DAY + 90_000 - 120_000)})
+    v = judge("P4", h, db, _reload_spec())
+    assert v.status == "fail" and v.witness[0]["i"] == bad["i"], v.message
