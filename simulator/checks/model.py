@@ -32,7 +32,7 @@ from typing import Any, Iterable, Optional
 
 from simulator.checks.view import Call, RunView
 from simulator.design import PID_FRESH_MS, SECOND_MS, unrenamed
-from simulator.events import Event, ToolResult
+from simulator.events import Echo, Event, ToolResult
 from simulator.scenario.kinds import HOSTS
 from simulator.scenario.policies import PolicyOptions
 
@@ -100,6 +100,7 @@ class Model:
     judged: int = 0
     changes: int = 0
     started: dict[int, int] = field(default_factory=dict)       # id(call) -> changes at its tool-call
+    echoes: dict[int, list[Echo]] = field(default_factory=dict)  # id(call) -> the echoes its turn printed
     returned: dict[str, list[str]] = field(default_factory=dict)  # label -> bodies its reads returned
     blurred_reads: set[str] = field(default_factory=set)        # labels a read of unknown outcome touched
     touches: dict[str, list[tuple[int, ToolResult]]] = field(default_factory=dict)  # id -> (t, status result)

@@ -194,13 +194,13 @@ def on_result(m: Model, c: Call, judged: bool) -> None:
 
 def on_echo(m: Model, c: Optional[Call], e: Echo) -> None:
     if c is not None:
-        c.args.setdefault("_echoes", []).append(e)
+        m.echoes.setdefault(id(c), []).append(e)
 
 
 def check_echo(m: Model, c: Call) -> None:
     """R27: an echo for an ok register, send, read with mail or broadcast, never for a refusal,
     an empty read or another tool."""
-    echoes = c.args.pop("_echoes", [])
+    echoes = m.echoes.pop(id(c), [])
     if not echoes:
         return
     m.judged += 1

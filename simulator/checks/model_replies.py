@@ -39,6 +39,11 @@ def body_class(body: Any) -> Optional[str]:
     return TOO_LONG if len(trimmed) > MAX_BODY_CHARS else "ok"
 
 
+def body_arg(c: Call) -> Any:
+    """The body a send or broadcast passed, as written (the tools take `body`, or `message`)."""
+    return c.args.get("body", c.args.get("message"))
+
+
 def send_class(o: Outcome) -> str:
     """The class of a send or broadcast reply: its kind, a messaging policy's answers as one class."""
     return POLICY if o.policy else o.kind
@@ -121,7 +126,7 @@ def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[st
 def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed: set[str] = set()
-    body_ok = pre_body(enabled, c.args.get("body", c.args.get("message")), allowed)
+    body_ok = pre_body(enabled, body_arg(c), allowed)
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
@@ -154,7 +159,7 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
 def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed: set[str] = set()
-    body_ok = pre_body(enabled, c.args.get("body", c.args.get("message")), allowed)
+    body_ok = pre_body(enabled, body_arg(c), allowed)
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
