@@ -32,7 +32,7 @@ from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, s
 from simulator.checks.view import Call, RunView
 from simulator.design import LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS, first_part_marker, split_key
 from simulator.replies import part_count
-from simulator.events import REGISTERED, SAMPLE, STATUS, data_of, sample_rows
+from simulator.events import REGISTERED, SAMPLE, STATUS, Sample, SampleRow
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS
 from simulator.scenario.policies import options_by_process
@@ -57,11 +57,11 @@ def retried_calls(view: RunView) -> list[tuple[Call, list[Call]]]:
     the original is the session's latest earlier call of the same tool with identical arguments."""
     out: dict[int, tuple[Call, list[Call]]] = {}
     for c in view.mail.calls:
-        if c.tool not in SEND_TOOLS or c.call is None or data_of(c.call).get("retry") is None:
+        if c.tool not in SEND_TOOLS or c.call is None or c.call.retry is None:
             continue
         earlier = [o for o in view.mail.calls if o.call is not None and o.i < c.i and o.tool == c.tool
                    and o.session == c.session and o.proc == c.proc and o.args == c.args
-                   and data_of(o.call).get("retry") is None]
+                   and o.call.retry is None]
         if earlier:
             first = earlier[-1]
             out.setdefault(first.i, (first, []))[1].append(c)
@@ -126,7 +126,7 @@ def _read_before(view: RunView, r: dict, call: Call, spans: dict[int, list[Shown
     read_at = view.vt(r["read_at"]) if r["read_at"] else None
     if read_at is None:
         return False
-    before = call.call["i"] if call.call is not None else call.i
+    before = call.call.i if call.call is not None else call.i
     return read_at < call.t - STAMP_RESOLUTION_MS or any(s.call.i < before for s in spans.get(r["id"], []))
 
 
@@ -246,7 +246,7 @@ def _machinery(view: RunView) -> set[str]:
 
 
 def _joined_explicitly(view: RunView, label: str, i: int) -> bool:
-    return any(e["i"] <= i for e in view.mail.explicit_registers(label))
+    return any(e.i <= i for e in view.mail.explicit_registers(label))
 
 
 def _inherited_until(view: RunView, label: str) -> float:
@@ -257,26 +257,26 @@ def _inherited_until(view: RunView, label: str) -> float:
     if not any(getattr(r, "session", None) == label for r in getattr(view.spec, "legacy", None) or []):
         return -1
     options = options_by_process(view.spec)
-    return next((e["i"] for e in view.history.of(STATUS, session=label)
-                 if getattr(options.get(e.get("proc")), "machinery_markers", False)), float("inf"))
+    return next((e.i for e in view.history.of(STATUS, session=label)
+                 if getattr(options.get(e.proc), "machinery_markers", False)), float("inf"))
 
 
 def _child_in_directory(view: RunView) -> Optional[Verdict]:
     machinery = _machinery(view)
     for e in view.history.of(REGISTERED, SAMPLE):
-        rows = sample_rows(e) if e["kind"] == SAMPLE else {e.get("session"): {"registered": True}}
+        rows = e.sessions if isinstance(e, Sample) else {e.session: SampleRow(registered=True)}
         for label, row in rows.items():
-            if e["kind"] == SAMPLE and e["i"] <= _inherited_until(view, label):
+            if isinstance(e, Sample) and e.i <= _inherited_until(view, label):
                 continue
-            if label in view.children and row.get("registered") and not _joined_explicitly(view, label, e["i"]):
+            if label in view.children and row.registered and not _joined_explicitly(view, label, e.i):
                 what = "the plugin's machinery child" if label in machinery else "the sub-agent child"
-                wit = sample_row(e, label) if e["kind"] == SAMPLE else e
+                wit = sample_row(e, label) if isinstance(e, Sample) else e
                 return verdict(p14_no_machinery_rows, "fail",
                                f"{what} {label} is in the directory (it never registered explicitly)", [wit])
     return None
 
 
-def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: dict) -> bool:
+def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: Sample) -> bool:
     """Some process hosted `label` when its row was beaten: at the beat's stamp (second resolution), not at the
     sample that saw it, since a host may die after its beat (a kill at a poll's own instant)."""
     if beat is None:
@@ -288,22 +288,22 @@ def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: dict
 
 
 def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
-    last: dict[str, tuple[dict, dict]] = {}
+    last: dict[str, tuple[Sample, SampleRow]] = {}
     judged = 0
     for e in view.history.of(SAMPLE):
-        for label, row in sample_rows(e).items():
-            if not row.get("registered") or row.get("host_kind") not in BEATING_ROW_KINDS:
+        for label, row in e.sessions.items():
+            if not row.registered or row.host_kind not in BEATING_ROW_KINDS:
                 last.pop(label, None)
                 continue
             before = last.get(label)
             last[label] = (e, row)
-            if before is None or not row.get("last_seen") or row.get("last_seen") == before[1].get("last_seen"):
+            if before is None or not row.last_seen or row.last_seen == before[1].last_seen:
                 continue
             judged += 1
-            if not _hosted_at_beat(view, label, view.vt(row.get("last_seen")), e):
+            if not _hosted_at_beat(view, label, view.vt(row.last_seen), e):
                 return verdict(p14_no_machinery_rows, "fail",
-                               f"{label}'s row was beaten (last_seen {before[1].get('last_seen')} -> "
-                               f"{row.get('last_seen')}) while no live process hosted it",
+                               f"{label}'s row was beaten (last_seen {before[1].last_seen} -> "
+                               f"{row.last_seen}) while no live process hosted it",
                                [sample_row(before[0], label), sample_row(e, label)]), judged
     return None, judged
 

@@ -36,7 +36,6 @@ from simulator.design import (
     INBOX_BODY_OPEN, LATER_READ_PAGE_LEN, STAMP_RESOLUTION_MS, index_at_units, split_key, utf16_len,
 )
 from simulator.replies import joined_parts, part_count
-from simulator.events import data_of
 from simulator.scenario.kinds import DEFAULT_HOST, HOSTS
 
 
@@ -81,7 +80,7 @@ class Shown:
     @property
     def host_clipped(self) -> bool:
         """The host cut this call's output (so the model saw less than the chat returned)."""
-        return bool(data_of(self.call.result or {}).get("clipped_from"))
+        return bool(self.call.result is not None and self.call.result.clipped_from)
 
 
 def _longest_from(body: str, start: int, text: str, after: int = 0) -> tuple[int, int]:

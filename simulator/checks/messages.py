@@ -11,7 +11,7 @@ from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, s
 from simulator.checks.view import Call, RunView
 from simulator.design import MAIL_SWEEP_AGE_MS, STAMP_RESOLUTION_MS, inbox_stamp, split_key
 from simulator.replies import BROADCAST, HELD, SENT
-from simulator.events import CRASH, SAMPLE, data_of, sample_rows
+from simulator.events import CRASH, SAMPLE, Crash
 from simulator.result import Verdict
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND
 from simulator.scenario.durations import format_duration as span
@@ -45,8 +45,8 @@ def _maybe_swept(view: RunView, label: str, call: Call, pruned: set[str], ever_p
     return call.result is not None and view.names.could_be_pruned(label, call.result, call.result, end=view.t_end)
 
 
-def _read_crashes(view: RunView) -> list[dict]:
-    return [c for c in view.history.of(CRASH) if data_of(c).get("point") == "read-stamp"]
+def _read_crashes(view: RunView) -> list[Crash]:
+    return [c for c in view.history.of(CRASH) if c.point == "read-stamp"]
 
 
 def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
@@ -116,7 +116,7 @@ def _lines_of(read: Call, line: tuple[str, str]) -> int:
     return sum(1 for m in read.outcome.messages if m.whole_line and (m.stamp, m.body) == line)
 
 
-def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
+def _read_once(view: RunView, reads: list[Call], crashes: list[Crash]) -> Optional[Verdict]:
     """A row is returned by at most one read of its recipient's inbox, whoever called it (barring a
     read-stamp crash), and stamped once returned."""
     for r in view.db["messages"]:
@@ -129,7 +129,7 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
                     if x["to_session"] == r["to_session"] and (inbox_stamp(x["created_at"]), x["body"]) == line)
         if len(seen) > twins:
             a, b = seen[0], seen[twins]
-            if not any(a.i < k["i"] < b.i for k in crashes):
+            if not any(a.i < k.i < b.i for k in crashes):
                 callers = sorted({str(c.session) for c in seen})
                 return verdict(p5_no_loss, "fail", f"message #{r['id']} to {label} was read {len(seen)} times "
                                f"(by {', '.join(callers)}) with no crash in chat_read between",
@@ -146,7 +146,7 @@ def _read_once(view: RunView, reads: list[Call], crashes: list[dict]) -> Optiona
     return None
 
 
-def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[dict]) -> Optional[Verdict]:
+def _stamped_rows_returned(view: RunView, reads: list[Call], crashes: list[Crash]) -> Optional[Verdict]:
     """A stamp nobody saw is mail lost in chat_read (stamped, never returned), and so is one whose only
     outputs the host clipped short of its end (the model never saw the rest). Not judged across a
     read-stamp crash or a read call of the recipient that never returned (it died mid-call)."""
@@ -248,7 +248,7 @@ def _rows_problem(view: RunView, c, recips: list[str], got: list[str], who, copi
 
 
 def _is_retry(c) -> bool:
-    return c.call is not None and data_of(c.call).get("retry") is not None
+    return c.call is not None and c.call.retry is not None
 
 
 def _retries_of(c, calls) -> int:
@@ -293,23 +293,23 @@ def p8_broadcast(view: RunView) -> Verdict:
         problem = _rows_problem(view, c, recips, got, who, copies, (pruned, ever_pruned))
         if problem is not None:
             return verdict(p8_broadcast, "fail", problem, c.witness())
-        before = [s for s in samples if s["i"] < c.i]
-        after = [s for s in samples if s["i"] > c.i]
+        before = [s for s in samples if s.i < c.i]
+        after = [s for s in samples if s.i > c.i]
         if before and after:
-            b, a = sample_rows(before[-1]), sample_rows(after[0])
+            b, a = before[-1].sessions, after[0].sessions
             for label, row in b.items():
-                if label == c.session or not row.get("registered") or not a.get(label, {}).get("registered"):
+                if label == c.session or not row.registered or label not in a or not a[label].registered:
                     continue
-                name = row.get("name") or ""
+                name = row.name or ""
                 # The row may not have existed at the broadcast's instant: pruned after a silence past
                 # the auto-row TTL (R26) and made again (a fresh name) before the next sample.
-                gone = a[label].get("name") != name or view.names.could_be_pruned(label, before[-1], c.result)
-                if row.get("host_kind") == "mcp" and name not in recips and not gone:
+                gone = a[label].name != name or view.names.could_be_pruned(label, before[-1], c.result)
+                if row.host_kind == "mcp" and name not in recips and not gone:
                     return verdict(p8_broadcast, "fail",
                                    f"broadcast by {c.session} left out the mcp session {label} ({name})",
                                    [sample_row(before[-1], label), *c.witness()])
-                if (row.get("host_kind", DEFAULT_ROW_KIND) in BEATING_ROW_KINDS and row.get("stale")
-                        and a[label].get("last_seen") == row.get("last_seen") and name in recips):
+                if ((row.host_kind or DEFAULT_ROW_KIND) in BEATING_ROW_KINDS and row.stale
+                        and a[label].last_seen == row.last_seen and name in recips):
                     return verdict(p8_broadcast, "fail",
                                    f"broadcast by {c.session} delivered to the stale opencode session {label} ({name})",
                                    [sample_row(before[-1], label), *c.witness()])

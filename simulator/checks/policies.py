@@ -88,7 +88,7 @@ def _recipient(view: RunView, c: Call) -> Optional[str]:
 
 def _registered_at(view: RunView, label: str, i: int) -> bool:
     """Was `label` in the directory at history position i (its last observation before it)?"""
-    seen = [n for e, lab, n in view.names.name_observations() if lab == label and e["i"] < i]
+    seen = [n for e, lab, n in view.names.name_observations() if lab == label and e.i < i]
     return bool(seen) and seen[-1] is not None
 
 
@@ -108,6 +108,14 @@ def _rows(view: RunView, sender: Optional[str], to: Optional[str], body: str) ->
             and view.names.label_of.get(r["to_session"]) == to]
 
 
+@dataclass(frozen=True)
+class Review:
+    """The user's review of a held message: the approve or decline call, and its decision."""
+
+    call: Call
+    decision: str   # APPROVED or DECLINED
+
+
 @dataclass
 class HeldSend:
     """A send its recipient held, with what became of it (from the review replies and notices)."""
@@ -116,7 +124,7 @@ class HeldSend:
     to: str
     row: Optional[dict]
     promised_ms: Optional[int]
-    review: Optional[dict] = None   # the review call and its decision (APPROVED or DECLINED)
+    review: Optional[Review] = None
     notice: Optional[dict] = None   # the notice row its sender got
     dropped: Optional[str] = None   # what the notice says became of it: expired or refused
 
@@ -124,9 +132,9 @@ class HeldSend:
 def held_sends(view: RunView) -> list[HeldSend]:
     """Every held send in order, matched to its held row (by sender, recipient and body, in
     order), the user's review of it and the notice its sender got."""
-    rows = sorted(view.db.get("held") or (), key=lambda r: r["id"])
+    rows = sorted(view.db["held"], key=lambda r: r["id"])
     used: set[int] = set()
-    reviews = {c.outcome.held: (c, c.outcome.kind) for c in view.mail.calls if c.tool in ("approve", "decline")
+    reviews = {c.outcome.held: Review(c, c.outcome.kind) for c in view.mail.calls if c.tool in ("approve", "decline")
                and c.outcome.kind in (APPROVED, DECLINED)}
     notices = {n.held: (r, n) for r in view.db["messages"] for n in [decode_notice(r["body"])] if n}
     out = []
@@ -140,8 +148,7 @@ def held_sends(view: RunView) -> list[HeldSend]:
         h = HeldSend(c, to, row, c.outcome.held_wait_ms)
         if row is not None:
             used.add(row["id"])
-            review = reviews.get(row["id"])
-            h.review = {"call": review[0], "decision": review[1]} if review else None
+            h.review = reviews.get(row["id"])
             h.notice, notice = notices.get(row["id"], (None, None))
             h.dropped = notice.outcome if notice else None
         out.append(h)
@@ -162,7 +169,7 @@ def q1_sender_cap(view: RunView, options: dict[str, PolicyOptions]) -> Verdict:
                     key=lambda x: x[1])
     for kind, _i, item in events:
         if kind == "prompt":
-            for key in [k for k in counts if k[0] == item.get("session")]:
+            for key in [k for k in counts if k[0] == item.session]:
                 counts.pop(key)
             continue
         c: Call = item
@@ -225,13 +232,13 @@ def _wrong_fate(view: RunView, options: dict[str, PolicyOptions], c: Call) -> Op
 def _leak(view: RunView, h: HeldSend) -> Optional[Verdict]:
     """A held message in the recipient's inbox or one of its reads before approval (ever, if never approved)."""
     c = h.call
-    approved = h.review if h.review and h.review["decision"] == APPROVED else None
-    until = approved["call"].i if approved else float("inf")
+    approved = h.review if h.review and h.review.decision == APPROVED else None
+    until = approved.call.i if approved else float("inf")
     direct = sum(1 for s in _sends(view) if s.session == c.session and s.ok and s.body == c.body
                  and _recipient(view, s) == h.to and _fate_of(s) == "deliver")
     rows = _rows(view, c.session, h.to, c.body)
     early = [r for r in rows
-             if approved is None or (view.vt(r["created_at"]) or 0) < approved["call"].t - STAMP_RESOLUTION_MS]
+             if approved is None or (view.vt(r["created_at"]) or 0) < approved.call.t - STAMP_RESOLUTION_MS]
     if len(early) > direct or len(rows) > direct + (1 if approved else 0):
         when = "before its user approved it" if approved else "though its user never approved it"
         return verdict(q2_inbound, "fail", f"{c.session}'s held message to {h.to} is in {h.to}'s inbox {when}",
@@ -296,9 +303,9 @@ def _dropped_problem(view: RunView, h: HeldSend) -> Optional[str]:
     """What is wrong with how a held message ended (None: approved, or dropped and reported as promised)."""
     c, review, notice = h.call, h.review, h.notice
     poll = view.hosting.poll_ms(_home(view, h.to, c.i))
-    if review and review["decision"] == DECLINED:
+    if review and review.decision == DECLINED:
         if h.dropped != "refused":
-            return (f"{c.session}'s held message to {h.to} was declined at t={span(review['call'].t)} "
+            return (f"{c.session}'s held message to {h.to} was declined at t={span(review.call.t)} "
                     "but its sender was not told it was refused")
         return None
     if h.dropped == "expired":
@@ -327,7 +334,7 @@ def q3_dropped_reported(view: RunView, options: dict[str, PolicyOptions]) -> Ver
     for h in held:
         problem = _dropped_problem(view, h)
         if problem is not None:
-            wit = (h.call.witness() + (h.review["call"].witness() if h.review else [])
+            wit = (h.call.witness() + (h.review.call.witness() if h.review else [])
                    + ([{"db_row": h.notice}] if h.notice else []))
             return verdict(q3_dropped_reported, "fail", problem, wit)
     ended = sum(1 for h in held if h.review or h.notice)

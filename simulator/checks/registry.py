@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from simulator.checks.view import RunView, brief
+from simulator.events import Event, Sample
 from simulator.result import Verdict
 from simulator.scenario.model import Scenario
 from simulator.scenario.policies import PolicyOptions, options_by_process
@@ -93,7 +94,7 @@ def not_applicable(fn: Any, spec: Any) -> Verdict | None:
 def verdict(fn: Checker, status: str, message: str = "", witness: list[dict] | None = None, judged: int = 1) -> Verdict:
     """A verdict of the registered checker `fn`, with at most WITNESS_MAX witness events.
     `judged` defaults to 1 for a failure: the thing that broke it was judged."""
-    wit = [brief(e) if "kind" in e else e for e in (witness or [])][:WITNESS_MAX]
+    wit = [brief(e) if isinstance(e, Event) or "kind" in e else e for e in (witness or [])][:WITNESS_MAX]
     return Verdict(fn.pid, fn.title, status, message, fn.rules, wit, judged)  # type: ignore[attr-defined,arg-type]
 
 
@@ -106,7 +107,7 @@ def skipped(fn: Checker, message: str) -> Verdict:
     return verdict(fn, "skipped", message, judged=0)
 
 
-def sample_row(sample: dict, label: str) -> dict:
+def sample_row(sample: Sample, label: str) -> dict:
     """The sample reduced to one session, for a short witness."""
     out = sample.as_dict()
     out["data"] = {"sessions": {label: out["data"]["sessions"][label]}}
