@@ -56,7 +56,7 @@ def _is_promise(check: str) -> bool:
 
 def _latencies(view: RunView) -> tuple[list[float], int]:
     """(seconds from send to read of every message read, messages never read); notices are not sends."""
-    sent_at = {r["message_id"]: r["created_at"] for r in view.db.get("held") or () if r.get("message_id")}
+    sent_at = {r["message_id"]: r["created_at"] for r in view.db["held"] if r["message_id"]}
     waits, unread = [], 0
     for r in view.db["messages"]:
         if decode_notice(r["body"]) is not None:
@@ -75,7 +75,7 @@ def _peak_hour(view: RunView) -> int:
     average over the run would spread a burst over the quiet hours and the drain)."""
     by: dict[str, list[int]] = {}
     for w in view.history.of(WAKE):
-        by.setdefault(w.get("session"), []).append(w["t"])
+        by.setdefault(w.session, []).append(w.t)
     peak = 0
     for ts in by.values():
         ts.sort()
@@ -108,7 +108,7 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
         declined=sum(1 for n in notices if n.outcome == "refused"),
         wakes=len(view.history.of(WAKE)), peak_hour=_peak_hour(view), wake_cap=options.wake_cap,
         read_median_s=statistics.median(waits) if waits else None, read_worst_s=max(waits) if waits else None,
-        unread=unread, wake_times=[w["t"] for w in view.history.of(WAKE)], error=result.error)
+        unread=unread, wake_times=[w.t for w in view.history.of(WAKE)], error=result.error)
 
 
 def compare_one(file: str, spec: Scenario, policy_sets: list[tuple[str, PolicyOptions]], *,

@@ -25,7 +25,7 @@ progress parts of P3 and P4 only where the run gave the system a chance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from simulator.checks.view import RunView, brief
@@ -109,9 +109,7 @@ def skipped(fn: Checker, message: str) -> Verdict:
 
 def sample_row(sample: Sample, label: str) -> dict:
     """The sample reduced to one session, for a short witness."""
-    out = sample.as_dict()
-    out["data"] = {"sessions": {label: out["data"]["sessions"][label]}}
-    return out
+    return replace(sample, sessions={label: sample.sessions[label]}).as_dict()
 
 
 def check_properties(spec: Scenario, view: RunView) -> list[Verdict]:

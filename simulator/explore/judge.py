@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from simulator.api import run_scenario
-from simulator.events import FAULT, FAULT_FIRED, data_of
+from simulator.events import FAULT, FAULT_FIRED
 from simulator.result import RunResult, Verdict
 from simulator.scenario.model import PROPERTY_IDS, Scenario
 
@@ -88,8 +88,9 @@ def judged_properties(result: RunResult) -> set[str]:
     return out
 
 
-def _faults(history: list[dict[str, Any]], kind: str) -> Counter:
-    return Counter(data_of(e).get("fault") for e in history if e.get("kind") == kind)
+def _faults(result: RunResult, kind: str) -> Counter:
+    """How many fault events of `kind` (armed or fired) the run recorded, per fault."""
+    return Counter(e.fault for e in result.typed.of(kind))
 
 
 def run_explored(spec: Scenario, *, seed: Optional[int] = None, work: Optional[Path] = None,
@@ -112,8 +113,8 @@ def run_explored(spec: Scenario, *, seed: Optional[int] = None, work: Optional[P
                           wall_s=time.monotonic() - started, run_dir=run_dir)
         return _keep(outcome, keep)
     outcome = Outcome(seed, findings_of(result), virtual_ms=result.virtual_ms, dispatches=result.dispatches,
-                      wall_s=result.wall_s, faults_fired=_faults(result.history, FAULT_FIRED),
-                      faults_armed=_faults(result.history, FAULT), judged=judged_properties(result),
+                      wall_s=result.wall_s, faults_fired=_faults(result, FAULT_FIRED),
+                      faults_armed=_faults(result, FAULT), judged=judged_properties(result),
                       run_dir=run_dir, history=result.history, verdicts=list(result.verdicts))
     return _keep(outcome, keep)
 

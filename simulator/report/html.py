@@ -23,8 +23,8 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from simulator.events import data_of
-from simulator.history import encode_event, event_place
+from simulator.events import Event
+from simulator.history import History, encode_event
 from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
 from simulator.report.outcomes import DECLINED, EXPIRED, HELD, PARKED, REFUSED, SUPPRESSED
 from simulator.report.svg import (C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS,
@@ -83,9 +83,9 @@ def _e(s: Any) -> str:
     return escape(str(s), quote=True)
 
 
-def _event_line(e: dict[str, Any], long_run: bool) -> str:
-    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(data_of(e), 160)
-    return f"#{e.get('i', '?'):<5} {t:>10}  {event_place(e):<22} {e.get('kind', ''):<15} {data}"
+def _event_line(e: Event, long_run: bool) -> str:
+    t, data = fmt_t(e.t, long_run), fmt_data(e.data(), 160)
+    return f"#{e.i:<5} {t:>10}  {e.place:<22} {e.kind:<15} {data}"
 
 
 def _page_head(result: RunResult) -> list[str]:
@@ -103,7 +103,7 @@ def _header(result: RunResult, layout: Layout) -> list[str]:
            f'<div class="meta">system under test <b>{_e(result.sut)}</b> · seed <b>{result.seed}</b> · '
            f'virtual time <b>{fmt_span(layout.end_t)}</b> · '
            f"dispatches <b>{result.dispatches}</b> · wall <b>{result.wall_s:.2f} s</b> · "
-           f"events <b>{len(result.history)}</b> · run dir <code>{_e(result.run_dir)}</code></div>"]
+           f"events <b>{len(result.typed)}</b> · run dir <code>{_e(result.run_dir)}</code></div>"]
     if result.error:
         out.append(f'<div class="err">engine error: {_e(result.error)}</div>')
     out.append("</header>")
@@ -144,12 +144,12 @@ def _witness_table(result: RunResult, layout: Layout, match: Callable[[Any], Opt
     out = ['<section><h2>Witness events (outlined in red on the timeline)</h2>'
            '<table class="v"><tr><th>#</th><th>breaks</th><th>time</th><th>where</th><th>kind</th><th>data</th></tr>']
     for n, w in sorted(layout.witness.items(), key=lambda kv: kv[1]):
-        e = result.history[n]
-        data = fmt_data(data_of(e))
+        e = result.typed[n]
+        data = fmt_data(e.data())
         out.append(f'<tr><td><a class="wl" href="#w{w}">W{w}</a></td>'
                    f'<td>{_e(", ".join(dict.fromkeys(checks.get(n, []))))}</td>'
-                   f'<td>{fmt_t(int(e.get("t", 0)), layout.long_run)}</td><td>{_e(event_place(e))}</td>'
-                   f'<td>{_e(e.get("kind"))}</td><td><code>{_e(data[:200])}</code></td></tr>')
+                   f'<td>{fmt_t(e.t, layout.long_run)}</td><td>{_e(e.place)}</td>'
+                   f'<td>{_e(e.kind)}</td><td><code>{_e(data[:200])}</code></td></tr>')
     for check, w in loose[:20]:
         what = next(iter(w), "value") if isinstance(w, dict) and len(w) == 1 else "not an event"
         out.append(f'<tr><td>—</td><td>{_e(check)}</td><td></td><td></td><td>{_e(what)}</td>'
@@ -202,7 +202,7 @@ def _omitted_note(layout: Layout) -> list[str]:
             "see history.jsonl.</p></section>"]
 
 
-def _history_slice(history: list[dict[str, Any]], layout: Layout) -> list[str]:
+def _history_slice(history: History, layout: Layout) -> list[str]:
     """The history lines around each witness (the first 40), witnesses in bold."""
     if not layout.witness:
         return []
@@ -224,8 +224,8 @@ def _history_slice(history: list[dict[str, Any]], layout: Layout) -> list[str]:
 
 def render_html(result: RunResult) -> str:
     """The whole report page as one string."""
-    history = result.history
-    end_t = max(result.virtual_ms, max((int(e.get("t", 0)) for e in history), default=0))
+    history = result.typed
+    end_t = max(result.virtual_ms, max((e.t for e in history), default=0))
     head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t, result.db_path)
     match = witness_matcher(history)
     timeline = f'<div class="scroll"><div class="sticky">{head_svg}</div>{body_svg}</div>'

@@ -35,9 +35,11 @@ from typing import Any, Optional
 from simulator.events import (
     CRASH, EXPECTATION, FAULT, FAULT_FIRED, FAULT_NOT_FIRED, FORK, LOCK_RELEASED, PHASE, PROCESS_EXIT,
     PROCESS_START, REGISTERED, RUN_END, RUN_START, SAMPLE, SLEEP_END, SLEEP_START, STEP_DROPPED, STORE_ERROR,
-    TOOL_CALL, TOOL_RESULT, USER_PROMPT, WAKE, data_of,
+    TOOL_RESULT, USER_PROMPT, WAKE, Event, Expectation, Fault, Fork, ProcessExit, ProcessStart, Registered,
+    Sample, SampleRow, ToolCall, ToolResult,
 )
-from simulator.report.outcomes import NOTICE, REFUSED, read_notices, send_outcome
+from simulator.history import History, encode_event
+from simulator.report.outcomes import REFUSED, NoticeRow, read_notices, send_outcome
 from simulator.scenario.durations import format_duration
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, MACHINE, STEPS
 
@@ -82,11 +84,11 @@ class Lane:
     right: int = 0                   # ...to midway to the next one (the last lane: its own room)
 
 
-def lane_key_of(e: dict[str, Any]) -> LaneKey:
+def lane_key_of(e: Event) -> LaneKey:
     """The lane of the process that did `e`: its own, or the CLI's for a machine-wide step."""
-    if e.get("kind") in (TOOL_CALL, TOOL_RESULT) and data_of(e).get("tool") in MACHINE_TOOLS:
+    if isinstance(e, (ToolCall, ToolResult)) and e.tool in MACHINE_TOOLS:
         return (CLI, None)
-    return (e.get("proc") or ORCH, e.get("session"))
+    return (e.proc or ORCH, e.session)
 
 
 @dataclass
@@ -95,7 +97,7 @@ class Layout:
     groups: list[tuple[str, list[Optional[str]]]]        # proc -> [None, session labels...]
     proc_kind: dict[str, str]
     names: dict[str, str]                                # session label -> assigned name (last seen)
-    rows: list[tuple[int, dict[str, Any], int]]          # (history index, event, y center)
+    rows: list[tuple[int, Event, int]]                   # (history index, event, y center)
     breaks: list[tuple[int, int, int]]                   # (y top, y bottom, idle ms)
     witness: dict[int, int]                              # history index -> W number (1-based)
     omitted: dict[str, int]                              # kind -> rows left out by the cap
@@ -104,7 +106,7 @@ class Layout:
     bodies: dict[int, str] = field(default_factory=dict)      # history index -> message body (from its tool-call)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # sample index -> [(label, new state)]
     outcomes: dict[int, str] = field(default_factory=dict)   # send result index -> delivered/held/parked/refused
-    extra: dict[int, dict[str, Any]] = field(default_factory=dict)  # row index past the history -> drawn-only event
+    extra: dict[int, Event] = field(default_factory=dict)  # row index past the history -> drawn-only event
     failed: dict[str, str] = field(default_factory=dict)     # failing check -> its title
     width: int = 0                                       # lanes' width (the drawing widens it to fit labels)
     height: int = 0
@@ -136,11 +138,11 @@ class Layout:
         return session_lane(self.lanes, label, t)
 
 
-def sample_state(row: Any) -> str:
+def sample_state(row: Optional[SampleRow]) -> str:
     """A session's freshness in one `sample`: fresh, stale or unreg (absent / not registered)."""
-    if not isinstance(row, dict) or not row.get("registered", True):
+    if row is None or not row.registered:
         return "unreg"
-    return "stale" if row.get("stale") else "fresh"
+    return "stale" if row.stale else "fresh"
 
 
 def fmt_t(ms: int, long_run: bool) -> str:
@@ -173,27 +175,33 @@ def _gap(dt: int) -> int:
     return min(26, round(3 * math.log2(1 + dt / 1000)))
 
 
-def witness_matcher(history: list[dict[str, Any]]):
-    """A function mapping a witness event to its history position (or None).
+def witness_matcher(history: History):
+    """A function mapping a witness (an event's line, as a verdict keeps it, or a record) to its history
+    position (or None).
 
     A witness is matched by its `i` when it has one, else by (t, proc, session,
     kind, data) equality, so a checker may hand back a copy of the event.
     """
-    by_i = {e.get("i", n): n for n, e in enumerate(history)}
-    by_val: dict[tuple, int] = {}
-    for n, e in enumerate(history):
-        by_val.setdefault(_ident(e), n)
+    by_i = {e.i: n for n, e in enumerate(history)}
+    by_val: dict[tuple, int] = {}   # built at the first witness that has no position of the history
 
     def match(w: Any) -> Optional[int]:
+        if isinstance(w, Event):
+            w = w.as_dict()
         if not isinstance(w, dict):
             return None
         n = by_i.get(w["i"]) if "i" in w else None
-        return n if n is not None else by_val.get(_ident(w))
+        if n is not None:
+            return n
+        if not by_val:
+            for k, e in enumerate(history):
+                by_val.setdefault(_ident(e.as_dict()), k)
+        return by_val.get(_ident(w))
 
     return match
 
 
-def witness_indices(history: list[dict[str, Any]], verdicts) -> dict[int, int]:
+def witness_indices(history: History, verdicts) -> dict[int, int]:
     """History positions named by failing verdicts' witnesses -> W numbers (1-based, first-seen).
 
     A failing expectation, step reply or fault whose verdict names no event (a "0 wakes, want 1"
@@ -215,20 +223,25 @@ _OWN_KINDS = {"expect": (EXPECTATION,), "step": (TOOL_RESULT, STEP_DROPPED),
               "fault": (FAULT, FAULT_FIRED, FAULT_NOT_FIRED, CRASH)}
 
 
-def own_record(history: list[dict[str, Any]], check: str) -> list[int]:
+def own_record(history: History, check: str) -> list[int]:
     """The events that record an `expect#N`, `step#N` or `fault#N` (else the run's end; else none)."""
     family, _, number = check.partition("#")
     if family not in _OWN_KINDS or not number.isdigit():
         return []
-    field_name = "index" if family == "expect" else "step"
     hits = [n for n, e in enumerate(history)
-            if e.get("kind") in _OWN_KINDS[family] and data_of(e).get(field_name) == int(number)]
-    ends = [n for n, e in enumerate(history) if e.get("kind") == RUN_END]
+            if e.kind in _OWN_KINDS[family] and _own_number(e) == int(number)]
+    ends = [n for n, e in enumerate(history) if e.kind == RUN_END]
     return hits[:3] or ends[-1:]
 
 
-def _ident(e: dict[str, Any]) -> tuple:
-    return (e.get("t"), e.get("proc"), e.get("session"), e.get("kind"), repr(e.get("data")))
+def _own_number(e: Event) -> Any:
+    """The expectation's index, or the step a step's result or a fault's event names."""
+    return e.index if isinstance(e, Expectation) else getattr(e, "step", None)
+
+
+def _ident(line: dict[str, Any]) -> tuple:
+    """An event line's identity but for its position (its data in one key order)."""
+    return (line.get("t"), line.get("proc"), line.get("session"), line.get("kind"), encode_event(line.get("data")))
 
 
 def session_lane(lanes: dict[LaneKey, Lane], label: str, t: int) -> Optional[Lane]:
@@ -243,23 +256,21 @@ def session_lane(lanes: dict[LaneKey, Lane], label: str, t: int) -> Optional[Lan
     return best
 
 
-def _fault_target(e: dict[str, Any], procs: set[str], lanes) -> Optional[LaneKey]:
-    """The lane a fault event is about, when its payload names a process or a session."""
-    d = data_of(e)
-    cands = [d.get("target"), d.get("proc")]
-    sessions = []
-    for sub in (d.get("args"), d.get("detail")):
-        if isinstance(sub, dict):
-            cands += [sub.get("target"), sub.get("proc"), sub.get("process")]
-            sessions.append(sub.get("session"))
-        elif isinstance(sub, str):
-            cands.append(sub)
+def _fault_target(e: Event, procs: set[str], lanes) -> Optional[LaneKey]:
+    """The lane a fault event is about, when its payload (an armed fault's arguments, a fired one's
+    detail) names a process or a session."""
+    sub = e.args if isinstance(e, Fault) else getattr(e, "detail", None)
+    cands, session = [], None
+    if isinstance(sub, dict):
+        cands += [sub.get("target"), sub.get("proc"), sub.get("process")]
+        session = sub.get("session")
+    elif isinstance(sub, str):
+        cands.append(sub)
     proc = next((c for c in cands if isinstance(c, str) and c in procs), None)
     if proc is not None:
         return (proc, None)
-    for label in sessions:
-        if isinstance(label, str) and (lane := session_lane(lanes, label, int(e.get("t", 0)))) is not None:
-            return lane.key
+    if isinstance(session, str) and (lane := session_lane(lanes, session, e.t)) is not None:
+        return lane.key
     return None
 
 
@@ -287,22 +298,21 @@ class _Census:
         self.lane_start.setdefault((proc, session), t)
         self.lane_start.setdefault((proc, None), t)
 
-    def see_lifecycle(self, e: dict[str, Any]) -> None:
+    def see_lifecycle(self, e: Event) -> None:
         """Processes starting and exiting, and every process or session an event happens in."""
-        (proc, ses), t, d = lane_key_of(e), int(e.get("t", 0)), data_of(e)
-        kind = e.get("kind")
-        if kind == PROCESS_START and d.get("target"):
-            target = d["target"]
+        (proc, ses), t = lane_key_of(e), e.t
+        if isinstance(e, ProcessStart) and e.target:
+            target = e.target
             self.add(target, None, t)
-            self.proc_kind[target] = str(d.get("proc_kind", self.proc_kind.get(target, "")))
-            for label, sid in (d.get("sessions") or {}).items():
+            self.proc_kind[target] = str(e.proc_kind)
+            for label, sid in e.sessions.items():
                 self.add(target, label, t)
                 self.ids[str(sid)] = label
-            if d.get("resumed"):
-                self.add(target, d["resumed"], t)
+            if e.resumed:
+                self.add(target, e.resumed, t)
             self.alive.setdefault(target, []).append((t, None))
-        elif kind == PROCESS_EXIT and d.get("target") in self.alive:
-            spans = self.alive[d["target"]]
+        elif isinstance(e, ProcessExit) and e.target in self.alive:
+            spans = self.alive[e.target]
             if spans and spans[-1][1] is None:
                 spans[-1] = (spans[-1][0], t)
         elif proc == CLI:
@@ -313,27 +323,27 @@ class _Census:
             if proc not in self.alive:
                 self.alive[proc] = [(t, None)]
 
-    def see_identity(self, e: dict[str, Any]) -> None:
+    def see_identity(self, e: Event) -> None:
         """The names and ids a session is known by (message recipients are resolved through them)."""
-        kind, ses, d = e.get("kind"), e.get("session"), data_of(e)
-        if kind == REGISTERED and ses:
-            if d.get("name"):
-                self.names[ses] = str(d["name"])
-                self.all_names[str(d["name"]).lower()] = ses
-            if d.get("session_id"):
-                self.ids[str(d["session_id"])] = ses
-        elif kind == FORK and ses and d.get("new_host_id"):
-            self.ids[str(d["new_host_id"])] = ses
-        elif kind == SAMPLE:
-            for label, row in (d.get("sessions") or {}).items():
-                if isinstance(row, dict) and row.get("name"):
-                    self.names[label] = str(row["name"])
-                    self.all_names[str(row["name"]).lower()] = label
-                if isinstance(row, dict) and row.get("session_id"):
-                    self.ids.setdefault(str(row["session_id"]), label)
+        ses = e.session
+        if isinstance(e, Registered) and ses:
+            if e.name:
+                self.names[ses] = str(e.name)
+                self.all_names[str(e.name).lower()] = ses
+            if e.session_id:
+                self.ids[str(e.session_id)] = ses
+        elif isinstance(e, Fork) and ses and e.new_host_id:
+            self.ids[str(e.new_host_id)] = ses
+        elif isinstance(e, Sample):
+            for label, row in e.sessions.items():
+                if row.name:
+                    self.names[label] = str(row.name)
+                    self.all_names[str(row.name).lower()] = label
+                if row.session_id:
+                    self.ids.setdefault(str(row.session_id), label)
 
 
-def _census(history: list[dict[str, Any]]) -> _Census:
+def _census(history: History) -> _Census:
     census = _Census()
     for e in history:
         census.see_lifecycle(e)
@@ -407,7 +417,7 @@ class _Picks:
     outcomes: dict[int, str] = field(default_factory=dict)
 
 
-def _freshness_moves(registered_now: dict[str, dict[str, Any]], fresh_state: dict[str, str]) -> list[tuple[str, str]]:
+def _freshness_moves(registered_now: dict[str, SampleRow], fresh_state: dict[str, str]) -> list[tuple[str, str]]:
     """Sessions whose freshness this sample changes (P4's moments); updates `fresh_state`."""
     moved = []
     for label, row in registered_now.items():
@@ -421,49 +431,47 @@ def _freshness_moves(registered_now: dict[str, dict[str, Any]], fresh_state: dic
     return moved
 
 
-def _pick_rows(history: list[dict[str, Any]], witness: dict[int, int], census: _Census,
-               lanes: dict[LaneKey, Lane]) -> _Picks:
+def _pick_rows(history: History, witness: dict[int, int], census: _Census, lanes: dict[LaneKey, Lane]) -> _Picks:
     picks = _Picks()
     proc_set = set(census.procs)
-    last_call: dict[LaneKey, dict[str, Any]] = {}
-    registered_now: dict[str, dict[str, Any]] = {}
+    last_call: dict[LaneKey, ToolCall] = {}
+    registered_now: dict[str, SampleRow] = {}
     step_target: dict[Any, LaneKey] = {}   # fault step -> the lane it hits
     fresh_state: dict[str, str] = {}
     for n, e in enumerate(history):
-        kind, d = e.get("kind"), data_of(e)
         key = lane_key_of(e)
-        if kind == TOOL_CALL:
-            last_call[key] = d
-        elif kind == SAMPLE:
-            registered_now = {k: v for k, v in (d.get("sessions") or {}).items() if isinstance(v, dict)}
+        if isinstance(e, ToolCall):
+            last_call[key] = e
+        elif isinstance(e, Sample):
+            registered_now = e.sessions
             # A sample becomes a row only where a session's freshness changes.
             moved = _freshness_moves(registered_now, fresh_state)
             if moved:
                 picks.changes[n] = moved
-        if kind in ROW_KINDS or n in witness or n in picks.changes:
+        if e.kind in ROW_KINDS or n in witness or n in picks.changes:
             picks.rows.append(n)
-        if kind == TOOL_RESULT and d.get("tool") in MESSAGE_TOOLS:
-            picks.outcomes[n] = outcome = send_outcome(d.get("ok"), str(d.get("text", "")))
-            call = last_call.get(key) or {}
-            if outcome != REFUSED or d.get("tool") == "thatch_chat_send":  # a refused broadcast names no one
+        if isinstance(e, ToolResult) and e.tool in MESSAGE_TOOLS:
+            picks.outcomes[n] = outcome = send_outcome(e.ok, str(e.text))
+            call = last_call.get(key)
+            if outcome != REFUSED or e.tool == "thatch_chat_send":  # a refused broadcast names no one
                 picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
                                                        census.sessions)
-            picks.bodies[n] = str((call.get("args") or {}).get("body", ""))
-        elif kind in (FAULT, FAULT_FIRED):
-            target = _fault_target(e, proc_set, lanes) or step_target.get(d.get("step"))
+            picks.bodies[n] = str(call.args.get("body", "")) if call is not None else ""
+        elif e.kind in (FAULT, FAULT_FIRED):
+            target = _fault_target(e, proc_set, lanes) or step_target.get(e.step)
             if target is not None:
                 picks.recipients[n] = [target]
-                step_target.setdefault(d.get("step"), target)
+                step_target.setdefault(e.step, target)
     return picks
 
 
-def _place_rows(layout: Layout, history: list[dict[str, Any]], picked: list[int], end_t: int) -> None:
+def _place_rows(layout: Layout, history: list[Event], picked: list[int], end_t: int) -> None:
     """The y of every row and the time anchors between them; idle stretches become breaks."""
     y = 14 + ROW_H // 2
     prev_t: Optional[int] = None
     for n in picked:
         e = history[n]
-        t = int(e.get("t", 0))
+        t = e.t
         if prev_t is not None:
             dt = t - prev_t
             if dt >= BREAK_MS:
@@ -474,7 +482,7 @@ def _place_rows(layout: Layout, history: list[dict[str, Any]], picked: list[int]
             layout._anchor_y.append(y - ROW_H / 2 + 2)
         layout.rows.append((n, e, y))
         prev_t = t
-    last_t = max([int(e.get("t", 0)) for e in history] + [end_t, 0])
+    last_t = max([e.t for e in history] + [end_t, 0])
     layout.end_t = last_t
     # The time after the last row keeps its proportion (bars still change there).
     tail = last_t - prev_t if prev_t is not None else 0
@@ -487,7 +495,7 @@ def _place_rows(layout: Layout, history: list[dict[str, Any]], picked: list[int]
     layout.height = y_end + 16
 
 
-def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0, db_path: Optional[Path] = None) -> Layout:
+def build_layout(history: History, verdicts, end_t: int = 0, db_path: Optional[Path] = None) -> Layout:
     """Lanes from who appears in the history, rows from what is drawn (and the notices the database
     holds), y from virtual time."""
     census = _census(history)
@@ -501,54 +509,54 @@ def build_layout(history: list[dict[str, Any]], verdicts, end_t: int = 0, db_pat
     layout.failed = {v.check: v.title for v in verdicts if not v.ok}
     notices = _notice_events(history, census, lanes, db_path)
     layout.extra = {len(history) + k: e for k, e in enumerate(notices)}
-    _place_rows(layout, history + notices, _merge(history, picked, notices), end_t)
+    _place_rows(layout, [*history, *notices], _merge(history, picked, notices), end_t)
     place_lanes(layout, Room())
     return layout
 
 
-def _notice_events(history: list[dict[str, Any]], census: _Census, lanes: dict[LaneKey, Lane],
-                   db_path: Optional[Path]) -> list[dict[str, Any]]:
+def _notice_events(history: History, census: _Census, lanes: dict[LaneKey, Lane],
+                   db_path: Optional[Path]) -> list[NoticeRow]:
     """The stored notices as drawn-only events, on the lane of the held message's recipient."""
-    epoch = next((data_of(e).get("epoch_ms") for e in history if e.get("kind") == RUN_START), None)
+    epoch = next((e.epoch_ms for e in history.of(RUN_START)), None)
     out = []
     for notice in read_notices(db_path, epoch):
         by = census.ids.get(notice.by)
         if by is None:
             continue
         lane = session_lane(lanes, by, notice.t)
-        out.append({"i": "db", "t": notice.t, "proc": lane.key[0] if lane else ORCH, "session": by, "kind": NOTICE,
-                    "data": {"held": notice.held, "outcome": notice.outcome, "to": census.ids.get(notice.to)}})
+        out.append(NoticeRow(t=notice.t, proc=lane.key[0] if lane else ORCH, session=by, held=notice.held,
+                             outcome=notice.outcome, to=census.ids.get(notice.to)))
     return out
 
 
-def _merge(history: list[dict[str, Any]], picked: list[int], notices: list[dict[str, Any]]) -> list[int]:
+def _merge(history: History, picked: list[int], notices: list[NoticeRow]) -> list[int]:
     """Rows in time order, a notice after the rows of its instant but before a wake then: it is
     stored before the poll that wakes its reader. Notices are numbered after the history."""
     out, k, base = [], 0, len(history)
     for n in picked:
         e = history[n]
-        t = int(e.get("t", 0))
-        while k < len(notices) and (notices[k]["t"] < t or (notices[k]["t"] == t and e.get("kind") == WAKE)):
+        t = e.t
+        while k < len(notices) and (notices[k].t < t or (notices[k].t == t and e.kind == WAKE)):
             out.append(base + k)
             k += 1
         out.append(n)
     return out + list(range(base + k, base + len(notices)))
 
 
-def _message_targets(e, call, by_name, ids, registered_now, sessions) -> list[LaneKey]:
+def _message_targets(e: ToolResult, call: Optional[ToolCall], by_name, ids, registered_now: dict[str, SampleRow],
+                     sessions) -> list[LaneKey]:
     """Recipient session labels of a successful send / broadcast (procs resolved later)."""
-    sender = e.get("session")
-    args = call.get("args") or {}
-    if data_of(e).get("tool") == "thatch_chat_send":
-        to = str(args.get("to", "") or "")
+    sender = e.session
+    if e.tool == "thatch_chat_send":
+        to = str((call.args.get("to", "") if call is not None else "") or "")
         label = by_name.get(to.lower()) or ids.get(to) or (to if any(to in s for s in sessions.values()) else None)
         return [("?", label or to)]
     # Broadcast: registered at the last sample, minus the sender, minus stale
     # opencode rows (R12/R35). Without a sample: every other known session.
     if registered_now:
         labels = [k for k, v in registered_now.items()
-                  if v.get("registered", True) and k != sender
-                  and not (v.get("stale") and v.get("host_kind", DEFAULT_ROW_KIND) in BEATING_ROW_KINDS)]
+                  if v.registered and k != sender
+                  and not (v.stale and (v.host_kind or DEFAULT_ROW_KIND) in BEATING_ROW_KINDS)]
     else:
         labels = sorted({s for ss in sessions.values() for s in ss if s != sender})
     return [("?", label) for label in labels]
@@ -559,7 +567,7 @@ def _cap(history, picked, witness, omitted) -> list[int]:
     wpos = sorted(witness)
 
     def rank(n: int) -> tuple:
-        kind = history[n].get("kind")
+        kind = history[n].kind
         tier = 0 if n in witness or kind in TIER0 else 1 if kind in TIER1 else 2
         if wpos:
             k = bisect.bisect_left(wpos, n)
@@ -571,6 +579,6 @@ def _cap(history, picked, witness, omitted) -> list[int]:
     keep = set(sorted(picked, key=rank)[:MAX_ROWS])
     for n in picked:
         if n not in keep:
-            kind = history[n].get("kind", "?")
+            kind = history[n].kind
             omitted[kind] = omitted.get(kind, 0) + 1
     return [n for n in picked if n in keep]

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from simulator.clock import parse_iso_ms
 from simulator import replies
+from simulator.events import Event
 
 # The marks a send can get, in the legend's order (delivered is the plain arrow). A suppressed send (the later
 # design's retry de-duplication) stored nothing: its unread copy stands for it.
@@ -26,6 +27,19 @@ DELIVERED, HELD, PARKED, REFUSED, SUPPRESSED = "delivered", "held", "parked", "r
 APPROVED, DECLINED, EXPIRED = "approved", "declined", "expired"
 # The report's own row kind for a notice read from the database (never a history event).
 NOTICE = "notice"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoticeRow(Event):
+    """A stored notice drawn as a row of the diagram, on the lane of the held message's recipient."""
+
+    i: Any = "db"                 # no position in the history: read from the database
+    held: str = ""                # the held message's id
+    outcome: str = ""             # EXPIRED or DECLINED
+    to: Optional[str] = None      # the label of the held message's sender
+
+
+NoticeRow.KIND = NOTICE
 
 
 def send_outcome(ok: Any, text: str) -> str:

@@ -32,9 +32,10 @@ from typing import Any, Callable, Optional
 from simulator.events import (
     CRASH, ECHO, EXPECTATION, FAULT, FAULT_FIRED, FAULT_NOT_FIRED, FORK, HOOK, LOCK_RELEASED, PHASE, POLL,
     PROCESS_EXIT, PROCESS_START, REGISTERED, RUN_END, RUN_START, SAMPLE, SLEEP_END, SLEEP_START, STATUS,
-    STEP_DROPPED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_PROMPT, WAKE, data_of, sample_rows,
+    STEP_DROPPED, STORE_ERROR, TOOL_CALL, TOOL_RESULT, TURN_END, TURN_START, USER_PROMPT, WAKE, Event, Fault, Hook,
+    SleepEnd, SleepStart, Status, ToolCall, TurnStart,
 )
-from simulator.history import event_place
+from simulator.history import History
 from simulator.report.lanes import (CLI, LEFT, ORCH, ROW_H, Layout, Room, build_layout, fmt_data, fmt_span, fmt_t,
                                     lane_key_of, place_lanes, sample_state)
 from simulator.report.outcomes import (APPROVED, DECLINED, EXPIRED, HELD, NOTICE, PARKED, REFUSED, SUPPRESSED,
@@ -79,9 +80,9 @@ def _clip(s: Any, n: int = FREE_TEXT_CHARS) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _title(e: dict[str, Any], long_run: bool) -> str:
-    t, data = fmt_t(int(e.get("t", 0)), long_run), fmt_data(data_of(e), 400)
-    return f"<title>#{e.get('i', '?')} t={t} {_x(event_place(e, ORCH))} {_x(e.get('kind'))}\n{_x(data)}</title>"
+def _title(e: Event, long_run: bool) -> str:
+    t, data = fmt_t(e.t, long_run), fmt_data(e.data(), 400)
+    return f"<title>#{e.i} t={t} {_x(e.place)} {_x(e.kind)}\n{_x(data)}</title>"
 
 
 def _text(x: float, y: float, s: str, cls: str = "lb", anchor: str = "start") -> str:
@@ -174,7 +175,7 @@ def _arrow(x1: float, x2: float, y: float, color: str, marker: str, dash: str = 
             f'stroke-width="{width}"{d} marker-end="url(#{marker})"/>')
 
 
-def _lane_of(layout: Layout, e: dict[str, Any]):
+def _lane_of(layout: Layout, e: Event):
     key = lane_key_of(e)
     return layout.lanes.get(key) or layout.lanes.get((key[0], None)) or layout.lanes[(ORCH, None)]
 
@@ -183,11 +184,10 @@ class _Row(_Sheet):
     """One diagram row being drawn: its event, its lane, the x span its witness box covers, and
     how far right of each lane its labels reach (the room `place_lanes` gives that lane)."""
 
-    def __init__(self, layout: Layout, n: int, e: dict[str, Any], y: float) -> None:
+    def __init__(self, layout: Layout, n: int, e: Any, y: float) -> None:  # e: a record of its row's kind
         super().__init__()
         self.layout, self.n, self.e, self.y = layout, n, e, y
-        self.d: dict[str, Any] = data_of(e)
-        self.t = int(e.get("t", 0))
+        self.t = e.t
         self.room: dict[Any, float] = {}
         self.at(_lane_of(layout, e))
 
@@ -196,8 +196,8 @@ class _Row(_Sheet):
         self.lane, self.x, self.lo, self.hi = lane, lane.x, lane.x - 8, lane.x + 8
 
     def at_process(self) -> None:
-        """Draw on the lane of the process the event is about (`data.target`), when it has one."""
-        lane = self.layout.lanes.get((self.d.get("target"), None))
+        """Draw on the lane of the process the event (a process's start or exit) is about."""
+        lane = self.layout.lanes.get((self.e.target, None))
         if lane is not None:
             self.at(lane)
 
@@ -217,50 +217,50 @@ class _Row(_Sheet):
 
 
 def _draw_process_start(row: _Row) -> None:
-    d = row.d
+    e = row.e
     row.at_process()
-    how = f" {d['how']} {d.get('resumed', '')}" if d.get("how") else (" rehost" if d.get("rehost_of") else "")
-    row.mark("start", C_FRESH, f"start #{d.get('incarnation', 0)}{how}")
-    resumed = row.layout.lanes.get((d.get("target"), d["resumed"])) if d.get("resumed") else None
+    how = f" {e.how} {e.resumed or ''}" if e.how else (" rehost" if e.rehost_of else "")
+    row.mark("start", C_FRESH, f"start #{e.incarnation}{how}")
+    resumed = row.layout.lanes.get((e.target, e.resumed)) if e.resumed else None
     if resumed is not None:
         row.add(_glyph("ring", resumed.x, row.y, C_FRESH))
-        row.label(resumed, f"resumed {d.get('how', '')}")
+        row.label(resumed, f"resumed {e.how or ''}")
         row.hi = max(row.hi, row.right + 4)
 
 
 def _draw_process_exit(row: _Row) -> None:
     row.at_process()
-    reason = row.d.get("reason", "end")
+    reason = row.e.reason or "end"
     glyph, color = ("square", "#24292f") if reason == "end" else ("square", C_FAULT) if reason == "restart" \
         else ("x", C_BAD)
     row.mark(glyph, color, f"exit: {reason}", "lb bad" if reason in ("killed", "crashed") else "lb")
 
 
 def _draw_crash(row: _Row) -> None:
-    row.mark("x", C_BAD, f"crash at {row.d.get('point') or _clip(row.d.get('sql', ''), 14)}", "lb bad")
+    row.mark("x", C_BAD, f"crash at {row.e.point or _clip(row.e.sql or '', 14)}", "lb bad")
 
 
 def _draw_fault(row: _Row) -> None:
     """A fault armed or fired: an arrow to the lane it hits, or a bolt where it names none."""
-    d, lanes = row.d, row.layout.lanes
-    verb = "armed" if row.e.get("kind") == FAULT else "fired"
+    e, lanes = row.e, row.layout.lanes
+    verb = "armed" if isinstance(e, Fault) else "fired"
     targets = row.layout.recipients.get(row.n) or []
     if not targets or targets[0] not in lanes:
-        row.mark("bolt", C_FAULT, f"fault#{d.get('step', '?')} {d.get('fault')} {verb}")
+        row.mark("bolt", C_FAULT, f"fault#{e.step} {e.fault} {verb}")
         return
     x, tx = row.x, lanes[targets[0]].x
     row.add(_arrow(x, tx, row.y, C_FAULT, "ah-fault", "2 3", 1.3))
-    row.text((x + tx) / 2, row.y - 4, f"{d.get('fault')} {verb}", "lb sm al", "middle")
+    row.text((x + tx) / 2, row.y - 4, f"{e.fault} {verb}", "lb sm al", "middle")
     row.add(_glyph("bolt", x, row.y, C_FAULT))
     row.lo, row.hi = min(x, tx) - 10, max(x, tx) + 10
 
 
 def _draw_fault_not_fired(row: _Row) -> None:
-    row.mark("ring", C_FAULT, f"fault#{row.d.get('step', '?')} {row.d.get('fault')} never fired", "lb bad")
+    row.mark("ring", C_FAULT, f"fault#{row.e.step} {row.e.fault} never fired", "lb bad")
 
 
 def _draw_sleep_start(row: _Row) -> None:
-    until = row.d.get("until")
+    until = row.e.until
     row.mark("ring", "#3b5b92", "machine sleeps" + (
         f" until {fmt_t(int(until), row.layout.long_run)}" if isinstance(until, int) else ""))
 
@@ -270,35 +270,35 @@ def _draw_sleep_end(row: _Row) -> None:
 
 
 def _draw_fork(row: _Row) -> None:
-    row.mark("fork", "#0a7d74", f"id fork → {str(row.d.get('new_host_id', ''))[:8]}")
+    row.mark("fork", "#0a7d74", f"id fork → {str(row.e.new_host_id)[:8]}")
 
 
 def _draw_registered(row: _Row) -> None:
-    row.mark("ring", C_FRESH, f"registered {row.d.get('name', '')}")
+    row.mark("ring", C_FRESH, f"registered {row.e.name}")
 
 
 def _draw_user_prompt(row: _Row) -> None:
-    row.mark("dot", "#6e7781", f"user: {_clip(row.d.get('text', ''))}", "lb muted")
+    row.mark("dot", "#6e7781", f"user: {_clip(row.e.text)}", "lb muted")
 
 
 def _draw_expectation(row: _Row) -> None:
-    d, ok = row.d, row.d.get("ok")
-    check = f"expect#{d.get('index', '?')}"
+    e, ok = row.e, row.e.ok
+    check = f"expect#{e.index}"
     if ok is None and check in row.layout.failed:  # observed here, and the checkers found it wrong
         row.mark("x", C_BAD, f"{check} FAILED: {row.layout.failed[check]}", "lb bad")
     elif ok is None:  # observed here, judged by the checkers afterwards (see the verdict table)
-        row.mark("diamond", "#57606a", f"{check} {d.get('kind', '')} observed", "lb muted")
+        row.mark("diamond", "#57606a", f"{check} {e.expect_kind} observed", "lb muted")
     else:
         row.mark("check" if ok else "x", C_FRESH if ok else C_BAD,
-                 f"expect#{d.get('index', '?')} {'ok' if ok else 'FAILED'}", "lb" if ok else "lb bad")
+                 f"{check} {'ok' if ok else 'FAILED'}", "lb" if ok else "lb bad")
 
 
 def _draw_step_dropped(row: _Row) -> None:
-    row.mark("ring", C_FAULT, f"step#{row.d.get('step', '?')} {row.d.get('action', '')} dropped", "lb bad")
+    row.mark("ring", C_FAULT, f"step#{row.e.step} {row.e.action} dropped", "lb bad")
 
 
 def _draw_lock_released(row: _Row) -> None:
-    row.mark("ring", C_FAULT, f"lock#{row.d.get('step', '?')} released", "lb muted")
+    row.mark("ring", C_FAULT, f"lock#{row.e.step} released", "lb muted")
 
 
 _CHANGE_COLOR = {"fresh": C_FRESH, "stale": C_STALE, "unreg": "#8c959f"}
@@ -323,24 +323,32 @@ def _draw_sample(row: _Row) -> None:
     if row.n in row.layout.changes:
         _draw_freshness_changes(row)
         return
-    rows = row.d.get("sessions") or {}
-    stale = [k for k, v in rows.items() if isinstance(v, dict) and v.get("stale")]
+    stale = [k for k, v in row.e.sessions.items() if v.stale]
     row.mark("diamond", "#57606a", SAMPLE + (f": stale {', '.join(stale)}" if stale else ": all fresh"), "lb muted")
 
 
 def _draw_activity(row: _Row) -> None:
     """Status, turns, polls, hooks, echoes and tool calls: drawn only as witnesses."""
-    d = row.d
-    detail = d.get("status") or d.get("cause") or d.get("hook") or d.get("tool") or ""
-    row.mark("diamond", "#8c959f", f"{row.e.get('kind')} {str(detail).replace('thatch_chat_', '')}", "lb muted")
+    row.mark("diamond", "#8c959f", f"{row.e.kind} {_activity(row.e).replace('thatch_chat_', '')}", "lb muted")
+
+
+def _activity(e: Event) -> str:
+    """What an activity event says in a word: the status, the turn's cause, the hook or the tool."""
+    if isinstance(e, Status):
+        return e.status
+    if isinstance(e, TurnStart):
+        return e.cause
+    if isinstance(e, Hook):
+        return e.hook
+    return str(e.tool) if isinstance(e, ToolCall) else ""
 
 
 def _draw_store_error(row: _Row) -> None:
-    row.mark("diamond", C_FAULT, f"store error: {row.d.get('where', '')}", "lb bad")
+    row.mark("diamond", C_FAULT, f"store error: {row.e.where}", "lb bad")
 
 
 def _draw_run_start(row: _Row) -> None:
-    row.mark("square", "#24292f", f"run seed={row.d.get('seed', '?')}")
+    row.mark("square", "#24292f", f"run seed={row.e.seed}")
 
 
 def _draw_run_end(row: _Row) -> None:
@@ -348,16 +356,16 @@ def _draw_run_end(row: _Row) -> None:
 
 
 def _draw_phase(row: _Row) -> None:
-    row.mark("diamond", "#57606a", f"phase: {row.d.get('phase')}", "lb muted")
+    row.mark("diamond", "#57606a", f"phase: {row.e.phase}", "lb muted")
 
 
 def _draw_wake(row: _Row) -> None:
     # The deliverer is the poller of the receiving process: arrow proc lane -> session lane.
-    poller = row.layout.lanes.get((row.e.get("proc"), None))
+    poller = row.layout.lanes.get((row.e.proc, None))
     px = poller.x if poller else row.x
-    senders = ", ".join(str(s) for s in row.d.get("senders") or [])
+    senders = ", ".join(str(s) for s in row.e.senders)
     row.add(_arrow(px, row.x, row.y, C_WAKE, "ah-wake", "4 2", 1.8))
-    row.mark("dot", C_WAKE, f"wake ×{row.d.get('count', '?')} ← {senders}", "lb wake")
+    row.mark("dot", C_WAKE, f"wake ×{row.e.count} ← {senders}", "lb wake")
     row.lo = min(px, row.x) - 8
 
 
@@ -392,10 +400,10 @@ def _draw_message(row: _Row, tool: str, targets: list[tuple[str, Optional[str]]]
     body = row.layout.bodies.get(row.n, "")
     what = "broadcast" if bcast else "msg" if outcome == "delivered" else outcome
     if outcome == REFUSED:
-        what += f" ({refusal_reason(str(row.d.get('text', '')))})"
+        what += f" ({refusal_reason(row.e.text)})"
     elif outcome == SUPPRESSED:
         what += " (its copy unread)"
-    parts = sent_parts(str(row.d.get("text", "")))
+    parts = sent_parts(row.e.text)
     if parts > 1:
         what += f" in {parts} parts"
     color = SEND_STYLE.get(outcome, (C_MSG,))[0]
@@ -417,9 +425,9 @@ def _draw_message(row: _Row, tool: str, targets: list[tuple[str, Optional[str]]]
 
 def _draw_review(row: _Row) -> None:
     """A user's review of a held message: approved (a tick) or declined (a struck circle)."""
-    reviewed = review_outcome(str(row.d.get("text", "")))
+    reviewed = review_outcome(row.e.text)
     if reviewed is None:
-        row.mark("dot", "#6e7781", f"{row.d.get('tool')}: nothing held", "lb muted")
+        row.mark("dot", "#6e7781", f"{row.e.tool}: nothing held", "lb muted")
     elif reviewed[0] == APPROVED:
         row.mark("check", C_FRESH, f"approved held #{reviewed[1]}")
     else:
@@ -428,14 +436,14 @@ def _draw_review(row: _Row) -> None:
 
 def _draw_notice(row: _Row) -> None:
     """A held message expired or was declined: the mark on its recipient's lane, the notice to its sender."""
-    d = row.d
-    expired = d.get("outcome") == EXPIRED
+    e = row.e
+    expired = e.outcome == EXPIRED
     color = C_EXPIRED if expired else C_DECLINED
-    what = f"held #{d.get('held')} {'expired' if expired else 'declined'} → notice"
+    what = f"held #{e.held} {'expired' if expired else 'declined'} → notice"
     row.add(_glyph("hourglass" if expired else "ban", row.x, row.y, color))
-    to = row.layout.lane_for_session(d["to"], row.t) if d.get("to") else None
+    to = row.layout.lane_for_session(e.to, row.t) if e.to else None
     if to is None or to.x == row.x:
-        row.label(row.lane, what, f"lb o-{d.get('outcome')}")
+        row.label(row.lane, what, f"lb o-{e.outcome}")
         return
     ya = row.y + 3
     row.add(_arrow(row.x, to.x, ya, color, "ah-notice" if expired else "ah-declined", "1 3", 1.8))
@@ -447,7 +455,7 @@ def _draw_notice(row: _Row) -> None:
 
 
 def _draw_tool_result(row: _Row) -> None:
-    tool = str(row.d.get("tool", "")).replace("thatch_chat_", "")
+    tool = row.e.tool.replace("thatch_chat_", "")
     targets = row.layout.recipients.get(row.n) or []
     if targets:
         _draw_message(row, tool, targets)
@@ -455,13 +463,13 @@ def _draw_tool_result(row: _Row) -> None:
     if tool in ("approve", "decline"):
         _draw_review(row)
         return
-    ok = row.d.get("ok")
+    ok = row.e.ok
     row.mark("dot" if ok else "ring", "#6e7781" if ok else C_BAD, f"{tool} {'ok' if ok else 'failed'}",
              "lb muted" if ok else "lb bad")
 
 
 def _draw_other(row: _Row) -> None:
-    row.mark("diamond", "#8c959f", str(row.e.get("kind")), "lb muted")
+    row.mark("diamond", "#8c959f", row.e.kind, "lb muted")
 
 
 _DRAWERS: dict[str, Callable[[_Row], None]] = {
@@ -491,22 +499,18 @@ _DRAWERS: dict[str, Callable[[_Row], None]] = {
 }
 
 
-def _draw_row(layout: Layout, n: int, e: dict[str, Any], y: float) -> _Row:
+def _draw_row(layout: Layout, n: int, e: Event, y: float) -> _Row:
     row = _Row(layout, n, e, y)
-    kind = e.get("kind")
-    _DRAWERS.get(kind if isinstance(kind, str) else "", _draw_other)(row)
+    _DRAWERS.get(e.kind, _draw_other)(row)
     return row
 
 
-def _freshness_bars(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
+def _freshness_bars(layout: Layout, history: History) -> list[str]:
     """Heartbeat freshness per session lane, from the `sample` events."""
     segs: dict[str, list[tuple[int, str]]] = {}
     lane_labels = [k for ps in layout.groups for k in ps[1] if k]
-    for e in history:
-        if e.get("kind") != SAMPLE:
-            continue
-        t = int(e.get("t", 0))
-        rows = sample_rows(e)
+    for e in history.of(SAMPLE):
+        t, rows = e.t, e.sessions
         for label in dict.fromkeys(lane_labels + list(rows)):
             state = sample_state(rows.get(label))
             seq = segs.setdefault(label, [])
@@ -529,25 +533,24 @@ def _freshness_bars(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _busy_bars(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
+def _busy_bars(layout: Layout, history: History) -> list[str]:
     """Busy (or compacting) windows per session lane, from the `status` events."""
     out: list[str] = []
-    busy_from: dict[tuple[str, str], int] = {}
-    closing = [{"kind": STATUS, "t": layout.end_t, "proc": p, "session": s, "data": {"status": "idle"}}
-               for (p, s) in list(layout.lanes) if s]
-    for e in history + closing:
-        if e.get("kind") != STATUS or not e.get("session"):
+    busy_from: dict[tuple[Optional[str], str], int] = {}
+    closing = [Status(t=layout.end_t, proc=p, session=s, status="idle") for (p, s) in list(layout.lanes) if s]
+    for e in [*history.of(STATUS), *closing]:
+        if not e.session:
             continue
-        key = (e.get("proc"), e["session"])
-        busy = data_of(e).get("status") == "busy" or data_of(e).get("compacting")
+        key = (e.proc, e.session)
+        busy = e.status == "busy" or e.compacting
         if busy and key not in busy_from:
-            busy_from[key] = int(e.get("t", 0))
+            busy_from[key] = e.t
         elif not busy and key in busy_from:
             t0 = busy_from.pop(key)
             lane = layout.lanes.get(key)
             if lane is None:
                 continue
-            y0, y1 = layout.y_of_t(t0), max(layout.y_of_t(int(e.get("t", 0))), layout.y_of_t(t0) + 2)
+            y0, y1 = layout.y_of_t(t0), max(layout.y_of_t(e.t), layout.y_of_t(t0) + 2)
             out.append(f'<rect x="{lane.x + 3}" y="{y0:.1f}" width="4" height="{y1 - y0:.1f}" fill="{C_BUSY}">'
                        f'<title>{_x(key[1])} busy</title></rect>')
     return out
@@ -572,17 +575,17 @@ def _group_columns(layout: Layout) -> list[str]:
     return out
 
 
-def _sleep_bands(layout: Layout, history: list[dict[str, Any]]) -> list[str]:
+def _sleep_bands(layout: Layout, history: History) -> list[str]:
     """Machine sleeps: a shaded band across every lane."""
     out = []
     start: Optional[int] = None
-    for e in history:
-        if e.get("kind") == SLEEP_START:
-            start = int(e.get("t", 0))
-        elif e.get("kind") == SLEEP_END and start is not None:
-            y0, y1 = layout.y_of_t(start), layout.y_of_t(int(e.get("t", 0))) + ROW_H / 2
+    for e in history.of(SLEEP_START, SLEEP_END):
+        if isinstance(e, SleepStart):
+            start = e.t
+        elif isinstance(e, SleepEnd) and start is not None:
+            y0, y1 = layout.y_of_t(start), layout.y_of_t(e.t) + ROW_H / 2
             out.append(f'<rect x="{LEFT}" y="{y0:.1f}" width="{layout.width - LEFT}" height="{y1 - y0:.1f}" '
-                       f'fill="#dde6f5" opacity="0.75"><title>machine asleep {fmt_span(int(e.get("t", 0)) - start)}'
+                       f'fill="#dde6f5" opacity="0.75"><title>machine asleep {fmt_span(e.t - start)}'
                        f'</title></rect>')
             start = None
     return out
@@ -636,9 +639,9 @@ def _rows(layout: Layout, rows: list[_Row]) -> list[str]:
             out.append(f'<line x1="{LEFT - 4}" y1="{top:.0f}" x2="{W}" y2="{top:.0f}" class="grid"/>')
             out.append(_text(LEFT - 8, y + 4, fmt_t(row.t, long_run), "tm", "end"))
         prev_t = row.t
-        if e.get("kind") == PHASE:
+        if e.kind == PHASE:
             out.append(f'<line x1="{LEFT}" y1="{y}" x2="{W}" y2="{y}" class="phase"/>')
-        out.append(f'<g class="ev k-{_x(e.get("kind"))}">{_title(e, long_run)}{"".join(row.pieces)}</g>')
+        out.append(f'<g class="ev k-{_x(e.kind)}">{_title(e, long_run)}{"".join(row.pieces)}</g>')
         w = layout.witness.get(row.n)
         if w is not None:
             witness_boxes.append(_witness_box(row, w, long_run))
@@ -704,7 +707,7 @@ def _drawn_rows(layout: Layout) -> list[_Row]:
     return [_draw_row(layout, n, e, y) for n, e, y in layout.rows]
 
 
-def render_timeline(history: list[dict[str, Any]], verdicts, end_t: int = 0,
+def render_timeline(history: History, verdicts, end_t: int = 0,
                     db_path=None) -> tuple[str, str, Layout]:
     layout = build_layout(history, verdicts, end_t, db_path)
     rows = _drawn_rows(layout)

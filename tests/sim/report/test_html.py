@@ -76,7 +76,7 @@ def test_svg_parts_are_valid_xml(tmp_path):
 
 def test_one_lane_per_process_and_session(tmp_path):
     result, _, html = _write(tmp_path)
-    layout = build_layout(result.history, result.verdicts)
+    layout = build_layout(result.typed, result.verdicts)
     assert set(layout.lanes) == {("orchestrator", None), ("h1", None), ("h1", "alice"), ("h2", None),
                                  ("h2", "bob"), ("c1", None), ("c1", "carol")}
     # Session lanes sit right after their process lane.
@@ -96,7 +96,7 @@ def test_arrows_for_wakes_sends_and_broadcast(tmp_path):
     assert html.count('marker-end="url(#ah-msg)"') == 4
     root = ET.fromstring(max(_svgs(html), key=len))
     xs = {(ln.get("x1"), ln.get("x2")) for ln in root.iter("line") if ln.get("marker-end") == "url(#ah-msg)"}
-    layout = render_timeline(result.history, result.verdicts)[2]  # the lanes where the drawing placed them
+    layout = render_timeline(result.typed, result.verdicts)[2]  # the lanes where the drawing placed them
     alice, bob = layout.lanes[("h1", "alice")].x, layout.lanes[("h2", "bob")].x
     assert any(int(a) == alice and abs(int(b) - bob) <= 6 for a, b in xs)  # alice -> bob
 
@@ -139,7 +139,7 @@ def test_row_cap_keeps_witnesses(tmp_path):
     witness = hist[len(hist) // 2]
     result = RunResult("dense", 1, tmp_path, tmp_path / "db", tmp_path / "none.jsonl", hist,
                        [Verdict("P5", "no-loss", "fail", "x", witness=[witness])], virtual_ms=hist[-1]["t"])
-    layout = build_layout(result.history, result.verdicts)
+    layout = build_layout(result.typed, result.verdicts)
     assert len(layout.rows) == MAX_ROWS
     assert witness["i"] in {n for n, _, _ in layout.rows} and 0 in {n for n, _, _ in layout.rows}
     assert layout.omitted == {"tool-result": 501}
@@ -150,7 +150,7 @@ def test_row_cap_keeps_witnesses(tmp_path):
 def test_fault_arrow_targets_process_named_by_its_step(tmp_path):
     """A crash's `fault-fired` names no process; the arrow goes where its `fault` step pointed."""
     result = example_result(tmp_path / "run")
-    layout = build_layout(result.history, result.verdicts)
+    layout = build_layout(result.typed, result.verdicts)
     fired = next(n for n, e in enumerate(result.history)
                  if e["kind"] == "fault-fired" and e["data"]["fault"] == "crash")
     assert layout.recipients[fired] == [("h2", None)]
@@ -178,7 +178,7 @@ def test_engine_error_with_empty_history_still_renders(tmp_path):
 def test_freshness_changes_become_rows(tmp_path):
     """bob's host crashes: the sample where bob turns stale, and where it is fresh again, are rows."""
     result = example_result(tmp_path / "run")
-    layout = build_layout(result.history, result.verdicts)
+    layout = build_layout(result.typed, result.verdicts)
     moves = [m for n, _, _ in layout.rows for m in layout.changes.get(n, [])]
     assert ("bob", "stale") in moves and ("bob", "fresh") in moves
     assert "→ stale" in render_html(result)
@@ -221,7 +221,7 @@ def test_svg_is_wide_enough_for_the_last_lanes_labels(tmp_path):
     assert any(t.text == f"registered {CAROL}" for t in texts)
     for t in texts:
         assert _text_reach(t) <= width, t.text
-    w = build_layout(result.history, result.verdicts).witness[registered["i"]]
+    w = build_layout(result.typed, result.verdicts).witness[registered["i"]]
     outline = next(g for g in diagram.iter("g") if g.get("id") == f"w{w}")
     box = next(r for r in outline.iter("rect") if r.get("stroke") == C_WITNESS)
     assert float(box.get("x")) + float(box.get("width")) <= width

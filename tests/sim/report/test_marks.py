@@ -47,15 +47,15 @@ def test_expiry_and_decline_notices_are_drawn_from_the_reviewer_to_the_sender(tm
     """The stored notices: the decline at 4m and the expiry at 6m, each an arrow from the reviewer's lane to
     the worker's, before the wake that brings them; the decline itself is a mark of its own."""
     result = policy_example(tmp_path / "run")
-    _, body, layout = render_timeline(result.history, result.verdicts, result.virtual_ms, result.db_path)
+    _, body, layout = render_timeline(result.typed, result.verdicts, result.virtual_ms, result.db_path)
     root = ET.fromstring(body)
     assert _markers(root).count("url(#ah-notice)") == 1 and _markers(root).count("url(#ah-declined)") == 1
     texts = [t.text or "" for t in root.iter("text")]
     assert "held #1 expired → notice" in texts and "held #2 declined → notice" in texts
     assert "declined held #2" in texts
-    order = [e["data"].get("outcome") or e["data"].get("tool") or e["kind"] for _, e, _ in layout.rows]
+    order = [getattr(e, "outcome", None) or getattr(e, "tool", None) or e.kind for _, e, _ in layout.rows]
     assert order[order.index("decline"):] == ["decline", "declined", "expired", "wake", "run-end"]
-    notice_row = next(y for _, e, y in layout.rows if e["kind"] == "notice" and e["data"]["outcome"] == "expired")
+    notice_row = next(y for _, e, y in layout.rows if e.kind == "notice" and e.outcome == "expired")
     arrow = next(ln for ln in root.iter("line") if ln.get("marker-end") == "url(#ah-notice)")
     reviewer, worker = layout.lanes[("h1", "reviewer")].x, layout.lanes[("h2", "worker")].x
     assert int(arrow.get("x1")) == reviewer and abs(int(arrow.get("x2")) - worker) <= 6
@@ -83,7 +83,7 @@ def test_a_failed_expectation_without_witnesses_is_marked_on_its_observation(tmp
     and says it failed, with the verdict's title."""
     result = example_result(tmp_path / "run")
     assert result.verdict("expect#0").witness == []
-    _, body, layout = render_timeline(result.history, result.verdicts, result.virtual_ms)
+    _, body, layout = render_timeline(result.typed, result.verdicts, result.virtual_ms)
     observed = next(n for n, e in enumerate(result.history) if e["kind"] == "expectation" and e["data"]["index"] == 0)
     assert observed in layout.witness
     root = ET.fromstring(body)
@@ -94,7 +94,7 @@ def test_a_failed_expectation_without_witnesses_is_marked_on_its_observation(tmp
 def test_a_failed_step_reply_is_marked_on_its_result(tmp_path):
     result = policy_example(tmp_path / "run")
     result.verdicts.append(Verdict("step#2", "reply of step 2 (send at 1m20s)", "fail", "wrong text"))
-    layout = render_timeline(result.history, result.verdicts, result.virtual_ms, result.db_path)[2]
+    layout = render_timeline(result.typed, result.verdicts, result.virtual_ms, result.db_path)[2]
     refused = next(n for n, e in enumerate(result.history) if e["kind"] == "tool-result" and e["data"]["step"] == 2)
     assert list(layout.witness) == [refused]
 
@@ -115,7 +115,7 @@ def test_a_cli_step_is_drawn_on_the_cli_lane_not_on_the_process_that_ran_it(tmp_
     """`thatch chat tail` is a command a user runs on the machine: the fake host that carried it out is
     not the process that did it."""
     result = _cli_result(tmp_path)
-    _, body, layout = render_timeline(result.history, result.verdicts, result.virtual_ms)
+    _, body, layout = render_timeline(result.typed, result.verdicts, result.virtual_ms)
     assert (CLI, None) in layout.lanes and ("h1", None) in layout.lanes
     cli_x, h1_x = layout.lanes[(CLI, None)].x, layout.lanes[("h1", None)].x
     row = next(g for g in ET.fromstring(body).iter("g") if g.get("class") == "ev k-tool-result")

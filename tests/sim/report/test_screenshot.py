@@ -102,8 +102,8 @@ def _check_fit(measured: dict, layout, width: float) -> None:
 def _render_and_check(tmp_path: Path, result, name: str) -> str:
     shots = _screenshot_module()
     index = write_run_report(result, tmp_path / name)
-    end_t = max(result.virtual_ms, max((int(e.get("t", 0)) for e in result.history), default=0))
-    _, body, layout = render_timeline(result.history, result.verdicts, end_t, result.db_path)
+    end_t = max(result.virtual_ms, max((e.t for e in result.typed), default=0))
+    _, body, layout = render_timeline(result.typed, result.verdicts, end_t, result.db_path)
     width = float(re.search(r'width="(\d+)"', body).group(1))
     _check_fit(_measure(shots, index), layout, width)
     png = shots.screenshot(index, tmp_path / f"{name}.png", "1200,900")
