@@ -31,9 +31,10 @@ def test_table_orders_properties_by_id_then_reach_claims_and_aligns_columns():
     lines = tally.table()
     assert lines[0].split() == ["check", "checked", "passed", "failed", "not", "reached", "n/a", "judged"]
     assert [ln.split()[0] for ln in lines[1:]] == ["P1", "P3", "P10", "reach:x"]
-    assert lines[1] == "P1 single        2       2       0            0    0       6"
-    assert lines[3] == "P10 pp           2       0       0            2    0       0"  # judged nothing: visible as 0
-    assert lines[4] == "reach:x          2       2       0            0    0       -"  # a reach claim's id is its label
+    # a property's label is its id and the catalogue's title, whatever title a verdict carried
+    assert lines[1] == "P1 single-deliverer          2       2       0            0    0       6"
+    assert lines[3] == "P10 ping-pong-bounded        2       0       0            2    0       0"  # judged nothing: 0
+    assert lines[4] == "reach:x                      2       2       0            0    0       -"  # its id is its label
     assert len({len(ln) for ln in lines}) == 1  # numbers right-aligned under their headers
 
 
