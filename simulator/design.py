@@ -227,6 +227,9 @@ UNREGISTER_NOT_REGISTERED = "You are not registered."
 ORIGIN_KEPT = "You were already registered - keeping your current name."
 ORIGIN_REJOINED = "You had left the directory, so this is a fresh name"
 ORIGIN_DRAWN = "Your name was drawn from the built-in pool."
+# The later design's chat_register with an `as` of another project (or none): a fresh identity instead
+# (D-later-6), said before the `[registered] NAME` line.
+ORIGIN_REPLACED = "registered a fresh identity for this project instead"
 # A refusal of a store that could not serve the call (a lock, a damaged file): nothing changed.
 STORE_UNAVAILABLE_PREFIX = "Chat is "
 # The transcript echo of a tool call (R27).

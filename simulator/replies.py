@@ -22,7 +22,8 @@ from typing import Optional
 
 from simulator.design import (
     DEDUP_REPLY_MARK, DISABLED_PREFIX, EMPTY_BODY_REPLY, INBOX_BEGIN, INBOX_EMPTY, INBOX_END, LEAVE_LINE_PREFIX,
-    NOT_REGISTERED_REPLY, NOT_SENT, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, PART_CONTINUED, PART_SEPARATOR,
+    NOT_REGISTERED_REPLY, NOT_SENT, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, ORIGIN_REPLACED, PART_CONTINUED,
+    PART_SEPARATOR,
     SELF_REPLY, SEND_NOTE_ACTIVE, SEND_NOTE_STALE, STATUS_NOT_REGISTERED_PREFIX, TOO_LONG_REPLY,
     UNREGISTER_NOT_REGISTERED, UNREGISTERED_REPLY, HOUR_MS, MINUTE_MS, SECOND_MS,
 )
@@ -215,8 +216,8 @@ class ReadOutcome(Outcome):
 
 @dataclass(frozen=True)
 class RegisterOutcome(Outcome):
-    """chat_register: the name and session id; where the name came from (kept, rejoined, drawn; None for any
-    other origin the reply states)."""
+    """chat_register: the name and session id; where the name came from (kept, rejoined, drawn, replaced: a
+    fresh identity instead of a claimed `as` of another project; None for any other origin the reply states)."""
 
     name: Optional[str] = None
     session_id: Optional[str] = None
@@ -396,12 +397,13 @@ def _read(ok: bool, text: str, clipped_from: Optional[int]) -> ReadOutcome:
 def _register(ok: bool, text: str) -> RegisterOutcome:
     if text.startswith(DISABLED_PREFIX):
         return RegisterOutcome("register", ok, DISABLED)
-    hit = REGISTERED_RE.match(text)
+    hit = REGISTERED_RE.search(text)  # a replaced claim says why before the line (D-later-6)
     if hit is None:
         return RegisterOutcome("register", ok, OTHER)
     sid = REGISTERED_ID_RE.search(text)
-    origin = next((word for word, mark in (("kept", ORIGIN_KEPT), ("rejoined", ORIGIN_REJOINED),
-                                           ("drawn", ORIGIN_DRAWN)) if mark in text), None)
+    origin = next((word for word, mark in (("replaced", ORIGIN_REPLACED), ("kept", ORIGIN_KEPT),
+                                           ("rejoined", ORIGIN_REJOINED), ("drawn", ORIGIN_DRAWN)) if mark in text),
+                  None)
     return RegisterOutcome("register", ok, REGISTERED, name=hit["name"], session_id=sid["id"] if sid else None,
                            origin=origin)
 
