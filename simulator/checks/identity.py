@@ -42,6 +42,17 @@ def _unadopted_hooks(view: RunView, label: str) -> list[Hook]:
             and _chain_hops(view, label, h) > MAX_CONTINUATION_HOPS]
 
 
+def _replaced_claims(view: RunView) -> dict[str, set[str]]:
+    """Label -> the names (lower case) chat_register handed it instead of a claimed `as` of another project
+    (the later design, D-later-6): a fresh identity beside the one its host anchors, both registered, so the
+    conversation goes by either from then on (D-later-sim-22)."""
+    out: dict[str, set[str]] = {}
+    for c in view.mail.calls_of("register", ok=True):
+        if c.outcome.origin == "replaced" and c.outcome.name:
+            out.setdefault(c.session, set()).add(c.outcome.name.lower())
+    return out
+
+
 @prop("P6")
 def p6_names(view: RunView) -> Verdict:
     """Assigned names are well formed, unique case-insensitively, never shared by two sessions, kept while a
@@ -51,6 +62,7 @@ def p6_names(view: RunView) -> Verdict:
         return skipped(p6_names, "no session was ever registered")
     owner: dict[str, tuple[str, Event]] = {}
     last: dict[str, tuple[Optional[str], Event]] = {}
+    twins = _replaced_claims(view)
     for e, label, name in obs:
         if name is None:
             last[label] = (None, e)
@@ -63,7 +75,9 @@ def p6_names(view: RunView) -> Verdict:
             return verdict(p6_names, "fail", f"name {name!r} was seen on {owner[key][0]} and on {label}",
                            [owner[key][1], e])
         prev, pe = last.get(label, (None, None))
+        held = twins.get(label, set())
         if (prev is not None and prev.lower() != key
+                and not (key in held or (prev.lower() in held and owner.get(key, ("",))[0] == label))
                 and not any(pe.i < x.i <= e.i for x in view.mail.leaves(label))
                 and not any(pe.i < h.i <= e.i for h in _unadopted_hooks(view, label))
                 and not view.names.could_be_pruned(label, pe, e)):

@@ -8,6 +8,8 @@ fails here, before a judge misreads a run (R9, R10, R12, R20, R31, R34).
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from chatkit import OFF, ON
@@ -16,8 +18,8 @@ from simulator.design import LATER_READ_PAGE_LEN, mcp_session_id, split_key
 from thatch_core.cli import format_roster
 from thatch_core.config import ChatConfig, StaticConfig
 from thatch_core.db import StoreBusy
-from thatch_core.mcp import chat_hook_line
-from thatch_core.policy import Policy
+from thatch_core.mcp import McpChatServer, chat_hook_line
+from thatch_core.policy import LATER, Policy
 from thatch_core.prompts import chat_notification_nudge
 from thatch_core.tools import ChatTools
 
@@ -250,6 +252,16 @@ def test_a_registration_gives_name_id_and_origin(world):
     assert again.origin == "rejoined" and again.name == world.name("ses_c") != drawn.name
     mcp = r.decode_reply("register", True, world.mcp().call("chat_register", {}).text)
     assert mcp.kind == r.REGISTERED and mcp.session_id.startswith("mcp_")
+
+
+def test_a_register_that_replaces_a_foreign_claim_gives_the_fresh_name(world):
+    """The later design's chat_register with an `as` of another project says why before its `[registered]`
+    line (D-later-6): the fresh name is decoded, its origin `replaced`."""
+    server = McpChatServer(world.store, StaticConfig(ChatConfig(policy=LATER)), env={}, rng=random.Random(1))
+    claimed = world.name("ses_a")  # ses_a's row is of project "p"; the server has none
+    got = r.decode_reply("register", True, server.call("thatch_chat_register", {"as": claimed}).text)
+    assert (got.kind, got.origin) == (r.REGISTERED, "replaced") and got.name not in (None, claimed)
+    assert got.session_id.startswith("mcp_")
 
 
 def test_a_status_gives_the_counts(world):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from historykit import ALICE, BOB, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
 from simulator.design import INBOX_BEGIN, INBOX_END, index_at_units
@@ -140,6 +142,24 @@ def test_p13_and_p5_find_each_drained_row_by_the_id_its_line_names(tmp_path):
     twins = ((ALICE, BOB, body + "one", 60_000, 120_000, 0), (ALICE, BOB, body + "two", 60_000, 120_000, 0))
     vs = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / "t.db", messages=twins))
     assert vs["P13"].status == "pass" and vs["P5"].status == "pass", (vs["P13"].message, vs["P5"].message)
+
+
+@pytest.mark.rules("R6", "R2")
+def test_p6_lets_a_replaced_claim_give_the_conversation_a_second_name(db):
+    """R6, R2: under project-bound claims a chat_register with an `as` of another project (or none) registers a
+    fresh identity instead and says so (D-later-6); the conversation then goes by that name and, where its host
+    anchors the old one, by the old one too (seed 1025 of the thatch-later campaign). The same change after an
+    ordinary register reply is a rename without a leave."""
+    replaced = ('The `as` name "{old}" belongs to another project (none); registered a fresh identity for this '
+                "project instead - use the name below from now on.\n")
+    for prefix, fails in ((replaced.format(old=N_BOB), False), ("", True)):
+        h = H(); base_world(h)
+        h.call(60_000, "h1", "bob", "register", {"as": N_BOB}, True,
+               f"{prefix}[registered] e-cho-00002\nsession_id: mcp_29818b326d6d")
+        h.registered(60_000, "h1", "bob", "mcp_29818b326d6d", "e-cho-00002", how="explicit")
+        h.registered(120_000, "h1", "bob", BOB, N_BOB, how="hook")
+        v = verdicts(make_spec(policy="thatch-later"), h, db)["P6"]
+        assert (v.status == "fail") == fails, (prefix, v.message)
 
 
 def test_offsets_count_utf16_units():
