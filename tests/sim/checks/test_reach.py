@@ -8,6 +8,7 @@ import pytest
 from historykit import N_ALICE, N_BOB, RUN_INFO, H, base_world, make_spec
 from simulator.checks.view import RunView
 from simulator.checks.reach import REACHES, check_reaches
+from simulator.design import LEAVE_LINE_PREFIX
 from simulator.scenario.model import Reach
 
 
@@ -147,6 +148,17 @@ def test_claim_not_reached(claim, db):
     WORLDS[claim][0](h, False)
     v = verdict_for(claim, h, db)
     assert v.status == "not-reached" and claim in v.message
+
+
+@pytest.mark.rules("R7", "R31")
+def test_a_hooks_leave_line_reaches_the_tombstone_gate(db):
+    """R7, R31: the hook of a conversation that left prints the leave line instead of an identity: its
+    registration was refused by the tombstone."""
+    for line, want in ((LEAVE_LINE_PREFIX + " (chat_unregister) and will not receive mail.", "pass"),
+                       ("[thatch] chat: you are o-pal-00001 (no unread mail for you).", "not-reached")):
+        h = H(); base_world(h)
+        h.ev(60_000, "hook", "c1", "carol", hook="UserPromptSubmit", line=line, decision=None)
+        assert verdict_for("tombstone-gate", h, db).status == want, line
 
 
 def _pingpong_cap(h, held):
