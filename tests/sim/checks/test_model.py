@@ -4,6 +4,7 @@ allow, showing its prediction, and passes every outcome the design leaves open."
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from simulator.checks import check_all
 from simulator.checks.registry import REGISTRY
 from simulator.checks.view import RunView
 from simulator.design import (
-    EMPTY_BODY_REPLY, NOT_REGISTERED_REPLY, ORIGIN_DRAWN, ORIGIN_KEPT, SELF_REPLY, TOO_LONG_REPLY,
+    EMPTY_BODY_REPLY, NOT_REGISTERED_REPLY, ORIGIN_DRAWN, ORIGIN_KEPT, ORIGIN_REJOINED, SELF_REPLY, TOO_LONG_REPLY,
     UNREGISTERED_REPLY,
 )
 
@@ -203,6 +204,55 @@ def test_a_broadcast_that_misses_a_registered_session_fails(db):
     h.call(60_000, "h1", "alice", "broadcast", {"body": "all"}, True, "[broadcast] to 0 sessions\nrecipients: (none)")
     v = judge(h, db)
     assert v.status == "fail" and N_BOB in v.message, v.message
+
+
+def broadcast_reply(reached: tuple[str, ...]) -> str:
+    return f"[broadcast] to {len(reached)} sessions\nrecipients: {', '.join(reached) or '(none)'}"
+
+
+@pytest.mark.rules("R12", "R7")
+def test_a_delete_at_the_instant_of_a_broadcast_scripted_before_it_may_come_first(tmp_path):
+    """R12, R7: bob's session is deleted at the instant of alice's broadcast, scripted after it. A
+    delete records no event, so either may have run first: the broadcast may reach bob or miss him;
+    after that instant he is surely gone, so a later broadcast reaching him fails. Scripted before
+    the broadcast, the delete surely came first: a broadcast reaching bob then fails."""
+    broadcast = {"at": "2m", "broadcast": {"from": "alice"}}
+    delete = {"at": "2m", "delete": {"session": "bob"}}
+    cases = (([broadcast, delete], 0, (), (), True), ([broadcast, delete], 0, (N_BOB,), (), True),
+             ([broadcast, delete], 0, (), (N_BOB,), False), ([delete, broadcast], 1, (N_BOB,), (), False))
+    for k, (steps, step, reached, later, passes) in enumerate(cases):
+        h = H(); base_world(h)
+        h.call(120_000, "h1", "alice", "broadcast", {"body": "all"}, True, broadcast_reply(reached), step=step)
+        h.call(180_000, "h1", "alice", "broadcast", {"body": "again"}, True, broadcast_reply(later))
+        h.phase(600_000, "end")
+        messages = [(ALICE, BOB, body, t, None, 1) for body, t, to in (("all", 120_000, reached),
+                                                                        ("again", 180_000, later)) if to]
+        db = mail_db(tmp_path / str(k), messages, sessions=((ALICE, N_ALICE, "opencode", 0),))
+        with sqlite3.connect(db) as conn:
+            conn.execute("INSERT INTO chat_leave_tombstones (session_id, left_at) VALUES (?, ?)", (BOB, "x"))
+        v = judge(h, db, make_spec(steps=steps))
+        assert (v.status == "pass") == passes, (k, v.message)
+        assert passes or f"no mail for {N_BOB}" in v.message, (k, v.message)
+
+
+@pytest.mark.rules("R7", "R2")
+def test_a_delete_of_a_session_out_of_the_directory_may_leave_a_tombstone(tmp_path):
+    """R7, R2: carol is out of the directory when her session is deleted; the leave writes its
+    tombstone all the same, or not, so her next register may draw a fresh name or say she had
+    left. With no delete, nothing says she ever left: 'you had left' fails."""
+    delete = [{"at": "1m", "delete": {"session": "carol"}}]
+    procs = [{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}, {"id": "h2", "sessions": [{"id": "carol"}]}]
+    rows = ((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB, "opencode", 0), (CAROL, N_CAROL, "opencode", 0))
+    for k, (steps, origin, passes) in enumerate(((delete, ORIGIN_REJOINED, True), ([], ORIGIN_REJOINED, False),
+                                                 ([], ORIGIN_DRAWN, True))):
+        h = H(); base_world(h)
+        h.start(0, "h2", {"carol": CAROL})
+        h.sample(30_000, {"carol": (None, False, 0)})
+        h.call(120_000, "h2", "carol", "register", {}, True, registered_reply(N_CAROL, CAROL, origin))
+        h.phase(600_000, "end")
+        v = judge(h, mail_db(tmp_path / str(k), sessions=rows), make_spec(processes=procs, steps=steps))
+        assert (v.status == "pass") == passes, (k, v.message)
+        assert passes or "origin drawn" in v.message, (k, v.message)
 
 
 @pytest.mark.rules("R10")
