@@ -23,7 +23,7 @@ from simulator.api import run_scenario
 from simulator.checks.view import RunView
 from simulator.design import HOUR_MS
 from simulator.events import WAKE
-from simulator.replies import HELD, decode_notice, decode_reply
+from simulator.replies import HELD, decode_notice
 from simulator.report.compare import PolicyRun, ScenarioComparison, render_page, text_table
 from simulator.result import SUT_CHECK, RunResult
 from simulator.scenario.loader import ScenarioError, load_file
@@ -92,7 +92,7 @@ def measure(label: str, options: PolicyOptions, spec: Scenario, result: RunResul
     view = RunView(spec, result.typed, result.db_path)
     sends = [c for c in view.mail.calls_of("send") if c.result is not None]
     notices = [n for n in map(decode_notice, (r["body"] for r in view.db["messages"])) if n is not None]
-    held = [c for c in sends if c.ok and decode_reply("send", True, c.text).kind == HELD]
+    held = [c for c in sends if c.ok and c.outcome.kind == HELD]
     waits, unread = _latencies(view)
     promises = {v.check: v.status for v in result.verdicts if _is_promise(v.check)}
     script = [v for v in result.verdicts if not _is_promise(v.check)]

@@ -39,7 +39,8 @@ from simulator.events import (
     Sample, SampleRow, ToolCall, ToolResult,
 )
 from simulator.history import History, encode_event
-from simulator.report.outcomes import REFUSED, NoticeRow, read_notices, send_outcome
+from simulator.replies import Outcome, decode_reply
+from simulator.report.outcomes import REFUSED, NoticeRow, message_mark, read_notices
 from simulator.scenario.durations import format_duration
 from simulator.scenario.kinds import BEATING_ROW_KINDS, DEFAULT_ROW_KIND, MACHINE, STEPS
 
@@ -106,6 +107,7 @@ class Layout:
     bodies: dict[int, str] = field(default_factory=dict)      # history index -> message body (from its tool-call)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # sample index -> [(label, new state)]
     outcomes: dict[int, str] = field(default_factory=dict)   # send result index -> delivered/held/parked/refused
+    replies: dict[int, Outcome] = field(default_factory=dict)  # send / broadcast result index -> its reply, decoded
     extra: dict[int, Event] = field(default_factory=dict)  # row index past the history -> drawn-only event
     failed: dict[str, str] = field(default_factory=dict)     # failing check -> its title
     width: int = 0                                       # lanes' width (the drawing widens it to fit labels)
@@ -415,6 +417,7 @@ class _Picks:
     bodies: dict[int, str] = field(default_factory=dict)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     outcomes: dict[int, str] = field(default_factory=dict)
+    replies: dict[int, Outcome] = field(default_factory=dict)
 
 
 def _freshness_moves(registered_now: dict[str, SampleRow], fresh_state: dict[str, str]) -> list[tuple[str, str]]:
@@ -451,7 +454,8 @@ def _pick_rows(history: History, witness: dict[int, int], census: _Census, lanes
         if e.kind in ROW_KINDS or n in witness or n in picks.changes:
             picks.rows.append(n)
         if isinstance(e, ToolResult) and e.tool in MESSAGE_TOOLS:
-            picks.outcomes[n] = outcome = send_outcome(e.ok, str(e.text))
+            picks.replies[n] = reply = decode_reply(e.tool.removeprefix("thatch_chat_"), e.ok, e.text)
+            picks.outcomes[n] = outcome = message_mark(reply)
             call = last_call.get(key)
             if outcome != REFUSED or e.tool == "thatch_chat_send":  # a refused broadcast names no one
                 picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
@@ -505,7 +509,7 @@ def build_layout(history: History, verdicts, end_t: int = 0, db_path: Optional[P
     omitted: dict[str, int] = {}
     picked = _cap(history, picks.rows, witness, omitted) if len(picks.rows) > MAX_ROWS else picks.rows
     layout = Layout(lanes, groups, census.proc_kind, census.names, [], [], witness, omitted, census.alive,
-                    picks.recipients, picks.bodies, picks.changes, picks.outcomes)
+                    picks.recipients, picks.bodies, picks.changes, picks.outcomes, picks.replies)
     layout.failed = {v.check: v.title for v in verdicts if not v.ok}
     notices = _notice_events(history, census, lanes, db_path)
     layout.extra = {len(history) + k: e for k, e in enumerate(notices)}

@@ -42,31 +42,26 @@ class NoticeRow(Event):
 NoticeRow.KIND = NOTICE
 
 
-def send_outcome(ok: Any, text: str) -> str:
-    """delivered, held (a prompt with a deadline), parked (waits for a review), suppressed (a duplicate of an
-    unread copy) or refused."""
-    if not ok:
+def message_mark(reply: replies.Outcome) -> str:
+    """How a send's or a broadcast's reply (decoded once) marks its arrow: delivered, held (a prompt with a
+    deadline), parked (waits for a review), suppressed (a send that duplicated an unread copy) or refused."""
+    if not reply.ok:
         return REFUSED
-    sent = replies.decode_reply("send", True, text)
-    if sent.suppressed:
-        return SUPPRESSED
-    if sent.kind == replies.HELD:
-        return HELD if sent.held_wait_ms is not None else PARKED
+    if isinstance(reply, replies.SendOutcome):
+        if reply.suppressed:
+            return SUPPRESSED
+        if reply.kind == replies.HELD:
+            return HELD if reply.held_wait_ms is not None else PARKED
     return DELIVERED
-
-
-def sent_parts(text: str) -> int:
-    """How many parts a send's reply says its body was stored as (1: not split)."""
-    return replies.decode_reply("send", True, text).parts
 
 
 _REFUSAL_REASONS = {replies.CAPPED: "sender cap", replies.EXITED: "recipient exited",
                     replies.INBOUND_REFUSED: "recipient refuses"}
 
 
-def refusal_reason(text: str) -> str:
+def refusal_reason(reply: replies.Outcome) -> str:
     """Why a send was refused, in two or three words."""
-    return _REFUSAL_REASONS.get(replies.decode_reply("send", False, text).kind, "refused")
+    return _REFUSAL_REASONS.get(reply.kind, "refused")
 
 
 def review_outcome(text: str) -> Optional[tuple[str, str]]:

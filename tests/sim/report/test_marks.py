@@ -123,6 +123,29 @@ def test_a_cli_step_is_drawn_on_the_cli_lane_not_on_the_process_that_ran_it(tmp_
     assert "terminal" in render_html(result)
 
 
+def _split_broadcast_result(tmp_path) -> RunResult:
+    def ev(i, t, proc, session, kind, **data):
+        return {"i": i, "t": t, "dispatch": i, "proc": proc, "session": session, "kind": kind, "data": data}
+    reply = ("[broadcast] to 1 session\nrecipients: bob-00001\nsent as 2 parts per recipient (the body exceeded "
+             "2000 characters and was auto-split)\n\nEach recipient's session is nudged when idle.")
+    hist = [ev(0, 0, "orchestrator", None, "process-start", target="h1", proc_kind="opencode", incarnation=0,
+               sessions={"alice": "ses_a"}),
+            ev(1, 0, "orchestrator", None, "process-start", target="h2", proc_kind="opencode", incarnation=0,
+               sessions={"bob": "ses_b"}),
+            ev(2, 1000, "h1", "alice", "tool-call", tool="thatch_chat_broadcast", args={"body": "x" * 3000}),
+            ev(3, 1000, "h1", "alice", "tool-result", tool="thatch_chat_broadcast", ok=True, text=reply)]
+    return RunResult("split", 1, tmp_path, tmp_path / "db", tmp_path / "none.jsonl", hist, [], virtual_ms=1000)
+
+
+def test_a_split_broadcast_is_one_arrow_per_recipient_in_parts(tmp_path):
+    """A broadcast the later design stored as 2 parts per recipient is one arrow to its recipient, labelled
+    with its part count (its reply read as a broadcast's, not as a send's)."""
+    result = _split_broadcast_result(tmp_path)
+    root = ET.fromstring(render_timeline(result.typed, result.verdicts, result.virtual_ms)[1])
+    assert _markers(root) == ["url(#ah-msg)"]
+    assert any((t.text or "").startswith("broadcast in 2 parts") for t in root.iter("text"))
+
+
 def test_long_labels_are_drawn_whole_and_the_lanes_make_room(tmp_path):
     """Identifiers (session labels, chat names, expectation ids) are never cut; each mark's label ends
     before the next lane, by the drawing's own estimate of its width."""
