@@ -246,3 +246,15 @@ def test_p4_holds_the_cli_list_to_its_stale_bound_and_chat_list_to_every_row():
         h.call(t, "h1", "alice", tool, args, True, text)
         v = judge("P4", h, None)
         assert (v.status == "fail") == fails, (tool, args, shown, v.message)
+
+
+@pytest.mark.rules("R14")
+def test_p4_takes_a_poll_naming_no_hosted_set_as_a_beat_of_every_session(db):
+    """R14: a poll event that lists no hosted set beat every session its process hosts, so a
+    stale sample of bob while h1 keeps polling so is a failure, with that poll as the last beat."""
+    h = H(); base_world(h)
+    for t in range(500, 120_000, 30_000):
+        h.ev(t, "poll", "h1")
+    bad = h.sample(100_000, {"bob": (N_BOB, True, 90_500)})
+    v = judge("P4", h, db)
+    assert v.status == "fail" and v.witness[0]["i"] == bad["i"] and v.witness[1]["kind"] == "poll", v
