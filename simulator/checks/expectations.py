@@ -18,7 +18,7 @@ history as it stood when it was observed, before a sleep's catch-up.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from simulator.checks import store_expectations as stored
 from simulator.checks import window_expectations as windowed
@@ -38,6 +38,27 @@ from simulator.scenario.model import Expectation, ReplyExpectation, Scenario, St
 
 
 PROMPT_HOOKS = ("SessionStart", "UserPromptSubmit")
+
+# The text keys of a `hook_line` or `replies` body and of a step's `expect:`: how a text fails each,
+# and how a failure reads (`reply '...' lacks 'x'`).
+TEXT_TESTS: dict[str, tuple[Callable[[str, str], bool], str]] = {
+    "equals": (lambda text, want: text != want, "!="),
+    "contains": (lambda text, want: want not in text, "lacks"),
+    "not_contains": (lambda text, want: want in text, "contains"),
+    "matches": (lambda text, want: not re.search(want, text), "does not match"),
+}
+HOOK_LINE_ORDER = ("equals", "contains", "matches", "not_contains")  # the order a hook line's failure is named in
+REPLY_ORDER = ("equals", "contains", "not_contains", "matches")
+
+
+def _text_failure(text: str, wants: list[tuple[str, Any]]) -> Optional[tuple[str, Any]]:
+    """The first (key, wanted text) of `wants` that `text` fails, in their order; None when it passes them all."""
+    return next(((key, want) for key, want in wants if TEXT_TESTS[key][0](text, want)), None)
+
+
+def _failure_said(what: str, failure: Optional[tuple[str, Any]]) -> Optional[str]:
+    """`<what> != '...'`, `<what> lacks '...'`: a text key's failure in words (None: no failure)."""
+    return None if failure is None else f"{what} {TEXT_TESTS[failure[0]][1]} {failure[1]!r}"
 
 
 def _when(at: Any) -> str:
@@ -136,7 +157,7 @@ def _hook_line(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], lis
     hooks = [h for h in span.pick(view.history.of(HOOK, session=arg["session"])) if h.line and h.hook in wanted]
     if any(k in arg for k in ("count", "min", "max")):
         # Counting form: how many printed lines (of the wanted hooks) match.
-        hits = [h for h in hooks if _line_matches(view, at, arg, h.line)]
+        hits = [h for h in hooks if _text_failure(h.line, _line_wants(view, at, arg, HOOK_LINE_ORDER)) is None]
         want = _bounds(arg, len(hits))
         return (f"{arg['session']} printed {len(hits)} matching hook lines {span}, want {want}" if want else None,
                 hits[-4:])
@@ -146,15 +167,7 @@ def _hook_line(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], lis
         return (f"{arg['session']} printed a hook line: {line!r}" if line else None), wit
     if line is None:
         return f"{arg['session']} printed no hook line {span}", []
-    if "equals" in arg and line != view.names.expand(arg["equals"], at):
-        return f"hook line {line!r} != {view.names.expand(arg['equals'], at)!r}", wit
-    if "contains" in arg and view.names.expand(arg["contains"], at) not in line:
-        return f"hook line {line!r} lacks {view.names.expand(arg['contains'], at)!r}", wit
-    if "matches" in arg and not re.search(view.names.expand(arg["matches"], at), line):
-        return f"hook line {line!r} does not match {view.names.expand(arg['matches'], at)!r}", wit
-    if "not_contains" in arg and view.names.expand(arg["not_contains"], at) in line:
-        return f"hook line {line!r} contains {view.names.expand(arg['not_contains'], at)!r}", wit
-    return None, wit
+    return _failure_said(f"hook line {line!r}", _text_failure(line, _line_wants(view, at, arg, HOOK_LINE_ORDER))), wit
 
 
 def step_index(steps: list[Step], ref: Any) -> Optional[int]:
@@ -183,16 +196,11 @@ def _replies(view: RunView, span: Span, arg: dict, steps: list[Step]) -> tuple[O
 
 def _reply_text_problem(view: RunView, arg: dict, ev: ToolResult) -> Optional[str]:
     """A recorded reply against the text keys and `ok` of a `replies` body."""
-    text = ev.text
-    shown = text if len(text) <= 300 else text[:297] + "..."
+    shown = _shown(ev.text)
     if "ok" in arg and ev.ok != arg["ok"]:
         return f"reply ok={ev.ok}, want ok={arg['ok']}: {shown!r}"
-    for key, fails in (("equals", lambda want: text != want), ("contains", lambda want: want not in text),
-                       ("not_contains", lambda want: want in text),
-                       ("matches", lambda want: not re.search(want, text))):
-        if key in arg and fails(_expand_at(view, arg[key], ev.i)):
-            return f"reply {shown!r} fails {key}: {_expand_at(view, arg[key], ev.i)!r}"
-    return None
+    failure = _text_failure(ev.text, [(key, _expand_at(view, arg[key], ev.i)) for key in REPLY_ORDER if key in arg])
+    return None if failure is None else f"reply {shown!r} fails {failure[0]}: {failure[1]!r}"
 
 
 def _hooks(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]:
@@ -262,15 +270,9 @@ def _host_id(view: RunView, span: Span, arg: dict) -> tuple[Optional[str], list]
     return None, wit + servers[-1:]
 
 
-def _line_matches(view: RunView, at: Any, arg: dict, line: str) -> bool:
-    """A hook line against the text keys of a hook_line expectation (all optional)."""
-    if "equals" in arg and line != view.names.expand(arg["equals"], at):
-        return False
-    if "contains" in arg and view.names.expand(arg["contains"], at) not in line:
-        return False
-    if "not_contains" in arg and view.names.expand(arg["not_contains"], at) in line:
-        return False
-    return not ("matches" in arg and not re.search(view.names.expand(arg["matches"], at), line))
+def _line_wants(view: RunView, at: Any, arg: dict, order: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The text keys a hook_line body gives (all optional), in `order`, `{label}` expanded at `at`."""
+    return [(key, view.names.expand(arg[key], at)) for key in order if key in arg]
 
 
 def _observed(view: RunView, index: int, key: str) -> Optional[ExpectationEvent]:
@@ -475,18 +477,16 @@ def _expand_at(view: RunView, text: Any, i: float) -> Any:
 
 def _reply_problem(view: RunView, exp: ReplyExpectation, ev: ToolResult | Hook) -> Optional[str]:
     text, ok = (ev.text, ev.ok) if isinstance(ev, ToolResult) else (ev.line or "", True)
-    shown = text if len(text) <= 300 else text[:297] + "..."
+    shown = _shown(text)
     if exp.ok is not None and ok != exp.ok:
         return f"reply ok={ok}, want ok={exp.ok}: {shown!r}"
-    if exp.equals is not None and text != _expand_at(view, exp.equals, ev.i):
-        return f"reply {shown!r} != {_expand_at(view, exp.equals, ev.i)!r}"
-    if exp.contains is not None and _expand_at(view, exp.contains, ev.i) not in text:
-        return f"reply {shown!r} lacks {_expand_at(view, exp.contains, ev.i)!r}"
-    if exp.not_contains is not None and _expand_at(view, exp.not_contains, ev.i) in text:
-        return f"reply {shown!r} contains {_expand_at(view, exp.not_contains, ev.i)!r}"
-    if exp.matches is not None and not re.search(_expand_at(view, exp.matches, ev.i), text):
-        return f"reply {shown!r} does not match {_expand_at(view, exp.matches, ev.i)!r}"
-    return None
+    wants = [(key, _expand_at(view, getattr(exp, key), ev.i)) for key in REPLY_ORDER if getattr(exp, key) is not None]
+    return _failure_said(f"reply {shown!r}", _text_failure(text, wants))
+
+
+def _shown(text: str) -> str:
+    """A reply as a failure quotes it: its first 300 characters."""
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def check_step_replies(spec: Scenario, view: RunView) -> list[Verdict]:

@@ -225,6 +225,32 @@ def test_a_failing_matches_shows_its_placeholder_expanded(h, db):
     assert v.status == "fail" and f"does not match '^you are {N_BOB}'" in v.message
 
 
+@pytest.mark.rules("R9", "R31")
+def test_each_text_key_names_its_failure(h, db):
+    """A hook line, a `replies` body and a step's `expect:` say which text key failed and how, `{label}`
+    expanded; of two failing keys a hook line names `matches` before `not_contains`, a reply the other way."""
+    line = f"[thatch] chat: you are {N_BOB} (1 unread message(s) for you)."
+    for step in range(4):
+        h.call(140_000, "h1", "alice", "send", {"to": N_BOB}, True, f"[sent] to {N_BOB} (ses_x)", step=step)
+    steps = [{"at": "140s", "send": {"from": "alice", "to": "bob"}, "expect": expect}
+             for expect in ({"equals": "[sent] to {alice}"}, {"contains": "held"}, {"not_contains": "{bob}"},
+                            {"matches": "^held", "not_contains": "sent"})]
+    spec = make_spec(steps=steps, processes=MCP_BOB, expect=[
+        {"hook_line": {"session": "bob", key: want}} for key, want in (
+            ("equals", "nope"), ("contains", "{alice}"), ("not_contains", "you are {bob}"), ("matches", "^nope"))]
+        + [{"hook_line": {"session": "bob", "matches": "^nope", "not_contains": "you are"}},
+           {"replies": {"step": 0, "contains": "{alice}"}},
+           {"replies": {"step": 0, "matches": "^held", "not_contains": "sent"}}])
+    got = [v.message for v in check_expectations(spec, RunView(spec, h.done(), db, RUN_INFO))]
+    reply = f"[sent] to {N_BOB} (ses_x)"
+    assert got == [f"hook line {line!r} != 'nope'", f"hook line {line!r} lacks {N_ALICE!r}",
+                   f"hook line {line!r} contains 'you are {N_BOB}'", f"hook line {line!r} does not match '^nope'",
+                   f"hook line {line!r} does not match '^nope'",
+                   f"reply {reply!r} fails contains: {N_ALICE!r}", f"reply {reply!r} fails not_contains: 'sent'",
+                   f"reply {reply!r} != '[sent] to {N_ALICE}'", f"reply {reply!r} lacks 'held'",
+                   f"reply {reply!r} contains {N_BOB!r}", f"reply {reply!r} contains 'sent'"]
+
+
 @pytest.mark.rules("R34")
 def test_a_prompt_can_expect_its_hooks_to_print_nothing(db):
     """R34: `expect: {silent: true}` on a prompt passes when its hooks ran and printed nothing (a disabled host),
