@@ -69,6 +69,8 @@ CLI_SECTION_RE = re.compile(r"^# (?P<section>Active|Stale) Sessions$")
 # `[from NAME, Sep 11 14:32Z, id 12] body`, a long body cut at one page and followed by the clip marker.
 INBOX_LINE_RE = re.compile(
     r"^\[from (?P<name>.+?), (?P<stamp>[A-Z][a-z]{2} \d{1,2} \d\d:\d\dZ)(?:, id (?P<id>\d+))?\] ", re.M)
+# R10: a sender no longer in the directory is shown as `unknown (<id[:12]>, departed)`; nobody can answer it.
+DEPARTED_SENDER_RE = re.compile(r"^unknown \(.*, departed\)$")
 CLIP_MARKER_RE = re.compile(r"\[clipped: showing (?P<shown>\d+) of (?P<total>\d+) characters")
 # A drain's first line: `[thatch] chat inbox: N message(s), now marked read.`
 INBOX_HEAD_RE = re.compile(r"^\[thatch\] chat inbox: (?P<count>\d+) message")
@@ -89,6 +91,10 @@ WAKE_NUDGE_RE = re.compile(r"Chat: (?P<count>\d+) unread messages? from (?P<name
                            r"Call thatch_chat_read")
 WAKE_NAME_TOKEN_RE = re.compile(r"\s*(?:unknown \([^)]*\)|[^,]+)")
 WAKE_NOBODY = "another session"
+# R24: the runtime's log line for a store failure a poll cycle caught: `[thatch] chat WHERE failed: ERROR`, the
+# error a store or SQLite exception's repr.
+STORE_FAILURE_LOG_RE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: "
+                                  r"(?P<error>(?:Store|OperationalError|DatabaseError|SQLiteError).*)$", re.S)
 # P15: SQLite's own words for a lock it could not get ("database is locked", SQLITE_BUSY and
 # SQLITE_BUSY_SNAPSHOT, bun's error codes), whatever a reply, hook line or poller log wraps them in.
 CONTENTION_ERROR_RE = re.compile(r"database is locked|database table is locked|SQLITE_BUSY|database is busy", re.I)
@@ -173,6 +179,11 @@ class InboxMessage:
     clip: Optional[tuple[int, int]] = None
     parts: Optional[int] = None
     whole_line: bool = True
+
+    @property
+    def departed(self) -> bool:
+        """The sender has left the directory: shown by its id, nobody to answer."""
+        return bool(DEPARTED_SENDER_RE.match(self.sender))
 
     @property
     def chars(self) -> str:
@@ -262,6 +273,14 @@ class WakeNudge:
 
     senders: tuple[str, ...]
     count: int
+
+
+@dataclass(frozen=True)
+class StoreFailure:
+    """A store failure a poll cycle caught and logged (R24): where in the cycle, and the error."""
+
+    where: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -507,6 +526,12 @@ def decode_notice(body: Optional[str]) -> Optional[HeldNotice]:
     if hit is None:
         return None
     return HeldNotice(int(hit["held"]), hit["to"], "expired" if hit["outcome"] == "expired" else "refused")
+
+
+def decode_log_line(message: Optional[str]) -> Optional[StoreFailure]:
+    """The store failure a runtime log line reports; None for any other line (a failed prompt, a note)."""
+    hit = STORE_FAILURE_LOG_RE.match(message or "")
+    return StoreFailure(hit["where"], hit["error"]) if hit else None
 
 
 def part_count(body: Optional[str]) -> Optional[int]:

@@ -26,7 +26,6 @@ triggered while it is busy are queued until it is idle again.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
@@ -35,11 +34,6 @@ from simulator.replies import ReadOutcome, decode_reply
 
 # Turn causes that mean "you have mail": the agent acts on these only.
 MAIL_CAUSES = frozenset({"wake", "reminder", "followup"})
-
-# A departed sender of a chat_read line renders as
-# "unknown (<id[:12]>, departed)", which no one can reply to.
-_DEPARTED = re.compile(r"^unknown \(.*, departed\)$")
-
 
 class ToolReplyLike(Protocol):
     ok: bool
@@ -53,8 +47,7 @@ ToolPath = Callable[[str, dict[str, Any]], ToolReplyLike]
 def senders_in_read(text: str) -> list[str]:
     """Distinct sender names of a chat_read output, first-seen order; departed
     senders are left out (they cannot be answered)."""
-    names = [m.sender for m in _read(text).messages]
-    return [n for n in dict.fromkeys(names) if not _DEPARTED.match(n)]
+    return list(dict.fromkeys(m.sender for m in _read(text).messages if not m.departed))
 
 
 def _read(text: str) -> ReadOutcome:

@@ -29,7 +29,6 @@ at its instant (simulator/harness/events.py).
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 from thatch_core import clock
@@ -42,13 +41,9 @@ from simulator.design import MACHINERY_TITLE
 from simulator.harness.base import ActionHandler, Harness, Refused
 from simulator.harness.events import HostEventStream
 from simulator.harness.sidecar import SidecarPoller
-from simulator.replies import decode_wake
+from simulator.replies import decode_log_line, decode_wake
 from simulator.protocol import OP_TURN_END, OP_WINDOW, Command
 from simulator.scenario.kinds import OPENCODE, PromptArgs, ReviewArgs, SessionArg, TitleArgs
-
-_LOG_FAILURE = re.compile(r"^\[thatch\] chat (?P<where>.+?) failed: "
-                          r"(?P<error>(?:Store|OperationalError|DatabaseError|SQLiteError).*)$", re.S)
-
 
 def parse_nudge(text: str) -> tuple[list[str], int]:
     """(senders, count) of a wake prompt's text; none and 0 for a text that is no wake prompt."""
@@ -191,9 +186,9 @@ class OpencodeHarness(Harness):
     def _log(self, message: str) -> None:
         """The runtime's log: a caught store failure is a `store-error` event
         (R24); other notes (a failed prompt, an unknown status) are not."""
-        m = _LOG_FAILURE.match(message)
-        if m is not None:
-            self.emit(STORE_ERROR, None, where=m.group("where"), error=m.group("error"))
+        failure = decode_log_line(message)
+        if failure is not None:
+            self.emit(STORE_ERROR, None, where=failure.where, error=failure.error)
 
     # -- session helpers ---------------------------------------------------------
 

@@ -20,6 +20,7 @@ from thatch_core.config import ChatConfig, StaticConfig
 from thatch_core.db import StoreBusy
 from thatch_core.mcp import McpChatServer, chat_hook_line
 from thatch_core.policy import LATER, Policy
+from thatch_core.poller import ChatPoller
 from thatch_core.prompts import chat_notification_nudge
 from thatch_core.tools import ChatTools
 
@@ -242,6 +243,15 @@ def test_a_drain_gives_each_message_whole_with_its_sender_and_stamp(world):
     assert decode("read", world.call("read", "ses_z")).kind == r.UNREGISTERED
 
 
+def test_a_drain_names_a_departed_sender_as_departed(world):
+    world.call("register", "ses_c")
+    for sender in ("ses_a", "ses_c"):
+        world.call("send", sender, to=world.name("ses_b"), body=f"from {sender}")
+    world.call("unregister", "ses_a")
+    gone, here = decode("read", world.call("read", "ses_b")).messages
+    assert (gone.departed, gone.sender.startswith("unknown ("), here.departed) == (True, True, False)
+
+
 def test_a_registration_gives_name_id_and_origin(world):
     drawn = decode("register", world.call("register", "ses_c"))
     assert (drawn.kind, drawn.name, drawn.session_id, drawn.origin) == (r.REGISTERED, world.name("ses_c"), "ses_c",
@@ -294,6 +304,28 @@ def test_the_clis_roster_lists_each_row_with_its_section(world):
     assert got.kind == r.ROSTER and sorted(got.rows) == sorted([(world.name("ses_a"), False),
                                                                 (world.name("ses_b"), False),
                                                                 (world.name("ses_c"), True)])
+
+
+# -- the runtime's log ----------------------------------------------------------------------------------
+
+
+class LockedStore:
+    """A store every call of which meets a held lock."""
+
+    def __getattr__(self, name):
+        def locked(*_args, **_kwargs):
+            raise StoreBusy(f"database stayed locked during {name}")
+        return locked
+
+
+def test_a_poll_cycles_caught_store_failure_is_read_from_its_log_line():
+    logs: list[str] = []
+    ChatPoller(LockedStore(), hosted_sessions=lambda: ["ses_b"], deliver=lambda *a: None,
+               can_deliver=lambda sid: True, log=logs.append).poll()
+    failures = [f for f in map(r.decode_log_line, logs) if f is not None]
+    assert {f.where for f in failures} >= {"heartbeat", "delivery query", "prune"}, logs
+    assert all(f.error.startswith("StoreBusy(") for f in failures)
+    assert r.decode_log_line("[thatch] chat delivery to ses_b failed: prompt refused") is None
 
 
 # -- hook lines and wakes --------------------------------------------------------------------------------
