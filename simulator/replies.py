@@ -41,7 +41,7 @@ NO_RECIPIENT_RE = re.compile(r'^Not sent: No registered session named "(?P<to>.*
 # and `refused by:`; the later design adds its split and duplicate lines among them.
 BROADCAST_HEAD_RE = re.compile(r"^\[broadcast\] to (?P<count>\d+) sessions?$")
 BROADCAST_GROUPS = {"recipients": "recipients", "skipped stale": "skipped",
-                    "held for their user's approval": "held", "refused by": "refused"}
+                    "held for their user's approval": "held", "refused by": "refused_by"}
 # The later design (split bodies, retry de-duplication): a send's and a broadcast's notes.
 SENT_PARTS_RE = re.compile(r"SENT AS (?P<count>\d+) PARTS")
 BROADCAST_PARTS_RE = re.compile(r"^sent as (?P<count>\d+) parts per recipient", re.M)
@@ -115,8 +115,6 @@ REGISTERED, NOT_REGISTERED, LEFT, ROSTER = "registered", "not_registered", "left
 APPROVED, DECLINED = "approved", "declined"
 # A hook line: an identity, or the line of a conversation that left (R31, R7).
 IDENTITY = "identity"
-# How a sent message's recipient was described: active, stale, between turns (an mcp row, R35).
-ACTIVE, STALE = "active", "stale"
 
 
 @dataclass(frozen=True)
@@ -153,14 +151,15 @@ class SendOutcome(Outcome):
 
 @dataclass(frozen=True)
 class BroadcastOutcome(Outcome):
-    """chat_broadcast: the names it reached, skipped as stale, held or had refused; `parts` per recipient;
+    """chat_broadcast: the names it reached, skipped as stale, held, or that refused it (`refused_by`, a policy's
+    answer; `refused` says the broadcast itself was refused); `parts` per recipient;
     `suppressed` how many recipients already had the identical copy unread (the later design)."""
 
     count: int = 0
     recipients: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
-    refused: tuple[str, ...] = ()
+    refused_by: tuple[str, ...] = ()
     parts: int = 1
     suppressed: int = 0
 
@@ -295,7 +294,7 @@ class HeldNotice:
 # -- decoding ------------------------------------------------------------------------------------------
 
 
-def names_of(field: Optional[str]) -> tuple[str, ...]:
+def _names_of(field: Optional[str]) -> tuple[str, ...]:
     """The names of a `recipients:`-style field (`(none)` is none)."""
     return tuple(n.strip() for n in (field or "").split(",") if n.strip() and n.strip() != "(none)")
 
@@ -330,7 +329,7 @@ def _messaging_kind(text: str) -> tuple[str, Optional[re.Match]]:
     return OTHER, None
 
 
-def wait_ms(span: str) -> Optional[int]:
+def _wait_ms(span: str) -> Optional[int]:
     """`90s`, `5m`, `1h`, `250ms` in milliseconds (its leading number and unit)."""
     hit = HELD_WAIT_RE.match(span)
     if hit is None:
@@ -349,7 +348,7 @@ def _send(tool: str, ok: bool, text: str) -> Outcome:
     return SendOutcome(
         tool, ok, kind, to=to, to_id12=hit["id"] if kind == SENT else None,
         recipient_stale=stale if kind == SENT else None, parts=int(parts["count"]) if parts else 1,
-        suppressed=DEDUP_REPLY_MARK in text, held_wait_ms=wait_ms(deadline["wait"]) if deadline else None)
+        suppressed=DEDUP_REPLY_MARK in text, held_wait_ms=_wait_ms(deadline["wait"]) if deadline else None)
 
 
 def _broadcast(ok: bool, text: str, kind: str, hit: Optional[re.Match]) -> Outcome:
@@ -360,7 +359,7 @@ def _broadcast(ok: bool, text: str, kind: str, hit: Optional[re.Match]) -> Outco
     for line in head[1:]:
         label, sep, names = line.partition(": ")
         if sep and label in BROADCAST_GROUPS:
-            groups[BROADCAST_GROUPS[label]] = names_of(names)
+            groups[BROADCAST_GROUPS[label]] = _names_of(names)
     if "recipients" not in groups:
         return BroadcastOutcome("broadcast", ok, OTHER)
     parts, suppressed = BROADCAST_PARTS_RE.search(text), BROADCAST_SUPPRESSED_RE.search(text)

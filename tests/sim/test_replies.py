@@ -53,7 +53,7 @@ def stale(w, *sids: str) -> None:
 def test_a_send_names_its_recipient_and_its_liveness(world):
     got = send(world, world.name("ses_b"))
     assert (got.kind, got.ok, got.to, got.to_id12) == (r.SENT, True, world.name("ses_b"), "ses_b")
-    assert (got.recipient_stale, got.parts, got.suppressed) == (False, 1, False)
+    assert (got.recipient_stale, got.parts, got.suppressed, got.refused) == (False, 1, False, False)
     stale(world, "ses_b")
     assert send(world, world.name("ses_b")).recipient_stale is True
 
@@ -76,7 +76,7 @@ def test_a_send_to_a_session_between_turns_is_neither_active_nor_stale(world):
 def test_every_refusal_of_a_send_is_named(world, who, to, body, kind):
     to = {"A": world.name("ses_a"), "B": world.name("ses_b")}.get(to, to)
     got = send(world, to, body, who)
-    assert (got.kind, got.ok, got.policy) == (kind, False, False)
+    assert (got.kind, got.ok, got.policy, got.refused) == (kind, False, False, True)
     assert got.to == (to if kind == r.UNKNOWN_TO else None)
 
 
@@ -182,8 +182,9 @@ def test_a_broadcast_under_policies_names_who_held_and_who_refused(world):
     world.store.publish_inbound("ses_b", Policy(inbound="hold"))
     world.store.publish_inbound("ses_c", Policy(inbound="refuse"))
     got = decode("broadcast", world.call("broadcast", "ses_a", body="standup"))
-    assert (got.recipients, got.held, got.refused) == ((world.name("ses_d"),), (world.name("ses_b"),),
-                                                       (world.name("ses_c"),))
+    assert not got.refused
+    assert (got.recipients, got.held, got.refused_by) == ((world.name("ses_d"),), (world.name("ses_b"),),
+                                                          (world.name("ses_c"),))
 
 
 # -- messaging policies --------------------------------------------------------------------------------
