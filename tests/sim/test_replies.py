@@ -151,6 +151,14 @@ def test_a_read_the_host_clipped_keeps_its_lines_and_says_so(world):
     assert r.decode_reply("read", True, page.text[:page.text.index("enough")]).page.fenced is False
 
 
+def test_a_refused_page_is_a_reply_of_no_family(world):
+    """The later design's paging refusals (an offset past the end, no such message) say nothing a judge reads."""
+    world.call("send", "ses_a", to=world.name("ses_b"), body="short")
+    for args in ({"message": 1, "offset": 500}, {"message": 99, "offset": 0}, {"offset": 3}):
+        got = decode("read", world.call("read", "ses_b", world.later, **args))
+        assert (got.kind, got.ok, got.page, got.messages) == (r.OTHER, False, None, ()), args
+
+
 # -- chat_broadcast ----------------------------------------------------------------------------------
 
 
