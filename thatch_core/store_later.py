@@ -36,16 +36,21 @@ class LaterMixin:
 
     def _unread_copy(self, from_session: str, to_session: str, parts: list[str], via_broadcast: int,
                      window_ms: int | None) -> bool:
-        """Is any of ``parts`` already unread in the recipient's inbox, from this
-        sender by the same delivery kind, within the window? (A split retry is
-        suppressed while any of its parts is unread.)"""
+        """Is a copy of this batch (every one of ``parts``) in the recipient's
+        inbox from this sender by the same delivery kind within the window,
+        with any of its parts still unread? A split retry stays suppressed
+        while any part is unread; a different body that only shares a part
+        (the same first page) is no copy and is stored (D-later-9)."""
         if window_ms is None:
             return False
         cutoff = clock.iso(clock.now_ms() - window_ms)
-        return self.conn.execute(
-            "SELECT 1 FROM chat_messages WHERE from_session = ? AND to_session = ? AND via_broadcast = ?"
-            f" AND read_at IS NULL AND created_at >= ? AND body IN ({marks(len(parts))}) LIMIT 1",
-            (from_session, to_session, via_broadcast, cutoff, *parts)).fetchone() is not None
+        bodies = sorted(set(parts))
+        found, unread = self.conn.execute(
+            "SELECT COUNT(DISTINCT body), COALESCE(MAX(read_at IS NULL), 0) FROM chat_messages"
+            " WHERE from_session = ? AND to_session = ? AND via_broadcast = ? AND created_at >= ?"
+            f" AND body IN ({marks(len(bodies))})",
+            (from_session, to_session, via_broadcast, cutoff, *bodies)).fetchone()
+        return bool(unread) and found == len(bodies)
 
     def _insert_parts(self, from_session: str, to_session: str, parts: list[str], now: str,
                       via_broadcast: int) -> list[int]:

@@ -30,7 +30,7 @@ from typing import Optional
 from simulator.checks.registry import Promise, passed, prop, sample_row, skipped, verdict
 from simulator.checks.mail import Shown, acting_identity, covered, may_act_as, shown_spans, unseen_from, whole_messages
 from simulator.checks.view import Call, RunView
-from simulator.design import LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS, first_part_marker, split_key
+from simulator.design import LATER_DEDUP_MS, PART_CONTINUED, STAMP_RESOLUTION_MS, split_key
 from simulator.replies import part_count
 from simulator.events import REGISTERED, SAMPLE, STATUS, Sample, SampleRow
 from simulator.result import Verdict
@@ -70,20 +70,18 @@ def retried_calls(view: RunView) -> list[tuple[Call, list[Call]]]:
 
 def _landed(view: RunView, first: Call, last: Call) -> dict[str, list[dict]]:
     """Recipient session id -> the copies of the call's body stored from its sender between the first call and
-    the last retry (a split batch counts once, by its first part)."""
+    the last retry (a split batch counts once, by its first row, when its parts join to the whole body: another
+    body that only opens with the same page is no copy, D-later-9)."""
     senders = set(view.names.ids.get(first.session or "", ()))
-    body = first.body
+    body = first.body.strip()
     out: dict[str, list[dict]] = {}
-    for r in view.db["messages"]:
+    for r, whole in whole_messages(view):
         created = view.vt(r["created_at"])
         if r["from_session"] not in senders or created is None:
             continue
         if not first.t - STAMP_RESOLUTION_MS <= created <= last.t + STAMP_RESOLUTION_MS:
             continue
-        text = str(r["body"] or "").strip()
-        n = part_count(text)
-        chunk = text.removeprefix(first_part_marker(n)).removesuffix(PART_CONTINUED).strip() if n else None
-        if text == body or (chunk is not None and body.startswith(chunk[:40])):
+        if str(whole or "").strip() == body or (part_count(r["body"]) and whole == split_key(body)):
             out.setdefault(r["to_session"], []).append(r)
     return out
 

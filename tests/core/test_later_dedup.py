@@ -107,6 +107,17 @@ def test_a_split_retry_is_suppressed_while_any_part_is_unread(store, frozen):
     assert not store.send("ses_a", "ses_b", body, policy=policy).suppressed  # a fully read batch: a repeat
 
 
+@pytest.mark.rules("R9")
+def test_a_split_body_that_only_shares_a_part_with_an_unread_batch_is_stored(store):
+    """R9 under the later design: two different long bodies whose first pages are alike (one sender, one
+    instant) are two messages; only a copy of the whole batch is a retry (D-later-9)."""
+    policy = Policy(retry_dedup_ms=10_000, split_part_len=500, max_body_chars=20_000)
+    first = store.send("ses_a", "ses_b", "handoff part " * 100, policy=policy)
+    other = store.send("ses_a", "ses_b", "handoff part " * 90, policy=policy)
+    assert first.parts == other.parts == 3 and not other.suppressed and len(other.message_ids) == 3
+    assert store.send("ses_a", "ses_b", "handoff part " * 90, policy=policy).suppressed  # its own retry is
+
+
 def test_the_reply_says_why_it_suppressed_and_echoes_nothing_new(store):
     t = tools(store, LATER)
     first = t.call("chat_send", {"to": "ses_b", "body": "ship it"}, identity="ses_a")

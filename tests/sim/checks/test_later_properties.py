@@ -8,6 +8,7 @@ import pytest
 from historykit import ALICE, BOB, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
 from simulator.design import INBOX_BEGIN, INBOX_END, index_at_units
+from thatch_core.later import split_body
 
 INCLUDE = {"include": ["P12", "P13", "P14"]}
 BODY = "the release branch is green, tag it"
@@ -30,6 +31,21 @@ def test_p12_a_retry_that_lands_a_second_unread_copy_fails(tmp_path):
     db = make_db(tmp_path / "t.db", messages=((ALICE, BOB, BODY, 60_000, None, 0), (ALICE, BOB, BODY, 62_000, None, 0)))
     v = verdicts(make_spec(properties=INCLUDE), h, db)["P12"]
     assert v.status == "fail" and "landed 2 times" in v.message and "1, 2" in v.message
+
+
+def test_p12_counts_a_split_copy_by_its_whole_body_not_its_first_page(tmp_path):
+    """Two different long bodies from alice to bob in one second open with the same page; the second is retried
+    and suppressed. Only its own batch is a copy of it (seed 1015 of the thatch-later campaign took the first
+    body's batch for a second copy, matching the opening of its first part)."""
+    one, two = "alice handoff part " * 265, "alice handoff part " * 286
+    h = H(); base_world(h)
+    h.send(60_000, "h1", "alice", N_BOB, one)
+    h.send(60_000, "h1", "alice", N_BOB, two)
+    h.ev(60_000, "tool-call", "h1", "alice", tool="thatch_chat_send", args={"to": N_BOB, "body": two}, retry=2)
+    h.ev(60_000, "tool-result", "h1", "alice", tool="thatch_chat_send", ok=True, text="[sent]", step=2)
+    rows = tuple((ALICE, BOB, part, 60_000, None, 0) for body in (one, two) for part in split_body(body, 2000))
+    v = verdicts(make_spec(policy="thatch-later"), h, make_db(tmp_path / "t.db", messages=rows))["P12"]
+    assert v.status == "pass", v.message
 
 
 def test_p12_a_retry_that_stores_nothing_new_passes(tmp_path):

@@ -88,3 +88,17 @@ def test_explored_items_draw_interleavings_on_request(tmp_path):
     assert "3 passed" in done.stdout
     summary = done.stdout[done.stdout.index("exploration"):]
     assert "interleave " in summary  # the faults line counts the interleavings armed
+
+
+def test_explored_items_run_under_a_named_design_on_request(tmp_path):
+    """`--sim-explore-design thatch-later` runs every explored world under the later design, with its incidents'
+    faults drawn in (retries, reloads) and its properties judged; without it the same seeds draw none of them."""
+    def summary(*extra: str) -> str:
+        done = _pytest(tmp_path, "--sim-explore", "3", "--sim-explore-seed", "1000", "-q", *extra)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout[done.stdout.index("exploration"):]
+    later = summary("--sim-explore-design", "thatch-later")
+    faults = next(line for line in later.splitlines() if line.startswith("faults fired/armed"))
+    assert "retry " in faults and "reload " in faults, faults
+    assert "P13 0 " not in later and "P12 0 " not in later
+    assert "retry " not in summary()
