@@ -285,6 +285,13 @@ def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: Samp
                for inc in view.hosting.incs)
 
 
+def _touched_by_its_call(view: RunView, label: str, beat: Optional[int]) -> bool:
+    """The row's new `last_seen` is the stamp of the session's own ok chat_register or chat_status, which
+    touch it (R6, R34) wherever the call comes from: a touch, not a host's beat."""
+    return beat is not None and any(abs(c.t - beat) <= STAMP_RESOLUTION_MS for tool in ("register", "status")
+                                    for c in view.mail.calls_of(tool, session=label, ok=True))
+
+
 def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
     last: dict[str, tuple[Sample, SampleRow]] = {}
     judged = 0
@@ -297,8 +304,11 @@ def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
             last[label] = (e, row)
             if before is None or not row.last_seen or row.last_seen == before[1].last_seen:
                 continue
+            beat = view.vt(row.last_seen)
+            if _touched_by_its_call(view, label, beat):
+                continue
             judged += 1
-            if not _hosted_at_beat(view, label, view.vt(row.last_seen), e):
+            if not _hosted_at_beat(view, label, beat, e):
                 return verdict(p14_no_machinery_rows, "fail",
                                f"{label}'s row was beaten (last_seen {before[1].last_seen} -> "
                                f"{row.last_seen}) while no live process hosted it",

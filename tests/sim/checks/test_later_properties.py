@@ -214,6 +214,21 @@ def test_p14_a_row_beaten_while_nobody_hosts_it_fails(tmp_path):
     assert v.status == "fail" and "while no live process hosted it" in v.message
 
 
+@pytest.mark.rules("R6", "R34")
+def test_p14_a_touch_by_the_sessions_own_register_or_status_is_no_beat(tmp_path):
+    """R6, R34: an explicit chat_register or chat_status refreshes the caller's last_seen wherever it is hosted;
+    a row fresh from such a call while no process hosts it is no beat (seed 1055 of the thatch-later campaign: a
+    session a `-c` resume did not open registered explicitly). Fresh at another moment still fails."""
+    for tool, fails in (("register", False), ("status", False), ("list", True)):
+        h = H(); base_world(h)
+        h.exit(100_000, "h1", "killed")
+        h.sample(120_000, {"alice": ("ba-sil-00001", False, 90_000)})
+        h.call(150_000, "h2", "alice", tool, {}, True, "[registered] ba-sil-00001")
+        h.sample(180_000, {"alice": ("ba-sil-00001", False, 150_000)})
+        v = verdicts(make_spec(properties=INCLUDE), h, make_db(tmp_path / f"{tool}.db"))["P14"]
+        assert (v.status == "fail") == fails, (tool, v.message)
+
+
 def test_p14_rows_beaten_by_their_live_host_pass(tmp_path):
     h = H(); base_world(h)
     h.status(2_000, "h1", "alice")
