@@ -58,37 +58,8 @@ def many(factory: Any = list, *, key: Optional[str] = None) -> Any:
 HEADER = ("i", "t", "dispatch", "proc", "session")
 
 
-class _LineAccess:
-    """Read access by a history line's keys (`e["t"]`, `e.get("session")`, `"kind" in e`).
-
-    Transitional: the judges move to the records' fields; this goes once none reads a key."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        if key in HEADER:
-            return getattr(self, key)
-        if key == "kind":
-            return self.kind  # type: ignore[attr-defined]
-        if key == "data":
-            return self.data()  # type: ignore[attr-defined]
-        if isinstance(self, Row):
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except (KeyError, AttributeError):
-            return default
-
-    def __contains__(self, key: str) -> bool:
-        return key in HEADER or key in ("kind", "data") or (isinstance(self, Row) and hasattr(self, key))
-
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Event(_LineAccess):
+class Event:
     """One event of a merged history: where and when it happened, and what (its kind's fields)."""
 
     KIND: ClassVar[str] = ""
@@ -132,7 +103,7 @@ def _plain(value: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class Row(_LineAccess):
+class Row:
     """A nested record of an event's data (a sample's directory row)."""
 
     def as_dict(self) -> dict[str, Any]:
@@ -640,27 +611,3 @@ def decode(line: Mapping[str, Any], i: Optional[float] = None) -> Event:
     decoders = _DECODERS.get(kind) or _decoders(rec)
     kw = {name: (conv(data[key]) if conv else data[key]) for name, key, conv in decoders if key in data}
     return rec(**header, **kw)
-
-
-# -- transitional readers of history lines (records or hand-built dicts) -------------
-
-def data_of(event: Any) -> dict[str, Any]:
-    """An event's data (empty for a hand-built event that has none)."""
-    if isinstance(event, Event):
-        return event.data()
-    return event.get("data") or {}
-
-
-def step_of(event: Any) -> Any:
-    """The scripted step an event names (a tool result, a fault, a dropped step, a crash), or None."""
-    return getattr(event, "step", None) if isinstance(event, Event) else data_of(event).get("step")
-
-
-def sample_rows(event: Any) -> dict[str, Any]:
-    """A sample's directory rows, label -> its row."""
-    return event.sessions if isinstance(event, Sample) else (data_of(event).get("sessions") or {})
-
-
-def hook_line(event: Any) -> str:
-    """The line a hook event printed ("" for none)."""
-    return str((event.line if isinstance(event, Hook) else data_of(event).get("line")) or "")

@@ -104,18 +104,6 @@ class RunView:
         ms = parse_iso_ms(iso)
         return None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
 
-    # -- transitional: the judges move to the indexes -------------------------------
-
-    def of(self, *kinds: str, session: Optional[str] = None, proc: Optional[str] = None) -> list[Any]:
-        return self.history.of(*kinds, session=session, proc=proc)
-
-    def __getattr__(self, name: str) -> Any:
-        for index in ("hosting", "names", "mail", "disturbances"):
-            obj = self.__dict__.get(index)
-            if obj is not None and hasattr(obj, name):
-                return getattr(obj, name)
-        raise AttributeError(name)
-
 
 def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:
     """The final database's tables as lists of dicts (empty when absent)."""

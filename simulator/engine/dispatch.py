@@ -27,7 +27,7 @@ from simulator.clock import VirtualClock
 from simulator.engine.agenda import Agenda, HarnessFollowUp
 from simulator.engine.dispatch_log import DispatchLog
 from simulator.engine.processes import Live, ProcessCommand, Processes
-from simulator.events import CRASH, PROCESS_EXIT, data_of
+from simulator.events import CRASH, PROCESS_EXIT
 from simulator.history import read_events
 from simulator.protocol import Command, Held, Reply, recv_msg, send_msg
 from simulator.scenario.durations import format_duration
@@ -189,7 +189,7 @@ class Dispatcher:
             raise SimulationError(f"process {live.label} died unexpectedly (exit code {live.process.exitcode}) "
                                   f"during {self.last_desc}")
         self.log.record(PROCESS_EXIT, fresh=True, target=live.label, reason="crashed")
-        self._crash_fired(live, data_of(crash[-1]), exit_recorded=True)
+        self._crash_fired(live, crash[-1].get("data") or {}, exit_recorded=True)  # a line of its own file
 
     def _crash_fired(self, live: Live, data: dict, *, exit_recorded: bool) -> None:
         """A crash event of `live` (its own death, or one of its children's): fire the crash step it was armed by."""
