@@ -251,9 +251,12 @@ def _inherited_until(view: RunView, label: str) -> float:
     """Up to which history position a child's row inherited from before the run (a `legacy:` row of its own, a
     corpse an older version left) may stand: its first status event in a process with machinery markers, whose
     idle path deletes a marked session's row; for ever when no such event comes (nothing of the design touched
-    it); -1 for a child with no inherited row."""
+    it, and for a sub-agent child, whose row no path of the design clears: only a marked session's is); -1 for a
+    child with no inherited row."""
     if not any(getattr(r, "session", None) == label for r in getattr(view.spec, "legacy", None) or []):
         return -1
+    if label not in _machinery(view):
+        return float("inf")
     options = options_by_process(view.spec)
     return next((e.i for e in view.history.of(STATUS, session=label)
                  if getattr(options.get(e.proc), "machinery_markers", False)), float("inf"))
@@ -264,8 +267,8 @@ def _child_in_directory(view: RunView) -> Optional[Verdict]:
     for e in view.history.of(REGISTERED, SAMPLE):
         rows = e.sessions if isinstance(e, Sample) else {e.session: SampleRow(registered=True)}
         for label, row in rows.items():
-            if isinstance(e, Sample) and e.i <= _inherited_until(view, label):
-                continue
+            if e.i <= _inherited_until(view, label):
+                continue  # the inherited row, sampled or seen by its host as the session's registration
             if label in view.children and row.registered and not _joined_explicitly(view, label, e.i):
                 what = "the plugin's machinery child" if label in machinery else "the sub-agent child"
                 wit = sample_row(e, label) if isinstance(e, Sample) else e

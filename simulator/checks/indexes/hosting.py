@@ -154,8 +154,13 @@ class Hosting:
 
     def config_at_start(self, inc: Incarnation, key: str) -> bool:
         """`chat.enabled` (key "enabled") or `chat.autoRegister` ("auto_register") as `inc` read it
-        at its start: the spec's value, then every config step before the start. A config step at
-        the very start time counts only when it turns the setting off (the order is unknown)."""
+        at its start (`config_at`)."""
+        return self.config_at(inc, key, inc.start_t)
+
+    def config_at(self, inc: Incarnation, key: str, at: int) -> bool:
+        """The setting as a runtime of `inc` starting at `at` (its process start or a plugin reload) read it:
+        the spec's value, then every config step before. A config step at that very time counts only when it
+        turns the setting off (the order is unknown)."""
         spec = next((p for p in getattr(self.spec, "processes", []) if p.id == inc.proc), None)
         value = getattr(spec.config, key) if spec is not None else True
         dropped = {e.step for e in self.history.of(STEP_DROPPED)}
@@ -165,9 +170,9 @@ class Hosting:
             new = getattr(step.args, key)
             if new is None:
                 continue
-            if step.at < inc.start_t:
+            if step.at < at:
                 value = new
-            elif step.at == inc.start_t:
+            elif step.at == at:
                 value = value and new
         return value
 
@@ -242,6 +247,8 @@ class Hosting:
         if not reloads:
             return self._first_runtime(inc, label, t)
         reload = reloads[-1]
+        if not self.config_at(inc, "enabled", reload.t):
+            return None  # chat disabled when the fresh runtime read its config: no poller, nothing hosted (R29)
         before = self._runtime(inc, label, reload.t, reloads[:-1])
         first = self.first_activity(inc, label, after=reload.i)
         if label == (inc.opened or inc.resumed) and label not in inc.dormant:

@@ -229,6 +229,19 @@ def test_p14_a_touch_by_the_sessions_own_register_or_status_is_no_beat(tmp_path)
         assert (v.status == "fail") == fails, (tool, v.message)
 
 
+def test_p14_a_sub_agent_childs_inherited_row_is_not_the_designs_doing(tmp_path):
+    """A 002-era row of a sub-agent child stands from before the run; the later design clears only a marked
+    (machinery) session's row, so it stays, sampled or seen by its host (seeds 1144, 1145 of the thatch-later
+    campaign). The same child showing up registered without such a row fails."""
+    for legacy, fails in (([{"name": "ask", "session": "bob", "last_seen_ago": "7d1h"}], False), ([], True)):
+        h = H(); base_world(h)
+        h.sample(30_000, {"bob": ("ask", False, 1_000)})
+        spec = make_spec(properties=INCLUDE, legacy=legacy,
+                         processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob", "parent": "alice"}]}])
+        v = verdicts(spec, h, make_db(tmp_path / f"{bool(legacy)}.db"))["P14"]
+        assert (v.status == "fail") == fails, (legacy, v.message)
+
+
 def test_p14_rows_beaten_by_their_live_host_pass(tmp_path):
     h = H(); base_world(h)
     h.status(2_000, "h1", "alice")

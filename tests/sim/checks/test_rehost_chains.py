@@ -150,3 +150,18 @@ def test_p4_still_holds_a_reloaded_runtime_to_its_grace_and_to_graduation(db):
     bad = h.sample(DAY + 240_000, {"bob": (N_BOB, True, DAY + 90_000 - 120_000)})
     v = judge("P4", h, db, _reload_spec())
     assert v.status == "fail" and v.witness[0]["i"] == bad["i"], v.message
+
+
+@pytest.mark.rules("R29", "R15")
+def test_p4_a_reload_while_chat_is_disabled_hosts_nothing(db):
+    """R29, R15: the fresh runtime of a reload reads its config; with chat turned off before it, it starts no
+    poller and hosts nothing, so bob going stale after is no failure (seed 1070 of the thatch-later campaign)."""
+    h = H(); base_world(h)
+    h.poll(30_000, "h1", ["alice", "bob"])
+    h.ev(60_000, "fault-fired", fault="reload", step=1, detail={"target": "h1"})
+    h.sample(150_000, {"bob": (N_BOB, True, 30_000)})
+    spec = make_spec(processes=[{"id": "h1", "sessions": [{"id": "alice"}, {"id": "bob"}]}],
+                     steps=[{"at": "0s", "config": {"process": "h1", "enabled": False}},
+                            {"at": "1m", "reload": {"process": "h1"}}])
+    v = judge("P4", h, db, spec)
+    assert v.status != "fail", v.message
