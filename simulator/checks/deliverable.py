@@ -25,6 +25,13 @@ from simulator.events import (
 )
 
 TURN_EVENTS = (TOOL_CALL, USER_PROMPT, TURN_START)
+# Two of the gate's reasons P3 asks about by name (the idle edge of R19, the startup pass of R5).
+NO_HOST = "no live process hosts it"
+
+
+def not_idle_in(state: str, inc: Incarnation) -> str:
+    """The gate's reason while `inc` last saw the session busy or compacting."""
+    return f"{state} in {inc.proc}"
 
 
 @dataclass
@@ -157,7 +164,7 @@ class Gate:
             return "the database is locked", None
         live = [inc for inc in incs if inc.alive(t)]
         if not live:
-            return "no live process hosts it", None
+            return NO_HOST, None
         pollers = [inc for inc in live if HOSTS[inc.kind].polls]
         if not pollers:
             return f"hosted by {live[-1].kind} {live[-1].proc}: MCP hosts get no wakes", None
@@ -182,7 +189,7 @@ class Gate:
         if state == "unknown":
             return f"{inc.proc} has seen no status of it yet"
         if state != "idle":
-            return f"{state} in {inc.proc}"
+            return not_idle_in(state, inc)
         if bisect.bisect_right(wakes, t) - bisect.bisect_right(wakes, t - HOUR_MS) >= MAX_WAKES_PER_HOUR:
             return f"rate cap: {MAX_WAKES_PER_HOUR} wakes by {inc.proc} within the hour"
         if any(te <= t < te + 1 for te in self.errors.get(inc.proc, ())):

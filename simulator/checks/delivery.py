@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from typing import Optional
 
-from simulator.checks.deliverable import Gate, Stretch
+from simulator.checks.deliverable import NO_HOST, Gate, Stretch, not_idle_in
 from simulator.checks.faults import crash_lost_a_stamp
 from simulator.checks.mail import acting_identity
 from simulator.checks.registry import Promise, passed, promised_procs, prop, skipped, verdict
@@ -254,9 +254,9 @@ def _flush_edge(view: RunView, gate: Gate, label: str, runs: list[tuple[int, int
         return None
     a, inc = first[0], first[1].host
     before = next((x for x in gate.timeline(label) if x.start < a and x.end == a), None)
-    if before is not None and before.reason == "no live process hosts it" and a == inc.start_t:
+    if before is not None and before.reason == NO_HOST and a == inc.start_t:
         edge = inc.start_event  # R5: the startup path's delivery pass, for every session it hosts from its start
-    elif before is None or before.reason not in (f"busy in {inc.proc}", f"compacting in {inc.proc}"):
+    elif before is None or before.reason not in (not_idle_in("busy", inc), not_idle_in("compacting", inc)):
         return None
     else:
         edge = next((e for e in view.history.of(STATUS, session=label, proc=inc.proc) if e.t == a
