@@ -120,12 +120,17 @@ def p12_retry_lands_once(view: RunView) -> Verdict:
 
 def _read_before(view: RunView, r: dict, call: Call, spans: dict[int, list[Shown]]) -> bool:
     """Row `r` was surely read before `call`: stamped a second or more earlier, or shown by a read
-    answered before the call was made (a stamp in the call's own second with no such read may be after)."""
+    answered before the call was made (a stamp in the call's own second with no such read may be after).
+    A read another process ran in the call's own concurrent dispatch ran at once with it, whatever order
+    the merge gave their events, so it is not surely before."""
     read_at = view.vt(r["read_at"]) if r["read_at"] else None
     if read_at is None:
         return False
-    before = call.call.i if call.call is not None else call.i
-    return read_at < call.t - STAMP_RESOLUTION_MS or any(s.call.i < before for s in spans.get(r["id"], []))
+    opened = call.call if call.call is not None else call.event
+    wave = opened.dispatch if getattr(view.spec, "dispatch", "serial") == "concurrent" else None
+    return read_at < call.t - STAMP_RESOLUTION_MS or any(
+        s.call.i < opened.i and not (s.call.proc != call.proc and s.call.event.dispatch == wave)
+        for s in spans.get(r["id"], []))
 
 
 def _copies(view: RunView, call: Call) -> list[list[dict]]:
@@ -148,18 +153,19 @@ def _copies(view: RunView, call: Call) -> list[list[dict]]:
     return out
 
 
-def suppressed_unseen(view: RunView) -> Optional[tuple[Call, list[dict]]]:
-    """The first send the chat answered as a suppressed duplicate while no unread copy of it stood in its
+def suppressed_unseen(view: RunView) -> list[tuple[Call, list[dict]]]:
+    """Every send the chat answered as a suppressed duplicate while no unread copy of it stood in its
     recipient's inbox (the later design suppresses a retry only while its copy is unread), with the copies
-    already read; None when every suppression had its unread copy."""
+    already read, in call order."""
     spans = shown_spans(view)
+    out = []
     for c in view.mail.calls_of("send", ok=True):
         if not c.outcome.suppressed:
             continue
         copies = _copies(view, c)
         if not any(not _read_before(view, r, c, spans) for rows in copies for r in rows):
-            return c, [r for rows in copies for r in rows]
-    return None
+            out.append((c, [r for rows in copies for r in rows]))
+    return out
 
 
 # -- P13 ----------------------------------------------------------------------------------------

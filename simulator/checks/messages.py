@@ -177,17 +177,21 @@ def _clipped_story(view: RunView, r: dict, label: str, mine: list[Shown]) -> str
             f"{len(str(r['body'] or ''))}, with nothing telling it there was more; the rest was marked read unseen")
 
 
-def _suppressed_unseen(view: RunView) -> Optional[Verdict]:
-    """A send answered as a suppressed duplicate is stored only as its unread copy: with none unread, it is lost."""
-    found = suppressed_unseen(view)
-    if found is None:
-        return None
-    c, copies = found
-    to = c.args.get("to")
-    seen = ", ".join(f"#{r['id']} read at {r['read_at']}" for r in copies) or "none stored"
-    return verdict(p5_no_loss, "fail",
-                   f"{c.session}'s send to {to} at t={span(c.t)} was answered as a suppressed duplicate, but no unread "
-                   f"copy of it was in {to}'s inbox (copies: {seen}): the message reached nobody", c.witness())
+def _suppressed_unseen(view: RunView, pruned: set[str]) -> Optional[Verdict]:
+    """A send answered as a suppressed duplicate is stored only as its unread copy: with none unread, it is lost,
+    unless none is left because prune swept the recipient's unread mail (R26)."""
+    ever = _ever_pruned(view)
+    for c, copies in suppressed_unseen(view):
+        to = c.args.get("to")
+        label = view.names.label_for_name(str(to)) or view.names.label_of.get(str(to))
+        if not copies and label is not None and _maybe_swept(view, label, c, pruned, ever):
+            continue
+        seen = ", ".join(f"#{r['id']} read at {r['read_at']}" for r in copies) or "none stored"
+        return verdict(p5_no_loss, "fail",
+                       f"{c.session}'s send to {to} at t={span(c.t)} was answered as a suppressed duplicate, but no "
+                       f"unread copy of it was in {to}'s inbox (copies: {seen}): the message reached nobody",
+                       c.witness())
+    return None
 
 
 def _read_rows_kept(view: RunView, reads: list[Call], pruned: set[str]) -> Optional[Verdict]:
@@ -215,8 +219,9 @@ def p5_no_loss(view: RunView) -> Verdict:
     results = _accepted_sends(view)
     reads = view.mail.calls_of("read", ok=True)
     crashes = _read_crashes(view)
-    failure = (_stored_once(view, results, pruned) or _suppressed_unseen(view) or _read_once(view, reads, crashes)
-               or _stamped_rows_returned(view, reads, crashes) or _read_rows_kept(view, reads, pruned))
+    failure = (_stored_once(view, results, pruned) or _suppressed_unseen(view, pruned)
+               or _read_once(view, reads, crashes) or _stamped_rows_returned(view, reads, crashes)
+               or _read_rows_kept(view, reads, pruned))
     if failure is not None:
         return failure
     if not results and not reads:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from historykit import ALICE, BOB, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
+from historykit import ALICE, BOB, N_ALICE, N_BOB, RUN_INFO, H, base_world, make_db, make_spec
 from simulator.checks import check_all
-from simulator.design import INBOX_BEGIN, INBOX_END, index_at_units
+from simulator.design import DEDUP_REPLY_MARK, INBOX_BEGIN, INBOX_END, index_at_units
 from thatch_core.later import split_body
 
 INCLUDE = {"include": ["P12", "P13", "P14"]}
@@ -176,6 +176,42 @@ def test_p6_lets_a_replaced_claim_give_the_conversation_a_second_name(db):
         h.registered(120_000, "h1", "bob", BOB, N_BOB, how="hook")
         v = verdicts(make_spec(policy="thatch-later"), h, db)["P6"]
         assert (v.status == "fail") == fails, (prefix, v.message)
+
+
+def test_p5_a_read_in_the_suppressed_sends_concurrent_dispatch_is_not_surely_before_it(tmp_path):
+    """A send answered as a suppressed duplicate while its copy was read in the same second: a read another
+    process ran in the send's own concurrent dispatch ran at once with it (the merge may list it first), so the
+    copy may still have been unread when the send checked (seed 1121 of the thatch-later campaign). In serial
+    dispatch that read came first and the suppression swallowed the message: P5 fails."""
+    line = f"[from {N_ALICE}, Nov 29 00:00Z] {BODY}"
+    suppressed = f"[sent] to {N_BOB} (ses_x)\n\nThe recipient is active.\n\nDUPLICATE: {DEDUP_REPLY_MARK}."
+    for dispatch, fails in (("concurrent", False), ("serial", True)):
+        h = H(); base_world(h)
+        h.send(2_000, "h1", "alice", N_BOB, BODY)
+        read = h.call(4_000, "h2", "bob", "read", {}, True,
+                      f"[thatch] chat inbox: 1 message(s), now marked read.\n{INBOX_BEGIN}\n{line}\n{INBOX_END}")
+        send = h.call(4_000, "h1", "alice", "send", {"to": N_BOB, "body": BODY}, True, suppressed)
+        events = h.done()
+        for e in (*read, *send):
+            e["dispatch"] = read[0]["dispatch"]
+        db = make_db(tmp_path / f"{dispatch}.db", messages=((ALICE, BOB, BODY, 2_000, 4_000, 0),))
+        spec = make_spec(policy="thatch-later", dispatch=dispatch)
+        v = {x.check: x for x in check_all(spec, events, db, RUN_INFO)}["P5"]
+        assert (v.status == "fail") == fails, (dispatch, v.message)
+
+
+@pytest.mark.rules("R26")
+def test_p5_a_suppressed_sends_copy_that_prune_may_have_swept_is_no_loss(tmp_path):
+    """R26: the unread copy a suppressed retry stands on is swept with its recipient's unread mail once prune
+    deleted the recipient (seed 1126 of the thatch-later campaign: a week's machine sleep); with no time for a
+    sweep, a copy missing from the database is a loss."""
+    suppressed = f"[sent] to {N_BOB} (ses_x)\n\nThe recipient is active.\n\nDUPLICATE: {DEDUP_REPLY_MARK}."
+    for end, fails in ((8 * 86_400_000, False), (60_000, True)):
+        h = H(); base_world(h)
+        h.call(4_000, "h1", "alice", "send", {"to": N_BOB, "body": BODY}, True, suppressed)
+        h.phase(end, "end")
+        v = verdicts(make_spec(policy="thatch-later"), h, make_db(tmp_path / f"{end}.db"))["P5"]
+        assert (v.status == "fail") == fails, (end, v.message)
 
 
 def test_offsets_count_utf16_units():
