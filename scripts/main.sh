@@ -30,4 +30,8 @@ thatch-sim matrix --check || status=$((status ? status : $?))
 python scripts/era_table.py --check --core-json reports/verdicts-core.json || status=$((status ? status : $?))
 # A short fixed-seed exploration (about a minute on 2 cores): generated worlds pass; a failure is shrunk into reports/found/.
 python -m pytest -q -n 2 -p no:cacheprovider scenarios/found --sim-explore 200 --sim-explore-seed 1000 --sim-explore-out reports/found || status=$((status ? status : $?))
+# The same under the later design (thatch-later: its options, with retries, plugin reloads, a machinery child
+# and long split bodies drawn in): 50 worlds, about 50 s on 2 cores; a failure is shrunk into reports/found-later/.
+python -m pytest -q -n 2 -p no:cacheprovider scenarios/found --sim-explore 50 --sim-explore-seed 1000 \
+    --sim-explore-design thatch-later --sim-explore-out reports/found-later || status=$((status ? status : $?))
 exit $status
