@@ -136,7 +136,7 @@ def _read_before(view: RunView, r: dict, call: Call, spans: dict[int, list[Shown
 def _copies(view: RunView, call: Call) -> list[list[dict]]:
     """Every stored copy (a split one as its rows) of a send's body from its sender to its recipient,
     made before the call, within the sending process's retry window."""
-    to = str(call.args.get("to", ""))
+    to = call.to
     recipient, sender = view.names.label_for_name(to) or view.names.label_of.get(to), acting_identity(view, call)
     by_id = {r["id"]: r for r in view.db["messages"]}
     parts, window = _part_numbers(view), _window_ms(view, call.proc)

@@ -43,9 +43,9 @@ def acting_identity(view: RunView, call: Call) -> Optional[str]:
     """The label a tool call acts as: the caller, except on Cursor, whose server
     trusts the claimed `as` (R32): a send claiming another session is stored as
     that session's mail, and a read claiming it drains that session's inbox."""
-    claim = call.args.get("as")
+    claim = call.claim
     if claim and HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
-        return view.names.label_for_name(str(claim)) or view.names.label_of.get(str(claim)) or call.session
+        return view.names.label_for_name(claim) or view.names.label_of.get(claim) or call.session
     return call.session
 
 
@@ -55,9 +55,9 @@ def may_act_as(view: RunView, call: Call) -> set[Optional[str]]:
     when the anchors before it fail (no parent pid mapped within 600 s, the session env naming
     no row) (D-props-14)."""
     out = {acting_identity(view, call)}
-    claim = call.args.get("as")
+    claim = call.claim
     if claim and not HOSTS[view.proc_kind.get(call.proc, DEFAULT_HOST)].trusts_as:
-        out.add(view.names.label_for_name(str(claim)) or view.names.label_of.get(str(claim)))
+        out.add(view.names.label_for_name(claim) or view.names.label_of.get(claim))
     return out
 
 
@@ -154,8 +154,9 @@ def _drain_spans(view: RunView, call: Call) -> list[Shown]:
 
 
 def _page_spans(view: RunView, call: Call) -> list[Shown]:
+    message, offset_arg = call.page or (None, None)
     try:
-        row_id, offset = int(call.args.get("message")), int(call.args.get("offset") or 0)
+        row_id, offset = int(message), int(offset_arg or 0)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return []
     labels = may_act_as(view, call)
@@ -174,8 +175,7 @@ def shown_spans(view: RunView) -> dict[int, list[Shown]]:
     """Row id -> the spans of its body the ok reads' outputs showed, in call order."""
     out: dict[int, list[Shown]] = {}
     for call in view.mail.calls_of("read", ok=True):
-        paged = call.args.get("message") is not None
-        for s in (_page_spans(view, call) if paged else _drain_spans(view, call)):
+        for s in (_page_spans(view, call) if call.page else _drain_spans(view, call)):
             out.setdefault(s.row_id, []).append(s)
     return out
 

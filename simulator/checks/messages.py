@@ -58,7 +58,7 @@ def _accepted_sends(view: RunView) -> dict[tuple, list[Call]]:
             continue  # held for the recipient's user: stored only if approved (checks/policies.py, Q2)
         if sent.suppressed:
             continue  # the later design stored nothing new: its unread twin is its row (P12 judges the retry)
-        to = sent.to if sent.kind == SENT else str(c.args.get("to", ""))
+        to = sent.to if sent.kind == SENT else c.to
         body = split_key(c.body) if sent.parts > 1 else c.body  # stored as parts
         # Recipients compare by label when known: a name can change after a leave.
         recipient = view.names.label_for_name(to) or view.names.label_of.get(to) or to.lower()
@@ -182,14 +182,13 @@ def _suppressed_unseen(view: RunView, pruned: set[str]) -> Optional[Verdict]:
     unless none is left because prune swept the recipient's unread mail (R26)."""
     ever = _ever_pruned(view)
     for c, copies in suppressed_unseen(view):
-        to = c.args.get("to")
-        label = view.names.label_for_name(str(to)) or view.names.label_of.get(str(to))
+        label = view.names.label_for_name(c.to) or view.names.label_of.get(c.to)
         if not copies and label is not None and _maybe_swept(view, label, c, pruned, ever):
             continue
         seen = ", ".join(f"#{r['id']} read at {r['read_at']}" for r in copies) or "none stored"
         return verdict(p5_no_loss, "fail",
-                       f"{c.session}'s send to {to} at t={span(c.t)} was answered as a suppressed duplicate, but no "
-                       f"unread copy of it was in {to}'s inbox (copies: {seen}): the message reached nobody",
+                       f"{c.session}'s send to {c.to} at t={span(c.t)} was answered as a suppressed duplicate, but no "
+                       f"unread copy of it was in {c.to}'s inbox (copies: {seen}): the message reached nobody",
                        c.witness())
     return None
 

@@ -260,6 +260,6 @@ class Model:
         if not mcp and len(ids) == 1 and "as" not in c.args:
             return ids, True
         out: list[Optional[str]] = list(ids)
-        if c.args.get("as"):
-            out += self.by_name(str(c.args["as"])) or [str(c.args["as"])]
+        if c.claim:
+            out += self.by_name(c.claim) or [c.claim]
         return out + [None], False

@@ -39,11 +39,6 @@ def body_class(body: Any) -> Optional[str]:
     return TOO_LONG if len(trimmed) > MAX_BODY_CHARS else "ok"
 
 
-def body_arg(c: Call) -> Any:
-    """The body a send or broadcast passed, as written (the tools take `body`, or `message`)."""
-    return c.args.get("body", c.args.get("message"))
-
-
 def send_class(o: Outcome) -> str:
     """The class of a send or broadcast reply: its kind, a messaging policy's answers as one class."""
     return POLICY if o.policy else o.kind
@@ -126,14 +121,14 @@ def recipients_of(m: Model, to: Any, ident: Optional[str], racy: bool) -> set[st
 def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed: set[str] = set()
-    body_ok = pre_body(enabled, body_arg(c), allowed)
+    body_ok = pre_body(enabled, c.body_arg, allowed)
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)
             if False in states:
                 allowed.add(UNREGISTERED)  # R9 orders neither refusal first: a bad body or the caller's
             if body_ok and True in states:
-                allowed |= recipients_of(m, c.args.get("to", ""), ident, racy)
+                allowed |= recipients_of(m, c.to, ident, racy)
     cls = send_class(c.outcome)
     if cls == OTHER:
         m.ghosts.add(c.body)
@@ -144,7 +139,7 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ident = m.acting(ids, racy)
     if ident and ident[:12] == id12:
         m.surprise(f"chat_send to {to}", "a refusal (to oneself)", f"sent to the caller's own id {id12}", c.witness())
-    sure = [sid for sid in m.by_name(str(c.args.get("to", ""))) if m.reg.get(sid) is True]
+    sure = [sid for sid in m.by_name(c.to) if m.reg.get(sid) is True]
     if not racy and len(sure) == 1 and (sure[0][:12] != id12 or to.lower() != m.names.get(sure[0], to).lower()):
         m.surprise(f"chat_send of {c.session} (step {c.step})",
                    f"sent to {m.names.get(sure[0])} ({sure[0][:12]})", f"sent to {to} ({id12})", c.witness())
@@ -159,7 +154,7 @@ def judge_send(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
 def judge_broadcast(m: Model, c: Call, enabled: set[bool], racy: bool) -> None:
     ids, certain = m.identities(c)
     allowed: set[str] = set()
-    body_ok = pre_body(enabled, body_arg(c), allowed)
+    body_ok = pre_body(enabled, c.body_arg, allowed)
     if True in enabled:
         for ident in ids:
             states = regs(m, ident, racy)

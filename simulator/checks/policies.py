@@ -82,7 +82,7 @@ def expected_fate(o: PolicyOptions, sender_registered: bool) -> tuple[str, bool]
 
 
 def _recipient(view: RunView, c: Call) -> Optional[str]:
-    to = str(c.args.get("to", ""))
+    to = c.to
     return view.names.label_for_name(to) or view.names.label_of.get(to)
 
 

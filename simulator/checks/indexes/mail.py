@@ -83,9 +83,34 @@ class Call:
         """The scripted step whose result this is (None: a turn's own call, or no result)."""
         return self.result.step if self.result is not None else None
 
+    # The arguments the model passed, as the chat tools name them: one reader each.
+
+    @property
+    def to(self) -> str:
+        """The recipient a send named ("" for none)."""
+        return str(self.args.get("to") or "")
+
+    @property
+    def claim(self) -> Optional[str]:
+        """The session a call claimed to be (`as`), None for no claim."""
+        claim = self.args.get("as")
+        return str(claim) if claim else None
+
+    @property
+    def body_arg(self) -> Any:
+        """The body a send or broadcast passed, as written (the tools take `body`, or `message`)."""
+        return self.args.get("body", self.args.get("message"))
+
     @property
     def body(self) -> str:
-        return str(self.args.get("body", self.args.get("message", "")) or "").strip()
+        return str(self.body_arg or "").strip()
+
+    @property
+    def page(self) -> Optional[tuple[Any, Any]]:
+        """A paged read's (message id, offset) as passed; None for a read of the inbox."""
+        if self.args.get("message") is None:
+            return None
+        return self.args["message"], self.args.get("offset")
 
     def witness(self) -> list[dict[str, Any]]:
         return [brief(e) for e in (self.call, self.result) if e is not None]
@@ -139,7 +164,7 @@ class Mail:
             if not (i0 < c.i < i1) or not c.ok or c.tool not in ("send", "broadcast"):
                 continue
             if c.tool == "send":
-                to = c.outcome.to if c.outcome.kind == SENT else str(c.args.get("to", ""))
+                to = c.outcome.to if c.outcome.kind == SENT else c.to
                 if (self.names.label_for_name(to) or self.names.label_of.get(to)) == label:
                     out.append(c)
             elif any(self.names.label_for_name(x) == label for x in c.outcome.recipients):
