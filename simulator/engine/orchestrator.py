@@ -65,6 +65,9 @@ from simulator.sut import CORE, Sut
 
 STOP_GRACE_S = 2.0
 LOCK_BUSY_TIMEOUT_MS = 20  # short: a writer meeting the held lock fails fast (StoreBusy) instead of stalling the run
+# The real ThatchDB's busy timeout. A checkout keeps it under a lock fault too: it has no retry, so 20 ms
+# would fail its calls on any other process's write outside the lock, which P15 then judges (D-sut-13).
+DESIGN_BUSY_TIMEOUT_MS = 5000
 PROGRESS_EVERY = 64        # dispatches between two progress reports
 
 
@@ -114,9 +117,10 @@ class Orchestrator:
             raise ValueError(f"unknown engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
         self.seed = spec.seed if seed is None else seed
         self.run_dir = Path(run_dir)
-        has_lock = any(s.action == "lock" for s in spec.steps)
+        fails_fast = any(s.action == "lock" for s in spec.steps) and system.sut.checkout is None
         self.world = World(spec, self.run_dir, self.seed, dict(overrides or {}),
-                           busy_timeout_ms or (LOCK_BUSY_TIMEOUT_MS if has_lock else 5000), system.sut.checkout)
+                           busy_timeout_ms or (LOCK_BUSY_TIMEOUT_MS if fails_fast else DESIGN_BUSY_TIMEOUT_MS),
+                           system.sut.checkout)
         self.clock = vclock.VirtualClock()
         self.log = DispatchLog(self.clock)
         self.agenda = Agenda()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.api import run_scenario
+from simulator.api import code_under_test, run_scenario
+from simulator.engine.orchestrator import LOCK_BUSY_TIMEOUT_MS, Orchestrator
 from simulator.explore.determinism import first_difference
 from simulator.result import SUT_CHECK
 from simulator.scenario.loader import load_scenario, parse_scenario
@@ -149,3 +150,14 @@ steps:
     assert "SQLITE_BUSY" in real.verdict("P15").message
     core = run_scenario(spec, run_dir=tmp_path / "core", sut=CORE)
     assert core.verdict("P15").status == "pass" and core.ok
+
+
+@pytest.mark.rules("R24")
+def test_a_checkout_keeps_the_design_busy_timeout_under_a_lock_fault(checkout, tmp_path):
+    """thatch_core meets a lock fault with a 20 ms busy timeout and retries; a checkout has no retry, so
+    it keeps the real 5000 ms. With 20 ms, store-lock-contention's pollers on 0.1.41 failed on another
+    process's ordinary write long after the lock (P15 at 11m30s, under machine load)."""
+    spec = load_scenario(ROOT / "scenarios" / "liveness" / "store-lock-contention.yaml")
+    on_checkout = Orchestrator(spec, tmp_path / "checkout", code_under_test(checkout))
+    on_core = Orchestrator(spec, tmp_path / "core", code_under_test(CORE))
+    assert (on_checkout.world.busy_timeout_ms, on_core.world.busy_timeout_ms) == (5000, LOCK_BUSY_TIMEOUT_MS)
