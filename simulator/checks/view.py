@@ -24,7 +24,7 @@ from simulator.checks.indexes.mail import LEAVE_ACTIONS, Call, Mail, brief, shor
 from simulator.checks.indexes.names import Names
 from simulator.clock import parse_iso_ms
 from simulator.design import STALE_MS
-from simulator.events import PHASE, RUN_START, SAMPLE, Event
+from simulator.events import PHASE, RUN_START, SAMPLE
 from simulator.history import History
 from simulator.scenario.model import Scenario
 
@@ -49,12 +49,10 @@ class RunView:
         self.older_labels: dict[str, str] = spec.older_labels() if spec is not None else {}
         self.epoch_ms = epoch_ms if epoch_ms is not None else self._epoch()
         self.disturbances = Disturbances(self.history, self.steps)
-        self.names = Names(self.history, self.db, self._proc_kinds(), self.run_info, self.vt)
+        self.names = Names(self.history, self.db, {p.id: p.kind for p in getattr(spec, "processes", [])},
+                           self.run_info, self.vt)
         self.mail = Mail(self.history, self.steps, self.names, self.disturbances, self.t_end, self.history.limit)
         self.hosting = Hosting(self.history, spec, self.steps, self.mail, self.t_end, self.run_info)
-
-    def _proc_kinds(self) -> dict[str, str]:
-        return {p.id: p.kind for p in getattr(self.spec, "processes", [])}
 
     @property
     def proc_kind(self) -> dict[str, str]:
@@ -124,6 +122,3 @@ def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:
         conn.close()
     return out
 
-
-def is_event(x: Any) -> bool:
-    return isinstance(x, Event)
