@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Callable, Optional
 
 from simulator.design import AUTO_ROW_TTL_MS, CHAT_ID_PREFIXES, mcp_session_id
@@ -25,7 +26,7 @@ class Names:
         self.label_of = {sid: label for label, sids in self.ids.items() for sid in sids}
         self.observations = self._observe(history)
         self._by_name = self._name_index()
-        self._touches_of = self._touches(history)
+        self._history = history  # the prune's touches are read from it on first use (P8, P10 and P6 ask)
         self._registered_names = {e.session_id: e.name for e in history.of(REGISTERED) if e.session_id and e.name}
 
     def _index_ids(self, history: History, proc_kind: dict[str, str], run_info: dict[str, Any]) -> None:
@@ -154,10 +155,11 @@ class Names:
 
     # -- the hourly prune (R26) ---------------------------------------------------------
 
-    def _touches(self, history: History) -> dict[str, list[tuple[float, int]]]:
+    @cached_property
+    def _touches_of(self) -> dict[str, list[tuple[float, int]]]:
         """label -> (position, virtual time) of each known touch of its row, in history order."""
         index: dict[str, list[tuple[float, int]]] = {}
-        for e in history.of(POLL, REGISTERED, SAMPLE):
+        for e in self._history.of(POLL, REGISTERED, SAMPLE):
             if isinstance(e, Sample):
                 for who, row in e.sessions.items():
                     seen = self.vt(row.last_seen) if row.registered and row.last_seen else None
