@@ -24,10 +24,12 @@ A leaf: it imports nothing of the project.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar, Mapping, Optional
 
 _OPTIONAL = "optional"   # field metadata: the field may be left out of an event's data
 _KEY = "key"             # field metadata: the data key, where it is not the field's name
+_ROWS = "rows"           # field metadata: the Row record of each value of a mapping (a sample's sessions)
 
 
 class _Absent:
@@ -50,9 +52,10 @@ def optional(default: Any = None, *, key: Optional[str] = None) -> Any:
     return field(default=default, metadata={_OPTIONAL: True, **({_KEY: key} if key else {})})
 
 
-def many(factory: Any = list, *, key: Optional[str] = None) -> Any:
-    """A required field holding a list or a mapping (an empty one when a hand-built event leaves it out)."""
-    return field(default_factory=factory, metadata={_KEY: key} if key else {})
+def many(factory: Any = list, *, key: Optional[str] = None, rows: Optional[type] = None) -> Any:
+    """A required field holding a list or a mapping (an empty one when a hand-built event leaves it out);
+    `rows`: the Row record each value of the mapping decodes into."""
+    return field(default_factory=factory, metadata={**({_KEY: key} if key else {}), **({_ROWS: rows} if rows else {})})
 
 
 HEADER = ("i", "t", "dispatch", "proc", "session")
@@ -241,7 +244,7 @@ class SampleRow(Row):
 @orchestrator(SAMPLE)
 @_rec
 class Sample(Event):
-    sessions: dict[str, SampleRow] = many(dict)  # label -> its row
+    sessions: dict[str, SampleRow] = many(dict, rows=SampleRow)  # label -> its row
 
 
 @orchestrator(EXPECTATION)
@@ -524,19 +527,10 @@ HARNESS_EVENTS: dict[str, type[Event]] = {k: r for k, r in _RECORDS.items() if _
 EVENT_KINDS: dict[str, type[Event]] = dict(_RECORDS)
 
 
-def _data_fields_uncached(rec: type) -> tuple[tuple[Any, str], ...]:
-    return tuple((f, f.metadata.get(_KEY, f.name)) for f in fields(rec) if f.name not in HEADER)
-
-
-_FIELDS_OF: dict[type, tuple[tuple[Any, str], ...]] = {}
-
-
+@cache
 def _data_fields(rec: type) -> tuple[tuple[Any, str], ...]:
     """(field, its data key) of each of a record's data fields."""
-    out = _FIELDS_OF.get(rec)
-    if out is None:
-        out = _FIELDS_OF[rec] = _data_fields_uncached(rec)
-    return out
+    return tuple((f, f.metadata.get(_KEY, f.name)) for f in fields(rec) if f.name not in HEADER)
 
 
 def declared_fields(rec: type[Event]) -> dict[str, bool]:
@@ -580,23 +574,20 @@ def check(kind: str, data: Mapping[str, Any], fields: Fields = EVENT_FIELDS) -> 
 
 # -- decoding ----------------------------------------------------------------------
 
+def _rows_of(row: type) -> Any:
+    """A converter of a mapping's values into `row` records (keys `row` does not declare dropped)."""
+    keys = frozenset(f.name for f in fields(row))
+    return lambda values: {label: row(**{k: v for k, v in (value or {}).items() if k in keys})
+                           for label, value in (values or {}).items()}
+
+
 def _decoders(rec: type) -> tuple[tuple[str, str, Any], ...]:
     """(field name, data key, converter or None) of each data field of `rec`."""
-    out = []
-    for f, key in _data_fields(rec):
-        out.append((f.name, key, _sample_rows if rec is Sample and f.name == "sessions" else None))
-    return tuple(out)
+    return tuple((f.name, key, _rows_of(f.metadata[_ROWS]) if _ROWS in f.metadata else None)
+                 for f, key in _data_fields(rec))
 
 
-_ROW_KEYS = frozenset(f.name for f in fields(SampleRow))
-
-
-def _sample_rows(rows: Any) -> dict[str, SampleRow]:
-    return {label: SampleRow(**{k: v for k, v in (row or {}).items() if k in _ROW_KEYS})
-            for label, row in (rows or {}).items()}
-
-
-_DECODERS = {kind: _decoders(rec) for kind, rec in _RECORDS.items()}
+_DECODERS = {kind: _decoders(rec) for kind, rec in {**_RECORDS, LEAVE: Leave}.items()}
 
 
 def decode(line: Mapping[str, Any], i: Optional[float] = None) -> Event:
@@ -608,6 +599,5 @@ def decode(line: Mapping[str, Any], i: Optional[float] = None) -> Event:
     rec = _RECORDS.get(kind) if kind != LEAVE else Leave
     if rec is None:
         return Undeclared(**header, other_kind=str(kind), raw=dict(data))
-    decoders = _DECODERS.get(kind) or _decoders(rec)
-    kw = {name: (conv(data[key]) if conv else data[key]) for name, key, conv in decoders if key in data}
+    kw = {name: (conv(data[key]) if conv else data[key]) for name, key, conv in _DECODERS[kind] if key in data}
     return rec(**header, **kw)

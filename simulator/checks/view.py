@@ -49,14 +49,10 @@ class RunView:
         self.older_labels: dict[str, str] = spec.older_labels() if spec is not None else {}
         self.epoch_ms = epoch_ms if epoch_ms is not None else self._epoch()
         self.disturbances = Disturbances(self.history, self.steps)
-        self.names = Names(self.history, self.db, {p.id: p.kind for p in getattr(spec, "processes", [])},
-                           self.run_info, self.vt)
+        self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}  # process label -> host kind
+        self.names = Names(self.history, self.db, self.proc_kind, self.run_info, self.vt)
         self.mail = Mail(self.history, self.steps, self.names, self.disturbances, self.t_end, self.history.limit)
-        self.hosting = Hosting(self.history, spec, self.steps, self.mail, self.t_end, self.run_info)
-
-    @property
-    def proc_kind(self) -> dict[str, str]:
-        return self.hosting.proc_kind
+        self.hosting = Hosting(self.history, spec, self.steps, self.mail, self.t_end, self.run_info, self.proc_kind)
 
     @property
     def children(self) -> set[str]:

@@ -58,14 +58,14 @@ class Incarnation:
 
 class Hosting:
     def __init__(self, history: History, spec: Any, steps: list[Any], mail: Mail, t_end: int,
-                 run_info: dict[str, Any]) -> None:
+                 run_info: dict[str, Any], proc_kind: dict[str, str]) -> None:
         self.history = history
         self.spec = spec
         self.steps = steps
         self.mail = mail
         self.t_end = t_end
         self.run_info = run_info
-        self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}
+        self.proc_kind = proc_kind
         # Sub-agent children: a polling host never hosts one, even once it joined the directory (R13).
         self.children = {s.id for p in getattr(spec, "processes", []) for s in p.sessions if s.parent}
         self._activity: dict[tuple[int, str, float], Optional[int]] = {}
