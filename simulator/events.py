@@ -110,7 +110,13 @@ class Row:
     """A nested record of an event's data (a sample's directory row)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in _row_field_names(type(self))}
+
+
+@cache
+def _row_field_names(rec: type) -> tuple[str, ...]:
+    """A Row record's field names (the observer writes a row per session per sample: asked often)."""
+    return tuple(f.name for f in fields(rec))
 
 
 _RECORDS: dict[str, type[Event]] = {}

@@ -15,6 +15,7 @@ checker must then judge less, never crash.
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -50,7 +51,9 @@ class RunView:
         self.epoch_ms = epoch_ms if epoch_ms is not None else self._epoch()
         self.disturbances = Disturbances(self.history, self.steps)
         self.proc_kind = {p.id: p.kind for p in getattr(spec, "processes", [])}  # process label -> host kind
-        self.names = Names(self.history, self.db, self.proc_kind, self.run_info, self.vt)
+        # A function of the epoch, not the bound `self.vt`: an index holding the view would make a
+        # cycle, and the run's records would then wait for a full collection instead of going with it.
+        self.names = Names(self.history, self.db, self.proc_kind, self.run_info, partial(virtual_ms, self.epoch_ms))
         self.mail = Mail(self.history, self.steps, self.names, self.disturbances, self.t_end, self.history.limit)
         self.hosting = Hosting(self.history, spec, self.steps, self.mail, self.t_end, self.run_info, self.proc_kind)
 
@@ -95,8 +98,13 @@ class RunView:
 
     def vt(self, iso: Any) -> Optional[int]:
         """Virtual time of a stored ISO stamp (None when unknown)."""
-        ms = parse_iso_ms(iso)
-        return None if ms is None or self.epoch_ms is None else ms - self.epoch_ms
+        return virtual_ms(self.epoch_ms, iso)
+
+
+def virtual_ms(epoch_ms: Optional[int], iso: Any) -> Optional[int]:
+    """Virtual time of a stored ISO stamp, given the wall ms of virtual time 0 (None when either is unknown)."""
+    ms = parse_iso_ms(iso)
+    return None if ms is None or epoch_ms is None else ms - epoch_ms
 
 
 def load_db(db_path: Any) -> dict[str, list[dict[str, Any]]]:

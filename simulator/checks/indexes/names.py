@@ -25,6 +25,9 @@ class Names:
         self._index_ids(history, proc_kind, run_info)
         self.label_of = {sid: label for label, sids in self.ids.items() for sid in sids}
         self.observations = self._observe(history)
+        self._seen_as: dict[Optional[str], list[Observation]] = {}  # label -> its observations, in order
+        for seen in self.observations:
+            self._seen_as.setdefault(seen[1], []).append(seen)
         self._by_name = self._name_index()
         self._history = history  # the prune's touches are read from it on first use (P8, P10 and P6 ask)
         self._registered_names = {e.session_id: e.name for e in history.of(REGISTERED) if e.session_id and e.name}
@@ -92,15 +95,15 @@ class Names:
     def names_of(self, label: str) -> list[str]:
         """Every assigned name the label went by, in first-seen order."""
         out: list[str] = []
-        for _, lab, name in self.observations:
-            if lab == label and name and name not in out:
+        for _, _, name in self._seen_as.get(label, ()):
+            if name and name not in out:
                 out.append(name)
         return out
 
     def name_at(self, label: str, i: Optional[float] = None) -> Optional[str]:
         name = None
-        for e, lab, n in self.observations:
-            if lab == label and n and (i is None or e.i <= i):
+        for e, _, n in self._seen_as.get(label, ()):
+            if n and (i is None or e.i <= i):
                 name = n
         if name is None and i is None:
             row = self.final_row(label)
@@ -111,8 +114,8 @@ class Names:
         """The last name `label` went by at or before virtual time t (None: no name yet).
         A session that left keeps its last name here, as for step replies (`name_at`)."""
         name = None
-        for e, lab, n in self.observations:
-            if lab == label and n and e.t <= t:
+        for e, _, n in self._seen_as.get(label, ()):
+            if n and e.t <= t:
                 name = n
         return name
 
@@ -150,7 +153,7 @@ class Names:
 
     def registered_before(self, label: str, t: int) -> bool:
         """Was the label's last name observation before time t a registered one (or none at all)?"""
-        last = [n for e, lab, n in self.observations if lab == label and e.t < t]
+        last = [n for e, _, n in self._seen_as.get(label, ()) if e.t < t]
         return not last or last[-1] is not None
 
     # -- the hourly prune (R26) ---------------------------------------------------------
