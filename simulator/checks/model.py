@@ -124,6 +124,8 @@ class Model:
     # Body -> the chat ids that may have sent it (None among them: any sender), for the sender a
     # read shows (R32: an anchored Claude Code call acts as its conversation, whatever `as` says).
     senders: dict[str, set[Optional[str]]] = field(default_factory=dict)
+    # process label -> (instant, `chat.enabled` set) of its config steps (model_follow.config_changes).
+    config_changes: dict[Optional[str], list[tuple[int, bool]]] = field(default_factory=dict)
 
     # -- knowledge ----------------------------------------------------------------
 

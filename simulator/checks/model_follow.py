@@ -61,7 +61,7 @@ class LeaveBlur(Event):
 
 def follow(view: RunView) -> Model:
     """Run the model over the whole history; its surprises are what it did not predict."""
-    m = Model(view)
+    m = Model(view, config_changes=config_changes(view))
     options = options_by_process(view.spec)
     m.loose = any(not modeled(o) for o in options.values())
     unmodeled = {p for p, o in options.items() if not modeled(o)}
@@ -155,22 +155,30 @@ def seed(m: Model) -> None:
         m.owner.setdefault(row.name.lower(), row.session or f"legacy row {row.name}")
 
 
-def enabled_at(view: RunView, proc: Optional[str], t: int) -> set[bool]:
-    """The `chat.enabled` values a tool call of `proc` at t may read (R29: re-read per call); a
-    config step at the call's own time may land on either side of it."""
-    spec = next((p for p in getattr(view.spec, "processes", []) if p.id == proc), None)
-    values = {spec.config.enabled if spec is not None else True}
+def config_changes(view: RunView) -> dict[Optional[str], list[tuple[int, bool]]]:
+    """process label -> (the instant it landed, the `chat.enabled` it set) of each config step that
+    set one, in step order: read from the steps once, asked at every judged call (`enabled_at`)."""
     dropped = {e.step for e in view.history.of(STEP_DROPPED)}
+    out: dict[Optional[str], list[tuple[int, bool]]] = {}
     for idx, step in enumerate(view.steps):
-        if step.action != "config" or idx in dropped or step.args.process != proc:
+        if step.action != "config" or idx in dropped:
             continue
         new = getattr(step.args, "enabled", None)
-        at = view.disturbances.landed(idx, step.at)
-        if new is None or at > t:
-            continue
-        values = {new} if at < t else values | {new}
-    return values
+        if new is not None:
+            out.setdefault(step.args.process, []).append((view.disturbances.landed(idx, step.at), new))
+    return out
 
+
+def enabled_at(view: RunView, proc: Optional[str], t: int,
+               changes: dict[Optional[str], list[tuple[int, bool]]]) -> set[bool]:
+    """The `chat.enabled` values a tool call of `proc` at t may read (R29: re-read per call); a
+    config step at the call's own time may land on either side of it (`changes`: `config_changes`)."""
+    spec = next((p for p in getattr(view.spec, "processes", []) if p.id == proc), None)
+    values = {spec.config.enabled if spec is not None else True}
+    for at, new in changes.get(proc, ()):
+        if at <= t:
+            values = {new} if at < t else values | {new}
+    return values
 
 
 def on_result(m: Model, c: Call, judged: bool) -> None:
@@ -187,7 +195,7 @@ def on_result(m: Model, c: Call, judged: bool) -> None:
         m.ghosts.add(c.body)
         return
     before = m.changes
-    judge(m, c, enabled_at(m.view, c.proc, c.t), racy)
+    judge(m, c, enabled_at(m.view, c.proc, c.t, m.config_changes), racy)
     m.changes = before + 1 if c.tool in MUTATING else m.changes
     check_echo(m, c)
 
