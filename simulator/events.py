@@ -600,10 +600,10 @@ def decode(line: Mapping[str, Any], i: Optional[float] = None) -> Event:
     """One history line (or a hand-built event) as its record; `i` when the line has none."""
     kind = line.get("kind")
     data = line.get("data") or {}
-    header = {"i": line.get("i", i if i is not None else 0), "t": line.get("t", 0),
-              "dispatch": line.get("dispatch", 0), "proc": line.get("proc"), "session": line.get("session")}
     rec = _RECORDS.get(kind) if kind != LEAVE else Leave
     if rec is None:
-        return Undeclared(**header, other_kind=str(kind), raw=dict(data))
-    kw = {name: (conv(data[key]) if conv else data[key]) for name, key, conv in _DECODERS[kind] if key in data}
-    return rec(**header, **kw)
+        rec, kw = Undeclared, {"other_kind": str(kind), "raw": dict(data)}
+    else:
+        kw = {name: (conv(data[key]) if conv else data[key]) for name, key, conv in _DECODERS[kind] if key in data}
+    return rec(i=line.get("i", i if i is not None else 0), t=line.get("t", 0), dispatch=line.get("dispatch", 0),
+               proc=line.get("proc"), session=line.get("session"), **kw)

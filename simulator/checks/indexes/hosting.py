@@ -74,6 +74,9 @@ class Hosting:
             if step.action == "restart" and step.restart.grace is not None:
                 self.rehost_graces.setdefault(step.restart.into, int(step.restart.grace))
         self.incs = self._incarnations()
+        self._incs_of: dict[Optional[str], list[Incarnation]] = {}  # process label -> its incarnations, in order
+        for inc in self.incs:
+            self._incs_of.setdefault(inc.proc, []).append(inc)
         self.reloads = self._reloads()
         self._trim_rehosted()
         self._mark_unjoinable_startups()
@@ -122,7 +125,10 @@ class Hosting:
 
     def reloads_in(self, inc: Incarnation, t: int) -> list[FaultFired]:
         """The reloads of `inc`'s life up to virtual time t."""
-        return [r for r in self.reloads.get(inc.proc, ())
+        reloads = self.reloads.get(inc.proc)
+        if not reloads:  # most processes never reload: asked at every hosting question
+            return []
+        return [r for r in reloads
                 if inc.start_i < r.i and (inc.end_i is None or r.i < inc.end_i) and r.t <= t]
 
     def _trim_rehosted(self) -> None:
@@ -208,8 +214,8 @@ class Hosting:
     def inc_of(self, e: Any) -> Optional[Incarnation]:
         """The incarnation of the process that recorded a harness event."""
         best = None
-        for inc in self.incs:
-            if inc.proc == e.proc and inc.start_i <= e.i and (inc.end_i is None or e.i <= inc.end_i):
+        for inc in self._incs_of.get(e.proc, ()):
+            if inc.start_i <= e.i and (inc.end_i is None or e.i <= inc.end_i):
                 best = inc
         return best
 
