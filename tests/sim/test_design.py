@@ -150,6 +150,7 @@ def test_assigned_names_on_fixed_examples(name, ok):
     assert bool(design.NAME_RE.match(name)) is ok
 
 
+@pytest.mark.rules("R2")
 @pytest.mark.parametrize("name, claimed", [("Alice-2", "Alice"), ("alice", "alice"), ("build-bot-7-3", "build-bot-7")])
 def test_a_renamed_case_twin_reads_back_as_its_claimed_name(name, claimed):
     """D-store-6: the migration renames the later 002-era case twins NAME-2, NAME-3..."""

@@ -49,7 +49,7 @@ def test_point_expectation_expands_the_name_at_its_time(tmp_path):
 
 @pytest.mark.rules("R6")
 def test_expand_by_time_and_literal_without_a_name(tmp_path):
-    """R6: `RunView.expand(text, at)`: the name at that time (kept after a leave),
+    """R6: `view.names.expand(text, at)`: the name at that time (kept after a leave),
     the literal `{label}` before any name, and for an undeclared label."""
     db = make_db(tmp_path / "t.db", sessions=((ALICE, N_ALICE, "opencode", 0), (BOB, N_BOB2, "opencode", 25 * MIN)))
     h = H(); _leave_and_return(h)

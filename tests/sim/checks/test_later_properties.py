@@ -33,6 +33,7 @@ def test_p12_a_retry_that_lands_a_second_unread_copy_fails(tmp_path):
     assert v.status == "fail" and "landed 2 times" in v.message and "1, 2" in v.message
 
 
+@pytest.mark.rules("R9")
 def test_p12_counts_a_split_copy_by_its_whole_body_not_its_first_page(tmp_path):
     """Two different long bodies from alice to bob in one second open with the same page; the second is retried
     and suppressed. Only its own batch is a copy of it (seed 1015 of the thatch-later campaign took the first
@@ -145,6 +146,7 @@ def test_p13_a_part_cut_by_the_designs_own_page_is_not_unseen(tmp_path):
     assert vs["P13"].status == "pass" and vs["P5"].status == "pass", (vs["P13"].message, vs["P5"].message)
 
 
+@pytest.mark.rules("R10")
 def test_p13_and_p5_find_each_drained_row_by_the_id_its_line_names(tmp_path):
     """Two drains in one stamp second, each showing one of two rows whose first page is alike: the finder takes
     the row each line names (`id N`), not the first row whose text fits (seed 1013 of the thatch-later
@@ -178,6 +180,7 @@ def test_p6_lets_a_replaced_claim_give_the_conversation_a_second_name(db):
         assert (v.status == "fail") == fails, (prefix, v.message)
 
 
+@pytest.mark.rules("R10", "R9")
 def test_p5_a_read_in_the_suppressed_sends_concurrent_dispatch_is_not_surely_before_it(tmp_path):
     """A send answered as a suppressed duplicate while its copy was read in the same second: a read another
     process ran in the send's own concurrent dispatch ran at once with it (the merge may list it first), so the
@@ -265,6 +268,7 @@ def test_p14_a_touch_by_the_sessions_own_register_or_status_is_no_beat(tmp_path)
         assert (v.status == "fail") == fails, (tool, v.message)
 
 
+@pytest.mark.rules("R1")
 def test_p14_a_sub_agent_childs_inherited_row_is_not_the_designs_doing(tmp_path):
     """A 002-era row of a sub-agent child stands from before the run; the later design clears only a marked
     (machinery) session's row, so it stays, sampled or seen by its host (seeds 1144, 1145 of the thatch-later

@@ -266,6 +266,7 @@ def _view(events) -> RunView:
     return RunView(None, events, None)
 
 
+@pytest.mark.rules("R13", "R5")
 def test_a_resumed_session_its_command_line_does_not_open_is_hosted_from_its_first_use():
     """D-sim-22, D-real-host-5: the checkers hold a resume's session hosted only if the
     command line opens it, else from its first use there: its first status event (a prompt
