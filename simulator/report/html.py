@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 from simulator.events import Event
 from simulator.history import History, encode_event
-from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t, witness_matcher
+from simulator.report.lanes import Layout, fmt_data, fmt_span, fmt_t
 from simulator.report.outcomes import DECLINED, EXPIRED, HELD, PARKED, REFUSED, SUPPRESSED
 from simulator.report.svg import (C_BUSY, C_FRESH, C_MSG, C_STALE, C_UNREG, C_WAKE, C_WITNESS,
                                   render_timeline, swatch)
@@ -227,7 +227,7 @@ def render_html(result: RunResult) -> str:
     history = result.typed
     end_t = max(result.virtual_ms, max((e.t for e in history), default=0))
     head_svg, body_svg, layout = render_timeline(history, result.verdicts, end_t, result.db_path)
-    match = witness_matcher(history)
+    match = layout.match
     timeline = f'<div class="scroll"><div class="sticky">{head_svg}</div>{body_svg}</div>'
     out = [*_page_head(result), *_header(result, layout), *_verdict_table(result, layout, match),
            *_witness_table(result, layout, match), *_legend(), timeline, *_omitted_note(layout),

@@ -30,7 +30,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from simulator.events import (
     CRASH, EXPECTATION, FAULT, FAULT_FIRED, FAULT_NOT_FIRED, FORK, LOCK_RELEASED, PHASE, PROCESS_EXIT,
@@ -106,10 +106,11 @@ class Layout:
     recipients: dict[int, list[LaneKey]]   # history index -> target lanes
     bodies: dict[int, str] = field(default_factory=dict)      # history index -> message body (from its tool-call)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # sample index -> [(label, new state)]
-    outcomes: dict[int, str] = field(default_factory=dict)   # send result index -> delivered/held/parked/refused
     replies: dict[int, Outcome] = field(default_factory=dict)  # send / broadcast result index -> its reply, decoded
     extra: dict[int, Event] = field(default_factory=dict)  # row index past the history -> drawn-only event
     failed: dict[str, str] = field(default_factory=dict)     # failing check -> its title
+    # A witness -> its history position (`witness_matcher`): the W numbers and the report's tables read it.
+    match: Callable[[Any], Optional[int]] = lambda w: None
     width: int = 0                                       # lanes' width (the drawing widens it to fit labels)
     height: int = 0
     end_t: int = 0
@@ -177,23 +178,22 @@ def _gap(dt: int) -> int:
     return min(26, round(3 * math.log2(1 + dt / 1000)))
 
 
-def witness_matcher(history: History):
-    """A function mapping a witness (an event's line, as a verdict keeps it, or a record) to its history
-    position (or None).
+def witness_matcher(history: History) -> Callable[[Any], Optional[int]]:
+    """A function mapping a witness (an event's line, as a verdict keeps it) to its history position
+    (or None).
 
     A witness is matched by its `i` when it has one, else by (t, proc, session,
-    kind, data) equality, so a checker may hand back a copy of the event.
+    kind, data) equality, so a checker may hand back a copy of the event. A
+    witness of no kind (a database row) is no event.
     """
     by_i = {e.i: n for n, e in enumerate(history)}
-    by_val: dict[tuple, int] = {}   # built at the first witness that has no position of the history
+    by_val: dict[tuple, int] = {}   # built at the first event witness that has no position of the history
 
     def match(w: Any) -> Optional[int]:
-        if isinstance(w, Event):
-            w = w.as_dict()
         if not isinstance(w, dict):
             return None
         n = by_i.get(w["i"]) if "i" in w else None
-        if n is not None:
+        if n is not None or "kind" not in w:
             return n
         if not by_val:
             for k, e in enumerate(history):
@@ -203,13 +203,13 @@ def witness_matcher(history: History):
     return match
 
 
-def witness_indices(history: History, verdicts) -> dict[int, int]:
-    """History positions named by failing verdicts' witnesses -> W numbers (1-based, first-seen).
+def witness_indices(history: History, verdicts, match: Callable[[Any], Optional[int]]) -> dict[int, int]:
+    """History positions named by failing verdicts' witnesses (found by `match`, a `witness_matcher`)
+    -> W numbers (1-based, first-seen).
 
     A failing expectation, step reply or fault whose verdict names no event (a "0 wakes, want 1"
     has nothing to point at) is witnessed by its own record: the observation, the step's result,
     the fault's events, else the run's end."""
-    match = witness_matcher(history)
     out: dict[int, int] = {}
     for v in verdicts:
         if v.ok:
@@ -416,7 +416,6 @@ class _Picks:
     recipients: dict[int, list[LaneKey]] = field(default_factory=dict)
     bodies: dict[int, str] = field(default_factory=dict)
     changes: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
-    outcomes: dict[int, str] = field(default_factory=dict)
     replies: dict[int, Outcome] = field(default_factory=dict)
 
 
@@ -455,9 +454,8 @@ def _pick_rows(history: History, witness: dict[int, int], census: _Census, lanes
             picks.rows.append(n)
         if isinstance(e, ToolResult) and e.tool in MESSAGE_TOOLS:
             picks.replies[n] = reply = decode_reply(e.tool.removeprefix("thatch_chat_"), e.ok, e.text)
-            picks.outcomes[n] = outcome = message_mark(reply)
             call = last_call.get(key)
-            if outcome != REFUSED or e.tool == "thatch_chat_send":  # a refused broadcast names no one
+            if message_mark(reply) != REFUSED or e.tool == "thatch_chat_send":  # a refused broadcast names no one
                 picks.recipients[n] = _message_targets(e, call, census.all_names, census.ids, registered_now,
                                                        census.sessions)
             picks.bodies[n] = str(call.args.get("body", "")) if call is not None else ""
@@ -504,12 +502,13 @@ def build_layout(history: History, verdicts, end_t: int = 0, db_path: Optional[P
     holds), y from virtual time."""
     census = _census(history)
     lanes, groups = _place_lanes(census)
-    witness = witness_indices(history, verdicts)
+    match = witness_matcher(history)
+    witness = witness_indices(history, verdicts, match)
     picks = _pick_rows(history, witness, census, lanes)
     omitted: dict[str, int] = {}
     picked = _cap(history, picks.rows, witness, omitted) if len(picks.rows) > MAX_ROWS else picks.rows
     layout = Layout(lanes, groups, census.proc_kind, census.names, [], [], witness, omitted, census.alive,
-                    picks.recipients, picks.bodies, picks.changes, picks.outcomes, picks.replies)
+                    picks.recipients, picks.bodies, picks.changes, picks.replies, match=match)
     layout.failed = {v.check: v.title for v in verdicts if not v.ok}
     notices = _notice_events(history, census, lanes, db_path)
     layout.extra = {len(history) + k: e for k, e in enumerate(notices)}

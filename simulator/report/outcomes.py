@@ -23,8 +23,8 @@ from simulator.events import Event
 
 # The marks a send can get, in the legend's order (delivered is the plain arrow). A suppressed send (the later
 # design's retry de-duplication) stored nothing: its unread copy stands for it.
-DELIVERED, HELD, PARKED, REFUSED, SUPPRESSED = "delivered", "held", "parked", "refused", "suppressed"
-APPROVED, DECLINED, EXPIRED = "approved", "declined", "expired"
+DELIVERED, PARKED, REFUSED, SUPPRESSED = "delivered", "parked", "refused", "suppressed"
+HELD, APPROVED, DECLINED, EXPIRED = replies.HELD, replies.APPROVED, replies.DECLINED, "expired"
 # The report's own row kind for a notice read from the database (never a history event).
 NOTICE = "notice"
 
@@ -69,7 +69,7 @@ def review_outcome(text: str) -> Optional[tuple[str, str]]:
     review = replies.decode_reply("approve", True, text)
     if review.kind not in (replies.APPROVED, replies.DECLINED):
         return None
-    return (APPROVED if review.kind == replies.APPROVED else DECLINED), str(review.held)
+    return review.kind, str(review.held)
 
 
 @dataclass

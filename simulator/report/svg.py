@@ -39,7 +39,7 @@ from simulator.history import History
 from simulator.report.lanes import (CLI, LEFT, ORCH, ROW_H, Layout, Room, build_layout, fmt_data, fmt_span, fmt_t,
                                     lane_key_of, place_lanes, sample_state)
 from simulator.report.outcomes import (APPROVED, DECLINED, EXPIRED, HELD, NOTICE, PARKED, REFUSED, SUPPRESSED,
-                                       refusal_reason, review_outcome)
+                                       message_mark, refusal_reason, review_outcome)
 from simulator.report.textwidth import text_width
 
 C_MSG, C_WAKE, C_FAULT, C_BAD = "#1f6fd1", "#8a3ffc", "#9a6700", "#8b1a1a"
@@ -390,8 +390,8 @@ def _draw_message(row: _Row, tool: str, targets: list[tuple[str, Optional[str]]]
     x, y = row.x, row.y
     lanes = [(label, row.layout.lane_for_session(label, row.t) if label else None) for _, label in targets]
     bcast = tool == "broadcast"
-    outcome = row.layout.outcomes.get(row.n, "delivered")
     reply = row.layout.replies[row.n]
+    outcome = message_mark(reply)
     xs = [lane.x for _, lane in lanes if lane is not None and lane.x != x]
     # The arrow runs a little below the row centre so its label fits above it.
     ya = y + 3

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from simulator.events import Event
 from simulator.history import event_place
 from simulator.result import RunResult, Verdict
 from simulator.scenario.durations import format_duration
@@ -35,10 +34,9 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def format_event(event: Event | dict[str, Any]) -> str:
-    """One history event (a record, or its line as a verdict's witness keeps it) as
+def format_event(line: dict[str, Any]) -> str:
+    """One witness (a history event's line, as a verdict keeps it) as
     `  +1m30s  h2/bob  wake  senders=[...] count=1`."""
-    line = event.as_dict() if isinstance(event, Event) else event
     # "?": a witness that is no history event (a database row) names no process
     who = event_place(line, unknown="?")
     data = line.get("data") or {}
@@ -46,7 +44,7 @@ def format_event(event: Event | dict[str, Any]) -> str:
     return f"  {format_offset(line.get('t', 0))}  {who}  {line.get('kind', '?')}  {fields}".rstrip()
 
 
-def format_timeline(events: Iterable[Event | dict[str, Any]], limit: int = MAX_WITNESS) -> list[str]:
+def format_timeline(events: Iterable[dict[str, Any]], limit: int = MAX_WITNESS) -> list[str]:
     events = list(events)
     lines = [format_event(e) for e in events[:limit]]
     if len(events) > limit:
