@@ -21,7 +21,7 @@ from simulator.checks.view import Incarnation, RunView
 from simulator.design import HOUR_MS, MAX_WAKES_PER_HOUR
 from simulator.scenario.kinds import HOSTS
 from simulator.events import (
-    SLEEP_END, SLEEP_START, STATUS, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE, SleepStart,
+    STATUS, STORE_ERROR, TOOL_CALL, TURN_START, USER_PROMPT, WAKE,
 )
 
 TURN_EVENTS = (TOOL_CALL, USER_PROMPT, TURN_START)
@@ -58,19 +58,16 @@ class Gate:
         self.errors: dict[str, list[int]] = {}
         for e in view.history.of(STORE_ERROR):
             self.errors.setdefault(e.proc, []).append(e.t)
-        self.sleeps: list[tuple[int, float]] = []
-        for e in view.history.of(SLEEP_START, SLEEP_END):
-            if isinstance(e, SleepStart):
-                self.sleeps.append((e.t, float("inf")))
-            elif self.sleeps and self.sleeps[-1][1] == float("inf"):
-                self.sleeps[-1] = (self.sleeps[-1][0], e.t)
+        # (start, end) of each machine sleep, one still asleep at the run's end ending never
+        self.sleeps: list[tuple[int, float]] = [(a, float("inf") if b is None else b)
+                                                for a, b in view.disturbances.sleeps]
         self._cache: dict[str, list[Stretch]] = {}
 
     # -- the facts, each at a virtual time (after every event of that time) ------------
 
     def _registered(self, label: str) -> tuple[list[int], list[bool]]:
         """Times and states of the label's directory membership, from observations and leaves."""
-        marks = [(e.i, e.t, name is not None) for e, lab, name in self.view.names.name_observations() if lab == label]
+        marks = [(e.i, e.t, name is not None) for e, _, name in self.view.names.seen_as(label)]
         marks += [(e.i, e.t, False) for e in self.view.mail.leaves(label)]
         marks.sort(key=lambda m: m[0])
         return [m[1] for m in marks], [m[2] for m in marks]

@@ -41,8 +41,8 @@ def _names_other_mail(view: RunView, label: str, a: Wake, b: Wake) -> bool:
     known = set(a.senders)
     for c in view.mail.new_mail_calls(label, a.i, b.i):
         known.update(view.names.names_of(c.session))
-        if c.args.get("as"):
-            known.add(str(c.args["as"]))
+        if c.claim:
+            known.add(c.claim)
     return any(s not in known for s in b.senders)
 
 
@@ -407,7 +407,8 @@ def p10_ping_pong(view: RunView) -> Verdict:
     pp = {label for label, a in view.agents.items() if getattr(a, "kind", "") == "ping-pong"}
     if not pp:
         return skipped(p10_ping_pong, "no ping-pong agent in the scenario")
-    for (proc, n, label), ws in _capped(view, p10_ping_pong, wakes_by_incarnation(view, pp)).items():
+    capped = _capped(view, p10_ping_pong, wakes_by_incarnation(view, pp))
+    for (proc, n, label), ws in capped.items():
         over = rolling_excess(ws)
         if over:
             return verdict(p10_ping_pong, "fail",
@@ -430,7 +431,7 @@ def p10_ping_pong(view: RunView) -> Verdict:
             return verdict(p10_ping_pong, "fail",
                            f"pair {sorted(map(str, pair))} exchanged {len(msgs)} messages, bound {bound}",
                            [{"db_row": r} for r in msgs[-4:]])
-    wakes = sum(len(ws) for ws in _capped(view, p10_ping_pong, wakes_by_incarnation(view, pp)).values())
+    wakes = sum(len(ws) for ws in capped.values())
     exchanged = sum(map(len, pairs.values()))
     return passed(p10_ping_pong, f"{len(pp)} ping-pong sessions within the cap ({wakes} wakes, {exchanged} messages)",
                   wakes + exchanged)

@@ -157,11 +157,10 @@ def suppressed_unseen(view: RunView) -> list[tuple[Call, list[dict]]]:
     """Every send the chat answered as a suppressed duplicate while no unread copy of it stood in its
     recipient's inbox (the later design suppresses a retry only while its copy is unread), with the copies
     already read, in call order."""
-    spans = shown_spans(view)
+    suppressed = [c for c in view.mail.calls_of("send", ok=True) if c.outcome.suppressed]
+    spans = shown_spans(view) if suppressed else {}
     out = []
-    for c in view.mail.calls_of("send", ok=True):
-        if not c.outcome.suppressed:
-            continue
+    for c in suppressed:
         copies = _copies(view, c)
         if not any(not _read_before(view, r, c, spans) for rows in copies for r in rows):
             out.append((c, [r for rows in copies for r in rows]))
@@ -270,12 +269,15 @@ def _inherited_until(view: RunView, label: str) -> float:
 
 def _child_in_directory(view: RunView) -> Optional[Verdict]:
     machinery = _machinery(view)
+    inherited = {label: _inherited_until(view, label) for label in view.children}
     for e in view.history.of(REGISTERED, SAMPLE):
         rows = e.sessions if isinstance(e, Sample) else {e.session: SampleRow(registered=True)}
         for label, row in rows.items():
-            if e.i <= _inherited_until(view, label):
+            if label not in inherited or not row.registered:
+                continue
+            if e.i <= inherited[label]:
                 continue  # the inherited row, sampled or seen by its host as the session's registration
-            if label in view.children and row.registered and not _joined_explicitly(view, label, e.i):
+            if not _joined_explicitly(view, label, e.i):
                 what = "the plugin's machinery child" if label in machinery else "the sub-agent child"
                 wit = sample_row(e, label) if isinstance(e, Sample) else e
                 return verdict(p14_no_machinery_rows, "fail",
@@ -294,15 +296,25 @@ def _hosted_at_beat(view: RunView, label: str, beat: Optional[int], sample: Samp
                for inc in view.hosting.incs)
 
 
-def _touched_by_its_call(view: RunView, label: str, beat: Optional[int]) -> bool:
-    """The row's new `last_seen` is the stamp of the session's own ok chat_register or chat_status, which
-    touch it (R6, R34) wherever the call comes from: a touch, not a host's beat."""
-    return beat is not None and any(abs(c.t - beat) <= STAMP_RESOLUTION_MS for tool in ("register", "status")
-                                    for c in view.mail.calls_of(tool, session=label, ok=True))
+def _own_touches(view: RunView) -> dict[Optional[str], list[int]]:
+    """label -> the times of the session's own ok chat_register and chat_status calls, which touch its row
+    (R6, R34) wherever the call comes from."""
+    out: dict[Optional[str], list[int]] = {}
+    for c in view.mail.calls:
+        if c.tool in ("register", "status") and c.result is not None and c.ok:
+            out.setdefault(c.session, []).append(c.t)
+    return out
+
+
+def _touched_by_its_call(touches: list[int], beat: Optional[int]) -> bool:
+    """The row's new `last_seen` is the stamp of one of the session's own touches (`_own_touches`): a
+    touch, not a host's beat."""
+    return beat is not None and any(abs(t - beat) <= STAMP_RESOLUTION_MS for t in touches)
 
 
 def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
     last: dict[str, tuple[Sample, SampleRow]] = {}
+    touches = _own_touches(view)
     judged = 0
     for e in view.history.of(SAMPLE):
         for label, row in e.sessions.items():
@@ -314,7 +326,7 @@ def _fresh_without_host(view: RunView) -> tuple[Optional[Verdict], int]:
             if before is None or not row.last_seen or row.last_seen == before[1].last_seen:
                 continue
             beat = view.vt(row.last_seen)
-            if _touched_by_its_call(view, label, beat):
+            if _touched_by_its_call(touches.get(label, []), beat):
                 continue
             judged += 1
             if not _hosted_at_beat(view, label, beat, e):

@@ -22,7 +22,7 @@ from simulator.design import (
 )
 from simulator.replies import IDENTITY, LEFT, decode_hook_line
 from simulator.events import (
-    ABSENT, FORK, REGISTERED, SAMPLE, STEP_DROPPED, Echo, Event, Fork, Hook, Leave, Poll, ProcessExit, ProcessStart,
+    ABSENT, FORK, REGISTERED, SAMPLE, Echo, Event, Fork, Hook, Leave, Poll, ProcessExit, ProcessStart,
     Registered, Sample, SleepEnd, Status, ToolCall, ToolResult, UserPrompt,
 )
 from simulator.scenario.kinds import HOSTS
@@ -127,11 +127,10 @@ def quiet_leaves(view: RunView) -> list[Event]:
     """Stand-ins for delete / exit steps of sessions the view does not count as registered then: the
     leave writes a tombstone all the same, or not (the session may have had no usable id yet)."""
     counted = {(e.session, e.step) for e in view.mail.leaves() if isinstance(e, Leave)}
-    dropped = {e.step for e in view.history.of(STEP_DROPPED)}
     out: list[Event] = []
     for idx, step in enumerate(view.steps):
         who = getattr(step.args, "session", None)
-        if step.action in ("delete", "exit") and idx not in dropped and (who, idx) not in counted:
+        if step.action in ("delete", "exit") and idx not in view.disturbances.dropped and (who, idx) not in counted:
             pos = next((e.i for e in view.history if e.t >= step.at), len(view.history)) - 0.5
             out.append(QuietLeave(i=pos, t=step.at, dispatch=None, proc=None, session=who, step=idx))
     return out
@@ -158,10 +157,9 @@ def seed(m: Model) -> None:
 def config_changes(view: RunView) -> dict[Optional[str], list[tuple[int, bool]]]:
     """process label -> (the instant it landed, the `chat.enabled` it set) of each config step that
     set one, in step order: read from the steps once, asked at every judged call (`enabled_at`)."""
-    dropped = {e.step for e in view.history.of(STEP_DROPPED)}
     out: dict[Optional[str], list[tuple[int, bool]]] = {}
     for idx, step in enumerate(view.steps):
-        if step.action != "config" or idx in dropped:
+        if step.action != "config" or idx in view.disturbances.dropped:
             continue
         new = getattr(step.args, "enabled", None)
         if new is not None:
@@ -457,8 +455,3 @@ def turn_end_mail_check(m: Model, e: Hook) -> None:
         m.surprise(f"{label}'s stop hook after a turn that ended {e.status}",
                    "no follow-up after an aborted or errored turn (R36)", f"followed up: {str(e.line)[:80]}",
                    [e])
-
-
-def is_mcp(view: RunView, proc: Optional[str]) -> bool:
-    kind = view.proc_kind.get(proc or "")
-    return kind is not None and HOSTS[kind].mcp

@@ -24,7 +24,7 @@ from simulator.checks.model_follow import follow
 from simulator.checks.registry import Promise, passed, prop, verdict
 from simulator.checks.view import RunView
 from simulator.design import STAMP_RESOLUTION_MS, TOMBSTONE_TTL_MS, topic_of_title, unrenamed
-from simulator.events import CRASH, FORK, PROCESS_START, SAMPLE, STATUS, STEP_DROPPED
+from simulator.events import CRASH, FORK, PROCESS_START, SAMPLE, STATUS
 from simulator.scenario.kinds import HOSTS
 
 MODELED = Promise(modeled)
@@ -142,10 +142,9 @@ def topics(m: Model) -> None:
     """R3: an auto row's topic follows its last title once an idle event came after it, in the same
     host process; a 002-era row keeps its topic."""
     view = m.view
-    dropped = {e.step for e in view.history.of(STEP_DROPPED)}
     titles: dict[str, tuple[int, str]] = {}
     for idx, step in enumerate(view.steps):
-        if step.action == "title" and idx not in dropped:
+        if step.action == "title" and idx not in view.disturbances.dropped:
             titles[step.args.session] = (view.disturbances.landed(idx, step.at), str(step.args.title))
     # 002-era names that differ only in case are one group: the migration to the NOCASE column
     # keeps every twin but renames the later ones NAME-2, NAME-3... (D-store-6), so a row may

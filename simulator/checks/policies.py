@@ -88,7 +88,7 @@ def _recipient(view: RunView, c: Call) -> Optional[str]:
 
 def _registered_at(view: RunView, label: str, i: int) -> bool:
     """Was `label` in the directory at history position i (its last observation before it)?"""
-    seen = [n for e, lab, n in view.names.name_observations() if lab == label and e.i < i]
+    seen = [n for e, _, n in view.names.seen_as(label) if e.i < i]
     return bool(seen) and seen[-1] is not None
 
 

@@ -55,7 +55,8 @@ class RunView:
         # cycle, and the run's records would then wait for a full collection instead of going with it.
         self.names = Names(self.history, self.db, self.proc_kind, self.run_info, partial(virtual_ms, self.epoch_ms))
         self.mail = Mail(self.history, self.steps, self.names, self.disturbances, self.t_end, self.history.limit)
-        self.hosting = Hosting(self.history, spec, self.steps, self.mail, self.t_end, self.run_info, self.proc_kind)
+        self.hosting = Hosting(self.history, spec, self.steps, self.mail, self.disturbances, self.t_end, self.run_info,
+                               self.proc_kind)
 
     @property
     def children(self) -> set[str]:

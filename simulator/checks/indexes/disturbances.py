@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from simulator.events import FAULT, FAULT_FIRED, SLEEP_END, SLEEP_START, Fault, SleepStart
+from simulator.events import FAULT, FAULT_FIRED, SLEEP_END, SLEEP_START, STEP_DROPPED, Fault, SleepStart
 from simulator.history import History
 
 
 class Disturbances:
     def __init__(self, history: History, steps: list[Any]) -> None:
         self.sleeps = self._sleep_windows(history)
+        # The scripted steps the engine dropped (a step on a process not running, say): they never ran.
+        self.dropped = frozenset(e.step for e in history.of(STEP_DROPPED))
         self.locks = self._lock_windows(history, steps)
         self.stalls: list[tuple[Optional[str], int, int]] = [
             (detail.get("target"), e.t, int(detail.get("until") or e.t))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
+from simulator.checks.indexes.disturbances import Disturbances
 from simulator.checks.indexes.mail import Mail
 from simulator.design import DEFAULT_POLL_MS, DEFAULT_REHOST_GRACE_MS
 from simulator.events import (
-    FAULT_FIRED, POLL, PROCESS_EXIT, PROCESS_START, STATUS, STEP_DROPPED, TOOL_CALL, TURN_START, USER_PROMPT, ABSENT,
+    FAULT_FIRED, POLL, PROCESS_EXIT, PROCESS_START, STATUS, TOOL_CALL, TURN_START, USER_PROMPT, ABSENT,
     FaultFired, Poll, ProcessExit, ProcessStart,
 )
 from simulator.history import History
@@ -57,12 +58,13 @@ class Incarnation:
 
 
 class Hosting:
-    def __init__(self, history: History, spec: Any, steps: list[Any], mail: Mail, t_end: int,
-                 run_info: dict[str, Any], proc_kind: dict[str, str]) -> None:
+    def __init__(self, history: History, spec: Any, steps: list[Any], mail: Mail, disturbances: Disturbances,
+                 t_end: int, run_info: dict[str, Any], proc_kind: dict[str, str]) -> None:
         self.history = history
         self.spec = spec
         self.steps = steps
         self.mail = mail
+        self.dropped = disturbances.dropped
         self.t_end = t_end
         self.run_info = run_info
         self.proc_kind = proc_kind
@@ -169,9 +171,8 @@ class Hosting:
         turns the setting off (the order is unknown)."""
         spec = next((p for p in getattr(self.spec, "processes", []) if p.id == inc.proc), None)
         value = getattr(spec.config, key) if spec is not None else True
-        dropped = {e.step for e in self.history.of(STEP_DROPPED)}
         for idx, step in enumerate(self.steps):
-            if step.action != "config" or idx in dropped or step.args.process != inc.proc:
+            if step.action != "config" or idx in self.dropped or step.args.process != inc.proc:
                 continue
             new = getattr(step.args, key)
             if new is None:

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Optional
 from simulator.checks.indexes.disturbances import Disturbances
 from simulator.checks.indexes.names import Names
 from simulator.events import (
-    FORK, REGISTERED, SAMPLE, STEP_DROPPED, TOOL_CALL, TOOL_RESULT, Event, Leave, Sample, SampleRow, ToolCall,
+    FORK, REGISTERED, SAMPLE, TOOL_CALL, TOOL_RESULT, Event, Leave, Sample, SampleRow, ToolCall,
     ToolResult,
 )
 from simulator.history import History
@@ -177,11 +177,10 @@ class Mail:
         result for those, so a synthetic `Leave` stands at the end of the step's time)."""
         out: list[Any] = [e for e in history.of(TOOL_RESULT) if e.ok and
                           (short_tool(e.tool) in LEAVE_ACTIONS or self.step_action(e) in LEAVE_ACTIONS)]
-        dropped = {e.step for e in history.of(STEP_DROPPED)}
         for idx, step in enumerate(self.steps):
             at = disturbances.landed(idx, step.at)
             never_ran = at != step.at and at > t_end  # deferred by a sleep past the run's end
-            if step.action in ("delete", "exit") and idx not in dropped and not never_ran:
+            if step.action in ("delete", "exit") and idx not in disturbances.dropped and not never_ran:
                 who = step.args.session
                 # The step ran somewhere inside its time's dispatches: stand before them all
                 # (P7 then leaves same-time observations unjudged).

@@ -92,6 +92,10 @@ class Names:
         """(event, label, name or None when not registered) from samples, registered events and hook lines."""
         return self.observations
 
+    def seen_as(self, label: Optional[str]) -> list[Observation]:
+        """The label's own name observations, in history order."""
+        return self._seen_as.get(label, [])
+
     def names_of(self, label: str) -> list[str]:
         """Every assigned name the label went by, in first-seen order."""
         out: list[str] = []
