@@ -387,7 +387,8 @@ def _inbox_messages(text: str) -> tuple[InboxMessage, ...]:
     return tuple(out)
 
 
-def _page(text: str) -> Optional[Page]:
+def decode_page(text: str) -> Optional[Page]:
+    """The page a chat_read of one message shows (its range line and characters); None for any other output."""
     rng = PAGE_RANGE_RE.search(text)
     if rng is None:
         return None
@@ -409,7 +410,8 @@ def _read(ok: bool, text: str, clipped_from: Optional[int]) -> ReadOutcome:
         kind = FRAMED if INBOX_BEGIN in text and INBOX_END in text else OTHER
     head = INBOX_HEAD_RE.match(text)
     return ReadOutcome("read", ok, kind, messages=_inbox_messages(text) if INBOX_BEGIN in text else (),
-                       page=_page(text), host_clipped_from=clipped_from, drained=int(head["count"]) if head else None)
+                       page=decode_page(text), host_clipped_from=clipped_from,
+                       drained=int(head["count"]) if head else None)
 
 
 def _register(ok: bool, text: str) -> RegisterOutcome:

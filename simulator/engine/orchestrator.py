@@ -51,7 +51,7 @@ from simulator.engine.observer import Observer, observations
 from simulator.child.preload import preload
 from simulator.engine.processes import Launch, Live, ProcessCommand, Processes
 from simulator.engine.window import DEFAULT_ENGINE, ENGINES, Windows
-from simulator.engine.world import World
+from simulator.engine.world import DESIGN_BUSY_TIMEOUT_MS, World
 from simulator.events import (
     FAULT_FIRED, FAULT_NOT_FIRED, LOCK_RELEASED, PHASE, PROCESS_START, RUN_END, RUN_START, SLEEP_END, STEP_DROPPED,
     STORE_ERROR,
@@ -65,9 +65,9 @@ from simulator.sut import CORE, Sut
 
 STOP_GRACE_S = 2.0
 LOCK_BUSY_TIMEOUT_MS = 20  # short: a writer meeting the held lock fails fast (StoreBusy) instead of stalling the run
-# The real ThatchDB's busy timeout. A checkout keeps it under a lock fault too: it has no retry, so 20 ms
-# would fail its calls on any other process's write outside the lock, which P15 then judges (D-sut-13).
-DESIGN_BUSY_TIMEOUT_MS = 5000
+# A checkout keeps the design's busy timeout (world.DESIGN_BUSY_TIMEOUT_MS) under a lock fault too: it has no
+# retry, so 20 ms would fail its calls on any other process's write outside the lock, which P15 then judges
+# (D-sut-13).
 PROGRESS_EVERY = 64        # dispatches between two progress reports
 
 
@@ -117,7 +117,7 @@ class Orchestrator:
             raise ValueError(f"unknown engine {self.engine!r}: expected one of {', '.join(ENGINES)}")
         self.seed = spec.seed if seed is None else seed
         self.run_dir = Path(run_dir)
-        fails_fast = any(s.action == "lock" for s in spec.steps) and system.sut.checkout is None
+        fails_fast = any(s.action == "lock" for s in spec.steps) and system.sut.is_core
         self.world = World(spec, self.run_dir, self.seed, dict(overrides or {}),
                            busy_timeout_ms or (LOCK_BUSY_TIMEOUT_MS if fails_fast else DESIGN_BUSY_TIMEOUT_MS),
                            system.sut.checkout)

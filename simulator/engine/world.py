@@ -60,13 +60,17 @@ class ProcWorld:
     incarnations: int = 0
 
 
+# The real ThatchDB's busy timeout, every process's unless a lock fault asks for less (orchestrator.py).
+DESIGN_BUSY_TIMEOUT_MS = 5000
+
+
 @dataclass
 class World:
     spec: Scenario
     run_dir: Path
     seed: int
     overrides: dict[str, Any] = field(default_factory=dict)
-    busy_timeout_ms: int = 5000
+    busy_timeout_ms: int = DESIGN_BUSY_TIMEOUT_MS
     checkout: Optional[Path] = None     # the system under test: None for thatch_core
 
     def __post_init__(self) -> None:

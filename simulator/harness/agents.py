@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from simulator.replies import ReadOutcome, decode_reply
+from simulator.replies import ReadOutcome, decode_page, decode_reply
 
 # Turn causes that mean "you have mail": the agent acts on these only.
 MAIL_CAUSES = frozenset({"wake", "reminder", "followup"})
@@ -100,7 +100,7 @@ def page_through(tools: ToolPath, message_id: int, offset: int) -> None:
     """Read one message page by page from `offset` until its end has reached the reader."""
     for _ in range(MAX_PAGES_PER_MESSAGE):
         reply = tools("thatch_chat_read", {"message": message_id, "offset": offset})
-        page = _read(getattr(reply, "text", "")).page
+        page = decode_page(getattr(reply, "text", "") or "")
         if not getattr(reply, "ok", False) or page is None:
             return
         seen = page.end if page.fenced else page.start + len(page.chars)  # a cut page: what of it was visible
