@@ -101,6 +101,11 @@ class Sidecar:
         os.close(go_r)
         self.out = _Lines(self.proc.stdout.fileno())
         self.reports = _Lines(report_r)
+        # poll, not select: a harness forked from a process holding many descriptors (a long pytest
+        # worker) gets pipes numbered past select's 1024, which select refuses.
+        self._readable = select.poll()
+        for fd in (self.out.fd, self.reports.fd):
+            self._readable.register(fd, select.POLLIN)
         self.go_w = go_w
         self._next = 0
         self.callbacks: dict[str, Callable[..., Any]] = {}
@@ -141,8 +146,7 @@ class Sidecar:
             line = self.out.next_line()
             if line is not None:
                 return json.loads(line)
-            ready, _, _ = select.select([self.out.fd, self.reports.fd], [], [])
-            for fd in ready:
+            for fd, _ in self._readable.poll():
                 if not (self.out if fd == self.out.fd else self.reports).fill() and fd == self.out.fd:
                     raise self._died(serving)
 

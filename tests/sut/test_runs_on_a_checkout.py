@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +163,23 @@ def test_a_checkout_keeps_the_design_busy_timeout_under_a_lock_fault(checkout, t
     on_checkout = Orchestrator(spec, tmp_path / "checkout", code_under_test(checkout))
     on_core = Orchestrator(spec, tmp_path / "core", code_under_test(CORE))
     assert (on_checkout.world.busy_timeout_ms, on_core.world.busy_timeout_ms) == (5000, LOCK_BUSY_TIMEOUT_MS)
+
+
+@pytest.mark.rules("R9")
+def test_a_checkout_runs_from_a_process_holding_over_a_thousand_descriptors(checkout, tmp_path):
+    """R9 on the real code from a long-lived parent (a pytest worker late in the suite): the harnesses it
+    forks inherit its descriptors, so their sidecar pipes are numbered past 1024, where `select` refuses
+    ("filedescriptor out of range"); the sidecar waits on them all the same."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))  # a default soft limit is 1024
+    held = []
+    try:
+        while len(held) < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        result = run_scenario(load_scenario(REFUSALS), run_dir=tmp_path / "run", sut=checkout)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert result.error is None
+    assert [v.check for v in result.failures()] == []
